@@ -1,0 +1,213 @@
+"""Static checks of Python files: syntax (compile), pyflakes-class errors (ruff) and broken imports (AST).
+
+Third-party modules that are not installed are reported as warnings, not blocking errors: the model cannot
+install packages, and the project's tests will say whether that matters.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+# E9: syntax/IO errors, F63: invalid comparisons, F7: statement errors, F82: undefined names.
+RUFF_RULES = "E9,F63,F7,F82"
+
+
+@dataclass(frozen=True)
+class CodeIssue:
+    path: str
+    line: int
+    kind: str  # "syntax" | "lint" | "import"
+    message: str
+    blocking: bool = True
+
+    def __str__(self) -> str:
+        tag = "" if self.blocking else " (warning)"
+        return f"{self.path}:{self.line}: {self.kind}{tag}: {self.message}"
+
+
+def _syntax_issues(root: Path, files: list[str]) -> tuple[list[CodeIssue], dict[str, ast.Module]]:
+    issues: list[CodeIssue] = []
+    trees: dict[str, ast.Module] = {}
+    for rel in files:
+        source = (root / rel).read_text(encoding="utf-8", errors="replace")
+        try:
+            trees[rel] = ast.parse(source, filename=rel)
+            compile(trees[rel], rel, "exec")
+        except SyntaxError as e:
+            issues.append(CodeIssue(rel, e.lineno or 0, "syntax", f"{e.msg}"))
+            trees.pop(rel, None)
+    return issues, trees
+
+
+def _ruff_issues(root: Path, files: list[str]) -> list[CodeIssue]:
+    if not files:
+        return []
+    argv = [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", RUFF_RULES,
+            "--output-format", "json", "--exit-zero", *files]
+    try:
+        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60, check=False)
+        found = json.loads(done.stdout or "[]")
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError):
+        return []
+    out: list[CodeIssue] = []
+    for item in found:
+        code = item.get("code") or ""
+        if not code or code.startswith("E999") or code == "invalid-syntax":
+            continue  # syntax errors are reported by compile already
+        rel = Path(item["filename"]).resolve().relative_to(root.resolve()).as_posix()
+        out.append(CodeIssue(rel, item["location"]["row"], "lint", f"{code} {item['message']}"))
+    return out
+
+
+def _module_names(files: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Dotted names of local modules and packages (``src/`` layouts included)."""
+    modules: set[str] = set()
+    packages: set[str] = set()
+    for rel in files:
+        parts = Path(rel).with_suffix("").parts
+        for base in (parts, parts[1:] if parts and parts[0] == "src" else ()):
+            if not base:
+                continue
+            for i in range(1, len(base)):
+                packages.add(".".join(base[:i]))
+            if base[-1] == "__init__":
+                packages.add(".".join(base[:-1]))
+            else:
+                modules.add(".".join(base))
+    return modules, packages
+
+
+def _defined_names(tree: ast.Module) -> set[str] | None:
+    """Top-level names a module defines; None if it can't be known (star import, module ``__getattr__``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return None
+    for node in tree.body:
+        stack: list[ast.stmt] = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if n.name == "__getattr__":
+                    return None
+                names.add(n.name)
+            elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for t in targets:
+                    for sub in ast.walk(t):
+                        if isinstance(sub, ast.Name):
+                            names.add(sub.id)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                for a in n.names:
+                    names.add((a.asname or a.name).split(".")[0])
+            elif isinstance(n, (ast.If, ast.Try, ast.With)):
+                stack.extend(n.body)
+                stack.extend(getattr(n, "orelse", []))
+                for h in getattr(n, "handlers", []):
+                    stack.extend(h.body)
+                stack.extend(getattr(n, "finalbody", []))
+    return names
+
+
+def _guarded_imports(tree: ast.Module) -> set[int]:
+    """ids of import nodes inside ``try`` blocks (optional imports are not errors)."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            for inner in node.body:
+                for sub in ast.walk(inner):
+                    if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                        guarded.add(id(sub))
+    return guarded
+
+
+def _import_issues(all_files: list[str], trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
+    modules, packages = _module_names(all_files)
+    local_tops = {n.split(".")[0] for n in modules | packages}
+    by_module: dict[str, ast.Module] = {}
+    for rel, tree in trees.items():
+        parts = Path(rel).with_suffix("").parts
+        for base in (parts, parts[1:] if parts and parts[0] == "src" else ()):
+            if base:
+                name = ".".join(base[:-1] if base[-1] == "__init__" else base)
+                by_module[name] = tree
+    issues: list[CodeIssue] = []
+
+    def exists(name: str) -> bool:
+        return name in modules or name in packages
+
+    def third_party(name: str) -> bool:
+        top = name.split(".")[0]
+        if top in sys.builtin_module_names:
+            return True
+        try:
+            return importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            return False
+
+    for rel in check:
+        tree = trees.get(rel)
+        if tree is None:
+            continue
+        guarded = _guarded_imports(tree)
+        parts = Path(rel).with_suffix("").parts
+        if parts and parts[0] == "src":
+            parts = parts[1:]
+        package = list(parts[:-1])
+        for node in ast.walk(tree):
+            if id(node) in guarded:
+                continue
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    if top in local_tops:
+                        if not exists(alias.name):
+                            issues.append(CodeIssue(rel, node.lineno, "import", f"no local module {alias.name!r}"))
+                    elif not third_party(alias.name):
+                        issues.append(CodeIssue(rel, node.lineno, "import",
+                                                f"module {top!r} is not installed here", blocking=False))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[: len(package) - (node.level - 1)] if node.level - 1 <= len(package) else None
+                    if base is None:
+                        issues.append(CodeIssue(rel, node.lineno, "import", "relative import beyond top package"))
+                        continue
+                    target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                else:
+                    target = node.module or ""
+                top = target.split(".")[0]
+                if not node.level and top not in local_tops:
+                    if not third_party(target):
+                        issues.append(CodeIssue(rel, node.lineno, "import",
+                                                f"module {top!r} is not installed here", blocking=False))
+                    continue
+                if target and not exists(target):
+                    issues.append(CodeIssue(rel, node.lineno, "import", f"no local module {target!r}"))
+                    continue
+                names = _defined_names(by_module[target]) if target in by_module else None
+                for alias in node.names:
+                    if alias.name == "*" or names is None:
+                        continue
+                    sub = f"{target}.{alias.name}" if target else alias.name
+                    if alias.name not in names and not exists(sub):
+                        issues.append(CodeIssue(rel, node.lineno, "import",
+                                                f"cannot import name {alias.name!r} from {target!r}"))
+    return issues
+
+
+def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = None) -> list[CodeIssue]:
+    """Issues in the Python files of ``all_files`` (or just ``only``), sorted by path and line."""
+    py_all = [f for f in all_files if f.endswith(".py")]
+    check = [f for f in (only if only is not None else py_all) if f.endswith(".py")]
+    syntax, trees = _syntax_issues(root, py_all)
+    syntax = [i for i in syntax if i.path in check]
+    lint = _ruff_issues(root, [f for f in check if f in trees])
+    imports = _import_issues(py_all, trees, check)
+    return sorted(syntax + lint + imports, key=lambda i: (i.path, i.line, i.kind))

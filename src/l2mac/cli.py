@@ -1,0 +1,169 @@
+"""The ``l2mac`` command: a thin typer app over the library API, with rich live progress.
+
+``l2mac "<prompt>"`` is short for ``l2mac run "<prompt>"`` (the reference implementation's form).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from l2mac.errors import L2MACError
+from l2mac.events import Event, ModelCalled, PlanReady, RunFinished, RunStarted, StepFinished, StepStarted, ToolUsed
+from l2mac.settings import default_config_path, init_config, load_settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
+SUBCOMMANDS = {"run"}
+
+
+@app.callback()
+def _root() -> None:
+    """The LLM Automatic Computer: `l2mac "<prompt>"` generates a project; `l2mac COMMAND --help` for more."""
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
+
+
+class Progress:
+    """Renders run events as one live status block and a line per finished step."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.live = Live(console=console, refresh_per_second=8, transient=True)
+        self.step = "planning"
+        self.tool = ""
+        self.usage = ""
+
+    def _render(self) -> Text:
+        return Text.assemble(("▶ ", "cyan"), (self.step, "bold"), (f"  {self.tool}", "magenta"), (f"  {self.usage}", "dim"))
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.console.print(f"[bold]l2mac[/] {event.strategy} · model [cyan]{event.model}[/] · {event.workspace}")
+            self.live.start()
+        elif isinstance(event, PlanReady):
+            self.console.print(f"Prompt program ({event.source}): {len(event.titles)} steps")
+            for i, t in enumerate(event.titles, 1):
+                self.console.print(f"  {i:>2}. {t}", highlight=False)
+        elif isinstance(event, StepStarted):
+            self.step = f"step {event.index}/{event.total}: {event.title}"
+            self.tool = ""
+        elif isinstance(event, ToolUsed):
+            self.tool = f"{event.tool}{'' if event.ok else ' ✗'}"
+        elif isinstance(event, ModelCalled):
+            u = event.usage
+            cost = f"${u.cost_usd:.4f}" if u.cost_known else "cost unknown"
+            self.usage = f"{u.total_tokens:,} tokens · {cost}"
+        elif isinstance(event, StepFinished):
+            o = event.outcome
+            mark = "[green]✓[/]" if o.passed else "[red]✗[/]"
+            why = f" — {o.reason}" if o.reason else ""
+            self.console.print(f"{mark} step {o.index}/{event.total}: {o.title}{why}", highlight=False)
+        elif isinstance(event, RunFinished):
+            self.live.stop()
+        self.live.update(self._render())
+
+    def stop(self) -> None:
+        self.live.stop()
+
+
+def summary_table(report: dict[str, Any]) -> Table:
+    t = Table(title="l2mac run", show_header=False, title_style="bold")
+    tests = report["tests"]
+    steps = report["steps"]
+    cost = "unknown" if report["cost_usd"] is None else f"${report['cost_usd']:.4f}"
+    rows = [
+        ("status", report["status"] + (f" ({report['stopped_reason']})" if report.get("stopped_reason") else "")),
+        ("project", report["workspace"]),
+        ("model", report["model"]),
+        ("steps", f"{steps['passed']} passed, {steps['failed']} failed of {steps['planned']}"),
+        ("files / LOC", f"{report['files']} / {report['loc']}"),
+        ("syntax / lint / import errors", f"{report['syntax_errors']} / {report['lint_errors']} / "
+                                          f"{report['import_errors']}"),
+        ("tests", f"{tests['status']}: {tests['passed']} passed, {tests['failed']} failed"),
+        ("tokens", f"{report['tokens']['total']:,} ({report['requests']} requests)"),
+        ("cost", cost),
+        ("wall time", f"{report['wall_time_s']:.1f}s"),
+    ]
+    for k, v in rows:
+        t.add_row(k, str(v))
+    return t
+
+
+@app.command("run")
+def run_command(
+    prompt: Annotated[str, typer.Argument(help="What to build, in one line.", show_default=False)] = "",
+    domain: Annotated[str, typer.Option(help="codebase, book or custom.")] = "codebase",
+    steps: Annotated[int | None, typer.Option(help="Most steps in the prompt program.", min=1)] = None,
+    run_tests: Annotated[bool, typer.Option("--run-tests/--no-run-tests", help="Check each step with the tests.")] = True,
+    prompt_program: Annotated[Path | None, typer.Option(help="Use this plan (YAML/JSON) instead of planning.")] = None,
+    prompts_file: Annotated[Path | None, typer.Option(help="Prompt set for --domain custom.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key (prefer the environment or config file).")] = None,
+    context_window: Annotated[int | None, typer.Option(help="Context window in tokens.", min=512)] = None,
+    workspace: Annotated[Path | None, typer.Option(help="Folder for projects [default: ./workspace].")] = None,
+    project_name: Annotated[str | None, typer.Option(help="Project folder name.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="Stop after spending this many USD.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Stop after this many tokens.")] = None,
+    reflect: Annotated[bool, typer.Option(help="Review and refine the plan once before running it.")] = False,
+    config: Annotated[Path | None, typer.Option(help="Config file [default: ~/.l2mac/config.yaml].")] = None,
+    init_config_: Annotated[bool, typer.Option("--init-config", help="Create the config file and exit.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
+) -> None:
+    """Generate a project (or a book) from one prompt."""
+    console = Console(stderr=False)
+    err = Console(stderr=True)
+    try:
+        if init_config_:
+            path = config or default_config_path()
+            if init_config(path):
+                console.print(f"Created {path} (mode 600). Edit it to set your model and API key.")
+            else:
+                console.print(f"{path} already exists; left unchanged.")
+            raise typer.Exit(EXIT_OK)
+        settings = load_settings(
+            config_path=config,
+            llm={"model": model, "base_url": base_url, "api_key": api_key, "context_window": context_window},
+            run={"domain": domain, "steps": steps, "run_tests": run_tests, "prompt_program": prompt_program,
+                 "prompts_file": prompts_file, "workspace": workspace, "project_name": project_name,
+                 "max_cost": max_cost, "max_tokens": max_tokens, "reflect": reflect},
+        )
+        from l2mac.run import run_l2mac
+
+        progress = Progress(console)
+        try:
+            result = run_l2mac(prompt, settings, emit=progress)
+        finally:
+            progress.stop()
+    except L2MACError as e:
+        if verbose:
+            err.print_exception()
+        err.print(f"[red]error:[/] {e}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]; files written so far are kept in the workspace")
+        raise typer.Exit(130) from None
+    console.print(summary_table(result.report))
+    console.print(f"Report: {result.workspace / '.l2mac' / 'run_report.json'}")
+    status = result.report["status"]
+    raise typer.Exit(EXIT_OK if status == "passed" else EXIT_STOPPED if status == "stopped" else EXIT_FAILED)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: ``l2mac PROMPT`` runs; ``l2mac SUBCOMMAND ...`` dispatches."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in args if not a.startswith("-")), None)
+    if args and args[0] not in ("--help", "-h") and (first is None or first not in SUBCOMMANDS):
+        args.insert(0, "run")
+    app(args=args, prog_name="l2mac")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

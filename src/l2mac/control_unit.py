@@ -1,0 +1,278 @@
+"""The control unit: runs one instruction in a fresh context, as in the L2MAC paper.
+
+Each step starts from the system prompt, the instruction, the file list and the previous step's summary. The
+tool loop runs until the model calls ``step_complete`` *and* the checks pass. Before the context fills, the model
+summarises its progress and the step restarts from that summary. A step that spends its budget of turns, check
+failures or restarts is recorded as failed, never as passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    SystemPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from l2mac.checks.output import trim_output
+from l2mac.checks.tests import run_tests
+from l2mac.context import ContextBudget
+from l2mac.domains import Domain
+from l2mac.events import EventSink, ToolUsed, ignore
+from l2mac.models.client import ContextOverflow, ModelClient
+from l2mac.record import RunRecord
+from l2mac.tools import STEP_COMPLETE, Toolbox
+from l2mac.tools.complete import StepCompleteArgs
+from l2mac.types import Instruction, StepOutcome, StepStatus, ToolResult
+
+
+@dataclass(frozen=True)
+class StepLimits:
+    max_turns: int = 40
+    max_check_failures: int = 4
+    max_context_restarts: int = 3
+
+
+@dataclass(frozen=True)
+class Step:
+    """One instruction with what its fresh context needs from outside."""
+
+    task: str
+    index: int
+    total: int
+    instruction: Instruction
+    previous_summary: str
+
+
+@dataclass
+class _State:
+    messages: list[ModelMessage]
+    turns: int = 0
+    restarts: int = 0
+    check_failures: int = 0
+    reported_input: int = 0
+    seen: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    written: set[str] = field(default_factory=set)
+
+
+class ControlUnit:
+    def __init__(
+        self,
+        client: ModelClient,
+        toolbox: Toolbox,
+        domain: Domain,
+        budget: ContextBudget,
+        *,
+        limits: StepLimits | None = None,
+        run_tests: bool = True,
+        record: RunRecord | None = None,
+        emit: EventSink = ignore,
+    ) -> None:
+        self.client = client
+        self.toolbox = toolbox
+        self.domain = domain
+        self.budget = budget
+        self.limits = limits or StepLimits()
+        self.run_tests = run_tests and domain.tests
+        self.record = record
+        self.emit = emit
+
+    # -- context -----------------------------------------------------------------------------------------
+    def fresh_context(self, step: Step, progress: str = "") -> list[ModelMessage]:
+        files = self.toolbox.env.store.list_files()
+        prompt = self.domain.render(
+            "step",
+            task=step.task,
+            index=step.index,
+            total=step.total,
+            title=step.instruction.title,
+            instruction=step.instruction.instruction,
+            files="\n".join(f"- {f}" for f in files[:300]) or "(none yet)",
+            previous_summary=step.previous_summary or "(this is the first step)",
+            progress=self.domain.render("progress", summary=progress) if progress else "",
+        )
+        return [ModelRequest(parts=[SystemPromptPart(self.domain.render("step_system")), UserPromptPart(prompt)])]
+
+    async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:
+        """Ask for a text answer (no tools) after ``messages``; used for summaries."""
+        request = [*messages, ModelRequest(parts=[UserPromptPart(self.domain.render(prompt_key))])]
+        while len(request) > 2 and not self.budget.fits(request):
+            # drop the oldest exchange after the step prompt so the question itself fits
+            # (a response and the request answering it, so tool calls and their returns stay paired)
+            del request[1:3]
+        response = await self.client.request(request, [], purpose=purpose)
+        return (response.text or "").strip()
+
+    async def _restart(self, step: Step, state: _State) -> None:
+        try:
+            summary = await self._plain_answer(state.messages, "summarise", f"step {step.index}: summarise")
+        except ContextOverflow:
+            summary = ""
+        state.restarts += 1
+        state.messages = self.fresh_context(step, summary or "(no summary could be made; check the files)")
+        state.seen.clear()
+        state.reported_input = 0
+        self._log("context_restart", step=step.index, restarts=state.restarts)
+
+    # -- checks ------------------------------------------------------------------------------------------
+    def _run_checks(self, step: Step) -> tuple[bool, str]:
+        env = self.toolbox.env
+        problems: list[str] = []
+        if env.python_checks:
+            issues = [i for i in env.check_files(env.store.list_files()) if i.blocking]
+            if issues:
+                problems.append("Code problems:\n" + "\n".join(str(i) for i in issues[:30]))
+        has_tests = any(_is_test_file(f) for f in env.store.list_files())
+        if self.run_tests and (step.instruction.requires_tests or has_tests):
+            outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
+            if outcome.status == "no_tests":
+                problems.append("No tests were collected, but this step must leave pytest tests "
+                                "(files named tests/test_*.py with functions named test_*).")
+            elif not outcome.ok:
+                problems.append(f"Tests: {outcome.headline()}\n{trim_output(outcome.output, env.max_output_chars)}")
+        return not problems, "\n\n".join(problems)
+
+    # -- the step ----------------------------------------------------------------------------------------
+    async def run_step(self, step: Step) -> StepOutcome:
+        state = _State(messages=self.fresh_context(step))
+        tools = self.toolbox.definitions()
+        while True:
+            if state.turns >= self.limits.max_turns:
+                return await self._fail(step, state, f"turn budget spent ({self.limits.max_turns} model calls)")
+            if not self.budget.fits(state.messages, state.reported_input):
+                if state.restarts >= self.limits.max_context_restarts:
+                    return await self._fail(step, state, f"context filled {state.restarts + 1} times")
+                await self._restart(step, state)
+                continue
+            try:
+                response = await self.client.request(state.messages, tools, purpose=f"step {step.index}")
+            except ContextOverflow:
+                if state.restarts >= self.limits.max_context_restarts:
+                    return await self._fail(step, state, "the provider reported a context overflow")
+                await self._restart(step, state)
+                continue
+            state.turns += 1
+            state.reported_input = response.usage.input_tokens + response.usage.output_tokens
+            state.messages.append(response)
+            if not response.tool_calls:
+                state.messages.append(ModelRequest(parts=[UserPromptPart(self.domain.render("no_tool_call"))]))
+                continue
+            parts, completed_with = await self._answer_calls(step, state, response)
+            state.messages.append(ModelRequest(parts=parts))
+            if completed_with is not None:
+                return self._outcome(step, state, StepStatus.PASSED, completed_with)
+            if state.check_failures > self.limits.max_check_failures:
+                return await self._fail(
+                    step, state, f"checks still failing after {state.check_failures} attempts to complete"
+                )
+
+    async def _answer_calls(self, step: Step, state: _State, response: ModelResponse) -> tuple[
+        list[ModelRequestPart], str | None
+    ]:
+        parts: list[ModelRequestPart] = []
+        completed_with: str | None = None
+        for call in response.tool_calls:
+            if call.tool_name == STEP_COMPLETE:
+                result, summary = await self._complete(step, state, call)
+                if summary is not None:
+                    completed_with = summary
+            else:
+                result = await self._call_tool(state, call)
+            self.emit(ToolUsed(step.index, call.tool_name, result.ok))
+            self._log("tool_call", step=step.index, tool=call.tool_name, ok=result.ok,
+                      args=_short(call.args), result=result.content[:300])
+            parts.append(ToolReturnPart(call.tool_name, result.content, tool_call_id=call.tool_call_id))
+        return parts, completed_with
+
+    async def _call_tool(self, state: _State, call: ToolCallPart) -> ToolResult:
+        store = self.toolbox.env.store
+        key = (call.tool_name, _canonical(call.args), store.revision)
+        if key in state.seen:
+            return ToolResult(self.domain.render("repeated_call", result=state.seen[key][:800]), ok=False)
+        before = set(store.list_files()) if call.tool_name in ("write_files", "edit_file") else set()
+        result = await asyncio.to_thread(self.toolbox.call, call.tool_name, call.args)
+        result = ToolResult(trim_output(result.content, self.toolbox.env.max_output_chars), result.ok)
+        state.seen[(call.tool_name, _canonical(call.args), store.revision)] = result.content
+        if call.tool_name in ("write_files", "edit_file"):
+            args = _args_dict(call.args)
+            paths = [f.get("path") for f in args.get("files", []) if isinstance(f, dict)] or [args.get("path")]
+            state.written.update(p for p in paths if isinstance(p, str) and store.exists(p))
+            state.written.update(set(store.list_files()) - before)
+        return result
+
+    async def _complete(self, step: Step, state: _State, call: ToolCallPart) -> tuple[ToolResult, str | None]:
+        args = self.toolbox.validate(STEP_COMPLETE, call.args)
+        if isinstance(args, ToolResult):
+            return args, None
+        assert isinstance(args, StepCompleteArgs)
+        ok, report = await asyncio.to_thread(self._run_checks, step)
+        self._log("checks", step=step.index, ok=ok, report=report[:2000])
+        if ok:
+            return ToolResult("All checks passed. The step is complete."), args.summary
+        state.check_failures += 1
+        text = self.domain.render(
+            "checks_failed", attempt=state.check_failures, max_attempts=self.limits.max_check_failures + 1,
+            report=report,
+        )
+        return ToolResult(text, ok=False), None
+
+    # -- endings -----------------------------------------------------------------------------------------
+    def _outcome(self, step: Step, state: _State, status: StepStatus, summary: str, reason: str = "") -> StepOutcome:
+        return StepOutcome(
+            index=step.index,
+            title=step.instruction.title,
+            status=status,
+            summary=summary,
+            reason=reason,
+            turns=state.turns,
+            context_restarts=state.restarts,
+            check_failures=state.check_failures,
+            files_written=sorted(state.written),
+        )
+
+    async def _fail(self, step: Step, state: _State, reason: str) -> StepOutcome:
+        try:
+            summary = await self._plain_answer(state.messages, "step_summary", f"step {step.index}: summary")
+        except ContextOverflow:
+            summary = ""
+        summary = f"(The previous step did not pass: {reason}.) {summary}".strip()
+        return self._outcome(step, state, StepStatus.FAILED, summary, reason)
+
+    def _log(self, kind: str, **data: object) -> None:
+        if self.record is not None:
+            self.record.log(kind, **data)
+
+
+def _is_test_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def _args_dict(args: str | dict[str, object] | None) -> dict[str, object]:
+    if isinstance(args, dict):
+        return args
+    try:
+        value = json.loads(args or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _canonical(args: str | dict[str, object] | None) -> str:
+    value = _args_dict(args)
+    return json.dumps(value, sort_keys=True) if value else str(args or "")
+
+
+def _short(args: str | dict[str, object] | None) -> str:
+    text = args if isinstance(args, str) else json.dumps(args or {})
+    return text if len(text) <= 300 else text[:300] + "..."
+

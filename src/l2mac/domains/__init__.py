@@ -1,0 +1,76 @@
+"""Domains: prompt sets stored as YAML data files (codebase, book), or a user's own file (custom)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import yaml
+
+from l2mac.errors import ConfigError
+
+BUILTIN = ("codebase", "book")
+REQUIRED_PROMPTS = (
+    "planner_system", "plan_request", "plan_retry", "reflect", "step_system", "step", "progress", "summarise",
+    "step_summary", "no_tool_call", "checks_failed", "repeated_call",
+)
+
+
+@dataclass(frozen=True)
+class Domain:
+    name: str
+    tools: list[str]
+    python_checks: bool
+    tests: bool
+    prompts: dict[str, str]
+
+    def render(self, key: str, **values: Any) -> str:
+        """The prompt ``key`` with ``$name`` placeholders filled (unknown placeholders are left as they are)."""
+        return Template(self.prompts[key]).safe_substitute({k: str(v) for k, v in values.items()}).strip()
+
+
+def _from_mapping(data: Any, source: str, base: Domain | None = None) -> Domain:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a prompt set must be a YAML mapping with a `prompts:` section")
+    prompts = dict(base.prompts) if base else {}
+    prompts.update({str(k): str(v) for k, v in (data.get("prompts") or {}).items()})
+    missing = [k for k in REQUIRED_PROMPTS if k not in prompts]
+    if missing:
+        raise ConfigError(f"{source}: prompt set lacks {', '.join(missing)}")
+    return Domain(
+        name=str(data.get("name") or (base.name if base else "custom")),
+        tools=list(data.get("tools") or (base.tools if base else [])),
+        python_checks=bool(data.get("python_checks", base.python_checks if base else False)),
+        tests=bool(data.get("tests", base.tests if base else False)),
+        prompts=prompts,
+    )
+
+
+def load_domain(name: str, prompts_file: Path | None = None) -> Domain:
+    """A built-in domain, or ``custom`` from ``prompts_file`` (its prompts override the codebase set's)."""
+    if name in BUILTIN:
+        text = resources.files(__package__).joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+        domain = _from_mapping(yaml.safe_load(text), f"{name}.yaml")
+        if prompts_file is None:
+            return domain
+        return _from_mapping(_read(prompts_file), str(prompts_file), base=domain)
+    if name == "custom":
+        if prompts_file is None:
+            raise ConfigError("the custom domain needs a prompt set: pass --prompts-file FILE.yaml")
+        data = _read(prompts_file)
+        base_name = str(data.get("base", "codebase")) if isinstance(data, dict) else "codebase"
+        return _from_mapping(data, str(prompts_file), base=load_domain(base_name if base_name in BUILTIN else
+                                                                       "codebase"))
+    raise ConfigError(f"unknown domain {name!r}; choose one of: {', '.join((*BUILTIN, 'custom'))}")
+
+
+def _read(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"cannot read prompt set {path}: {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from e

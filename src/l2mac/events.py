@@ -1,0 +1,62 @@
+"""Progress events a run emits, for the CLI's live display or any other observer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from l2mac.types import StepOutcome, Usage
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    project: str
+    workspace: str
+    model: str
+    strategy: str
+
+
+@dataclass(frozen=True)
+class PlanReady:
+    titles: list[str]
+    source: str  # "planned" | "file"
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    index: int
+    total: int
+    title: str
+
+
+@dataclass(frozen=True)
+class ToolUsed:
+    index: int
+    tool: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class ModelCalled:
+    purpose: str
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class StepFinished:
+    outcome: StepOutcome
+    total: int
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    report: dict[str, Any]
+
+
+Event = RunStarted | PlanReady | StepStarted | ToolUsed | ModelCalled | StepFinished | RunFinished
+EventSink = Callable[[Event], None]
+
+
+def ignore(_: Event) -> None:
+    """An event sink that does nothing."""

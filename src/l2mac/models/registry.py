@@ -1,0 +1,125 @@
+"""Build a pydantic-ai model from settings. Model names may carry their provider: ``openai:gpt-4o``,
+``anthropic:claude-sonnet-4-5``, ``azure:my-deployment``, ``ollama:qwen2.5-coder``, ``openai-compatible:NAME``
+(with a base URL), ``local:NAME`` or ``gguf:/path/model.gguf`` (the embedded model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+
+from l2mac.errors import ConfigError
+from l2mac.settings import LLMSettings
+
+PROVIDERS = ("openai", "azure", "anthropic", "openai-compatible", "ollama", "local", "gguf")
+_ALIASES = {"vllm": "openai-compatible", "llamacpp": "openai-compatible", "llama.cpp": "openai-compatible",
+            "openrouter": "openai-compatible", "claude": "anthropic"}
+OLLAMA_URL = "http://localhost:11434/v1"
+
+# Context windows (tokens) by model-name prefix, longest prefix wins. Unknown models get DEFAULT_WINDOW.
+CONTEXT_WINDOWS = {
+    "gpt-3.5": 16_385, "gpt-4": 8_192, "gpt-4-32k": 32_768, "gpt-4-turbo": 128_000, "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576, "gpt-5": 400_000, "o1": 200_000, "o3": 200_000, "o4": 200_000,
+    "claude": 200_000, "qwen2.5-coder": 32_768, "qwen2.5": 32_768, "qwen3": 32_768, "llama3": 8_192,
+    "llama-3": 8_192, "llama3.1": 131_072, "mistral": 32_768, "deepseek": 65_536,
+}
+DEFAULT_WINDOW = 8_192
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    model: Model
+    provider: str
+    name: str
+    context_window: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+
+def context_window_for(name: str) -> int:
+    base = name.rsplit("/", 1)[-1].lower()
+    best = ""
+    for prefix in CONTEXT_WINDOWS:
+        if base.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return CONTEXT_WINDOWS[best] if best else DEFAULT_WINDOW
+
+
+def split_model_spec(llm: LLMSettings) -> tuple[str, str]:
+    """(provider, model name) from ``llm.model`` (``provider:name`` wins over ``api_type``)."""
+    if not llm.model:
+        raise ConfigError("no model is configured")
+    provider, sep, name = llm.model.partition(":")
+    provider = _ALIASES.get(provider.lower(), provider.lower())
+    if sep and provider in PROVIDERS and name:
+        return provider, name
+    api_type = _ALIASES.get(llm.api_type.lower(), llm.api_type.lower())
+    if api_type == "openai" and llm.base_url and "api.openai.com" not in llm.base_url:
+        api_type = "openai-compatible"
+    return api_type, llm.model
+
+
+def model_settings(llm: LLMSettings) -> ModelSettings:
+    s = ModelSettings(max_tokens=llm.max_output_tokens, timeout=llm.timeout_s)
+    if llm.temperature is not None:
+        s["temperature"] = llm.temperature
+    return s
+
+
+def build_model(llm: LLMSettings) -> ModelInfo:
+    """A ready model for ``llm``; ConfigError says what to set when something is missing."""
+    provider, name = split_model_spec(llm)
+    key = llm.api_key.get_secret_value() if llm.api_key else None
+    window = llm.context_window or context_window_for(name)
+    if provider in ("openai", "openai-compatible", "ollama"):
+        from openai import AsyncOpenAI
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        base_url = llm.base_url or (OLLAMA_URL if provider == "ollama" else None)
+        if provider == "openai-compatible" and not base_url:
+            raise ConfigError(f"{llm.model}: an OpenAI-compatible server needs --base-url (e.g. http://localhost:8000/v1)")
+        if provider == "openai" and not key:
+            import os
+
+            key = os.environ.get("OPENAI_API_KEY")
+            if not key:
+                raise ConfigError(
+                    "OpenAI needs an API key: set OPENAI_API_KEY, or llm.api_key in ~/.l2mac/config.yaml "
+                    "(create it with `l2mac --init-config`)"
+                )
+        client = AsyncOpenAI(api_key=key or "not-needed", base_url=base_url, max_retries=0, timeout=llm.timeout_s)
+        model: Model = OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
+    elif provider == "azure":
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.azure import AzureProvider
+
+        if not llm.base_url:
+            raise ConfigError("Azure OpenAI needs base_url: your endpoint, e.g. https://NAME.openai.azure.com")
+        model = OpenAIChatModel(
+            name, provider=AzureProvider(azure_endpoint=llm.base_url, api_version=llm.api_version, api_key=key)
+        )
+    elif provider == "anthropic":
+        import os
+
+        from anthropic import AsyncAnthropic
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        key = key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ConfigError("Anthropic needs an API key: set ANTHROPIC_API_KEY or llm.api_key in ~/.l2mac/config.yaml")
+        client = AsyncAnthropic(api_key=key, base_url=llm.base_url, max_retries=0, timeout=llm.timeout_s)
+        model = AnthropicModel(name, provider=AnthropicProvider(anthropic_client=client))
+    elif provider in ("local", "gguf"):
+        raise ConfigError(
+            "the embedded local model is not available in this build yet; configure an API model "
+            "(`l2mac --init-config`) or an OpenAI-compatible server with --base-url"
+        )
+    else:
+        raise ConfigError(f"unknown provider {provider!r}; choose one of: {', '.join(PROVIDERS)}")
+    return ModelInfo(model=model, provider=provider, name=name, context_window=window)

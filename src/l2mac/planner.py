@@ -1,0 +1,147 @@
+"""The instruction registry: turn the task into a prompt program with one structured call, or load one."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.tools import ToolDefinition
+
+from l2mac.domains import Domain
+from l2mac.errors import PromptProgramError
+from l2mac.models.client import ModelClient
+from l2mac.tools.base import parse_arguments
+from l2mac.types import Instruction, PromptProgram
+
+SUBMIT_PLAN = "submit_plan"
+DEFAULT_MAX_STEPS = 12
+PLAN_ATTEMPTS = 3
+
+
+class PlanArgs(BaseModel):
+    steps: list[Instruction] = Field(min_length=1, description="The ordered steps of the plan.")
+
+
+def plan_tool() -> ToolDefinition:
+    schema = PlanArgs.model_json_schema()
+    schema.pop("title", None)
+    return ToolDefinition(
+        name=SUBMIT_PLAN, description="Submit the complete, ordered plan.", parameters_json_schema=schema
+    )
+
+
+_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step\s+\d+[:.)]?)\s+(.*\S)", re.IGNORECASE)
+
+
+def parse_text_plan(text: str) -> list[Instruction]:
+    """Steps from a plan written as a numbered or bulleted list (what small models often answer)."""
+    steps: list[Instruction] = []
+    for line in text.splitlines():
+        m = _ITEM.match(line)
+        if m:
+            body = m.group(1).strip().strip("*").strip()
+            title, sep, rest = body.partition(":")
+            if not sep or len(title.split()) > 12:
+                title = " ".join(body.split()[:8])
+            steps.append(Instruction(title=title.strip(" *"), instruction=body))
+        elif steps and line.strip():
+            last = steps[-1]
+            steps[-1] = last.model_copy(update={"instruction": f"{last.instruction}\n{line.strip()}"})
+    return steps
+
+
+def fit_steps(steps: list[Instruction], max_steps: int) -> list[Instruction]:
+    """At most ``max_steps`` steps; extra steps are merged into the last, so no requirement is dropped."""
+    if len(steps) <= max_steps:
+        return steps
+    keep, extra = steps[: max_steps - 1], steps[max_steps - 1 :]
+    merged = Instruction(
+        title=extra[0].title,
+        instruction="\n\n".join(f"{s.title}: {s.instruction}" for s in extra),
+        requires_tests=any(s.requires_tests for s in extra),
+    )
+    return [*keep, merged]
+
+
+def _steps_from_response_args(raw: str | dict[str, object] | None) -> list[Instruction]:
+    data = parse_arguments(raw)  # type: ignore[arg-type]
+    return PlanArgs.model_validate(data).steps
+
+
+async def _ask_plan(client: ModelClient, messages: list[ModelMessage], domain: Domain) -> list[Instruction]:
+    error = ""
+    for _ in range(PLAN_ATTEMPTS):
+        if error:
+            messages.append(ModelRequest(parts=[UserPromptPart(domain.render("plan_retry", error=error))]))
+        response = await client.request(messages, [plan_tool()], purpose="plan")
+        messages.append(response)
+        calls = [c for c in response.tool_calls if c.tool_name == SUBMIT_PLAN]
+        if calls:
+            try:
+                return _steps_from_response_args(calls[0].args)
+            except ValueError as e:  # includes ValidationError and bad JSON
+                error = str(e).splitlines()[0] if not isinstance(e, ValidationError) else str(e)[:600]
+                # a tool call must be answered before the next user message
+                messages.append(ModelRequest(parts=[ToolReturnPart(SUBMIT_PLAN, f"Error: {error}",
+                                                                   tool_call_id=calls[0].tool_call_id)]))
+                error = "the plan's arguments did not match the schema (see above)"
+                continue
+        steps = parse_text_plan(response.text or "")
+        if steps:
+            return steps
+        error = "no tool call and no numbered list of steps was found"
+    raise PromptProgramError(f"the model did not produce a usable plan after {PLAN_ATTEMPTS} attempts ({error})")
+
+
+async def make_plan(
+    client: ModelClient, domain: Domain, task: str, max_steps: int | None = None, reflect: bool = False
+) -> PromptProgram:
+    limit = max_steps or DEFAULT_MAX_STEPS
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[SystemPromptPart(domain.render("planner_system")),
+                            UserPromptPart(domain.render("plan_request", task=task, max_steps=limit))])
+    ]
+    steps = await _ask_plan(client, messages, domain)
+    if reflect:
+        plan_text = yaml.safe_dump([s.model_dump() for s in steps], sort_keys=False, width=100)
+        review: list[ModelMessage] = [
+            ModelRequest(parts=[SystemPromptPart(domain.render("planner_system")),
+                                UserPromptPart(domain.render("plan_request", task=task, max_steps=limit) + "\n\n" +
+                                               domain.render("reflect", plan=plan_text))])
+        ]
+        try:
+            steps = await _ask_plan(client, review, domain)
+        except PromptProgramError:
+            pass  # keep the first plan: reflection is an improvement, not a requirement
+    if not domain.tests:
+        steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
+    return PromptProgram(task=task, steps=fit_steps(steps, limit))
+
+
+def load_prompt_program(path: Path, task: str) -> PromptProgram:
+    """A plan from YAML or JSON: ``{steps: [...]}`` or a bare list; a step is a mapping or a string."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise PromptProgramError(f"cannot read prompt program {path}: {e.strerror}") from e
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise PromptProgramError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}") from e
+    raw_steps = data.get("steps") if isinstance(data, dict) else data
+    if not isinstance(raw_steps, list) or not raw_steps:
+        raise PromptProgramError(f"{path}: expected a list of steps, or a mapping with a `steps:` list")
+    steps: list[Instruction] = []
+    for i, item in enumerate(raw_steps, 1):
+        if isinstance(item, str):
+            item = {"title": " ".join(item.split()[:8]), "instruction": item}
+        try:
+            steps.append(Instruction.model_validate(item))
+        except ValidationError as e:
+            raise PromptProgramError(f"{path}: step {i} is invalid: {e.errors()[0]['msg']}") from e
+    file_task = data.get("task") if isinstance(data, dict) else None
+    return PromptProgram(task=task or str(file_task or ""), steps=steps)

@@ -1,0 +1,174 @@
+"""Settings for a run, loaded in layers: defaults < config file < environment < explicit overrides (CLI flags).
+
+Nothing here is read at import time; ``load_settings`` is called with the environment and config path to use,
+so tests and library users decide where settings come from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from l2mac.errors import ConfigError
+
+CONFIG_TEMPLATE = """\
+# l2mac configuration. Flags and environment variables (L2MAC_*, OPENAI_API_KEY, ANTHROPIC_API_KEY) win over it.
+# Leave `llm` out (or delete this file) to use the embedded local model.
+llm:
+  api_type: "openai"  # openai | azure | anthropic | openai-compatible | ollama | local | gguf
+  model: "gpt-4o"
+  base_url: "https://api.openai.com/v1"  # or any OpenAI-compatible server, e.g. http://localhost:8000/v1
+  api_key: "YOUR_API_KEY"
+  # context_window: 128000  # tokens; taken from the model's metadata when known
+run:
+  workspace: "workspace"
+  run_tests: true
+  # max_cost: 5.0      # US dollars
+  # max_tokens: 2000000
+"""
+
+
+class LLMSettings(BaseModel):
+    """Which model to use and how to reach it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    api_type: str = Field(default="openai", description="Provider: openai, azure, anthropic, openai-compatible, "
+                          "ollama, local (embedded model) or gguf (a GGUF file).")
+    model: str | None = Field(default=None, description="Model name, or 'provider:name'. None means not configured.")
+    base_url: str | None = Field(default=None, description="API base URL (OpenAI-compatible servers, Azure endpoint).")
+    api_key: SecretStr | None = Field(default=None, description="API key; never logged.")
+    api_version: str | None = Field(default=None, description="Azure OpenAI API version.")
+    context_window: int | None = Field(default=None, gt=0, description="Context window in tokens; overrides metadata.")
+    max_output_tokens: int = Field(default=4096, gt=0, description="Most tokens one answer may use.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
+    timeout_s: float = Field(default=180.0, gt=0, description="Seconds before one request times out.")
+    max_retries: int = Field(default=5, ge=0, description="Retries of a failed request (rate limit, 5xx, timeout).")
+
+    @property
+    def configured(self) -> bool:
+        return self.model is not None
+
+
+class RunSettings(BaseModel):
+    """What a run does and the limits it keeps."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    domain: str = Field(default="codebase", description="codebase, book or custom.")
+    prompts_file: Path | None = Field(default=None, description="Prompt set (YAML) for the custom domain.")
+    steps: int | None = Field(default=None, gt=0, description="Most steps the planner may produce.")
+    reflect: bool = Field(default=False, description="Ask the model to review and refine its plan once.")
+    prompt_program: Path | None = Field(default=None, description="A plan file (YAML or JSON); skips planning.")
+    run_tests: bool = Field(default=True, description="Run the project's tests as a check at every step.")
+    workspace: Path = Field(default=Path("workspace"), description="Folder holding one sub-folder per project.")
+    project_name: str | None = Field(default=None, description="Name of the project folder; derived if absent.")
+    max_cost: float | None = Field(default=None, gt=0, description="Stop the run once this many USD are spent.")
+    max_tokens: int | None = Field(default=None, gt=0, description="Stop the run once this many tokens are used.")
+    max_check_failures: int = Field(default=4, ge=0, description="Failed checks a step may meet before it fails.")
+    max_turns: int = Field(default=40, gt=0, description="Model calls one step may make.")
+    max_context_restarts: int = Field(default=3, ge=0, description="Summarise-and-restart cycles per step.")
+    context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
+    command_timeout_s: float = Field(default=60.0, gt=0, description="Timeout for run_python.")
+    test_timeout_s: float = Field(default=180.0, gt=0, description="Timeout for one test run.")
+
+
+class Settings(BaseModel):
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    run: RunSettings = Field(default_factory=RunSettings)
+
+
+def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$L2MAC_CONFIG`` or ``~/.l2mac/config.yaml`` (the reference implementation's location)."""
+    env = os.environ if environ is None else environ
+    if env.get("L2MAC_CONFIG"):
+        return Path(env["L2MAC_CONFIG"]).expanduser()
+    return Path("~/.l2mac/config.yaml").expanduser()
+
+
+def init_config(path: Path) -> bool:
+    """Write a commented config template at ``path`` (mode 0600). Returns False if a file is already there."""
+    if path.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(CONFIG_TEMPLATE)
+    return True
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}. Fix it, or delete it and run `l2mac --init-config`.") from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping with `llm:` and `run:` sections.")
+    if data.get("llm", {}).get("api_key") == "YOUR_API_KEY":
+        # The untouched template: treat as unconfigured rather than send a placeholder key.
+        data["llm"] = {k: v for k, v in data["llm"].items() if k not in {"api_key", "model"}}
+    return data
+
+
+_ENV_LLM = {
+    "L2MAC_API_TYPE": "api_type",
+    "L2MAC_MODEL": "model",
+    "L2MAC_BASE_URL": "base_url",
+    "L2MAC_API_KEY": "api_key",
+    "L2MAC_CONTEXT_WINDOW": "context_window",
+}
+_ENV_RUN = {
+    "L2MAC_WORKSPACE": "workspace",
+    "L2MAC_MAX_COST": "max_cost",
+    "L2MAC_MAX_TOKENS": "max_tokens",
+    "L2MAC_DOMAIN": "domain",
+}
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if v is not None:
+            out[k] = v
+    return out
+
+
+def load_settings(
+    *,
+    config_path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    llm: Mapping[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build settings from the config file, then the environment, then ``llm``/``run`` overrides (None = unset)."""
+    env = os.environ if environ is None else environ
+    path = config_path if config_path is not None else default_config_path(env)
+    data = _read_config(path)
+    llm_d: dict[str, Any] = dict(data.get("llm") or {})
+    run_d: dict[str, Any] = dict(data.get("run") or {})
+    llm_d = _merge(llm_d, {field: env.get(var) or None for var, field in _ENV_LLM.items()})
+    run_d = _merge(run_d, {field: env.get(var) or None for var, field in _ENV_RUN.items()})
+    llm_d = _merge(llm_d, llm or {})
+    run_d = _merge(run_d, run or {})
+    # A bare key in the environment is enough to pick the provider's flagship model.
+    if not llm_d.get("model"):
+        if env.get("OPENAI_API_KEY") and llm_d.get("api_type", "openai") in {"openai", "azure"}:
+            llm_d["model"] = "gpt-4o"
+        elif env.get("ANTHROPIC_API_KEY"):
+            llm_d.setdefault("api_type", "anthropic")
+            llm_d["model"] = llm_d.get("model") or "claude-sonnet-4-5"
+    try:
+        return Settings(llm=LLMSettings.model_validate(llm_d), run=RunSettings.model_validate(run_d))
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"Invalid setting {where!r}: {first['msg']} (from {path}, L2MAC_* or flags).") from e

@@ -1,0 +1,212 @@
+"""The file store: the run's memory. Every path is confined to the workspace; writes are atomic.
+
+Paths come from the model, so each is checked: relative, no ``..``, no NUL, nothing under the reserved
+``.git``/``.l2mac`` folders, and (after resolving symlinks) inside the workspace root.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from l2mac.errors import PathOutsideWorkspace, WorkspaceError
+
+RESERVED_DIRS = frozenset({".git", ".l2mac"})
+IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".venv", "node_modules"})
+MAX_FILE_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    path: str
+    text: str
+    start_line: int
+    end_line: int
+    total_lines: int
+
+
+class FileStore:
+    """Files of one project, rooted at ``root``. ``revision`` grows with every change."""
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root.resolve()
+        self.revision = 0
+
+    # -- paths -------------------------------------------------------------------------------------------
+    def resolve(self, path: str) -> Path:
+        """The absolute path for a workspace-relative ``path``, or PathOutsideWorkspace with the reason."""
+        if not isinstance(path, str) or not path.strip():
+            raise PathOutsideWorkspace("empty path; give a path relative to the project root, e.g. 'src/app.py'")
+        if "\x00" in path:
+            raise PathOutsideWorkspace(f"{path!r}: NUL character in path")
+        norm = path.strip().replace("\\", "/")
+        if norm.startswith("/") or PureWindowsPath(path).drive or norm.startswith("~"):
+            raise PathOutsideWorkspace(f"{path!r}: absolute paths are refused; use a path relative to the project root")
+        parts = [p for p in PurePosixPath(norm).parts if p not in ("", ".")]
+        if not parts:
+            raise PathOutsideWorkspace(f"{path!r}: names the project root, not a file")
+        if ".." in parts:
+            raise PathOutsideWorkspace(f"{path!r}: '..' is refused; paths must stay inside the project")
+        if parts[0] in RESERVED_DIRS:
+            raise PathOutsideWorkspace(f"{path!r}: {parts[0]}/ is reserved for l2mac's own records")
+        candidate = self.root.joinpath(*parts)
+        real = Path(os.path.realpath(candidate))
+        if real != self.root and self.root not in real.parents:
+            raise PathOutsideWorkspace(f"{path!r}: resolves outside the workspace (through a symlink)")
+        return candidate
+
+    def relative(self, absolute: Path) -> str:
+        return absolute.relative_to(self.root).as_posix()
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def list_files(self) -> list[str]:
+        """Every file in the project, sorted, without caches and l2mac's records."""
+        out: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if d not in RESERVED_DIRS | IGNORED_DIRS)
+            for name in filenames:
+                p = Path(dirpath) / name
+                if p.is_symlink():
+                    continue
+                out.append(self.relative(p))
+        return sorted(out)
+
+    def exists(self, path: str) -> bool:
+        return self.resolve(path).is_file()
+
+    def read_text(self, path: str) -> str:
+        p = self.resolve(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+        data = p.read_bytes()
+        if b"\x00" in data[:8192]:
+            raise WorkspaceError(f"{path}: binary file, cannot be shown as text")
+        return data.decode("utf-8", errors="replace")
+
+    def read_lines(self, path: str, start_line: int | None = None, end_line: int | None = None) -> FileSlice:
+        """Lines ``start_line``..``end_line`` (1-based, inclusive) of a text file."""
+        lines = self.read_text(path).splitlines()
+        total = len(lines)
+        start = max(1, start_line or 1)
+        end = min(total, end_line or total)
+        return FileSlice(path, "\n".join(lines[start - 1 : end]), start, end, total)
+
+    def snapshot(self) -> dict[str, str]:
+        """All text files as ``{path: content}``."""
+        out: dict[str, str] = {}
+        for rel in self.list_files():
+            try:
+                out[rel] = self.read_text(rel)
+            except WorkspaceError:
+                continue
+        return out
+
+    # -- writes ------------------------------------------------------------------------------------------
+    def write_text(self, path: str, content: str) -> bool:
+        """Write a whole file atomically. Returns True if it was new."""
+        target = self.resolve(path)
+        data = content.encode("utf-8")
+        if len(data) > MAX_FILE_BYTES:
+            raise WorkspaceError(f"{path}: {len(data)} bytes is over the {MAX_FILE_BYTES}-byte limit for one file")
+        if target.is_dir():
+            raise WorkspaceError(f"{path}: is a directory")
+        is_new = not target.exists()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # re-check after mkdir: a symlinked parent created meanwhile must not let the write escape
+        self.resolve(path)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.revision += 1
+        return is_new
+
+    def replace_once(self, path: str, old: str, new: str) -> None:
+        """Replace the one exact occurrence of ``old``; an error if it occurs zero or several times."""
+        text = self.read_text(path)
+        if not old:
+            raise WorkspaceError("old text is empty; give the exact text to replace, copied from the file")
+        count = text.count(old)
+        if count == 0:
+            raise WorkspaceError(
+                f"{path}: the text to replace was not found. View the file and copy the text exactly, "
+                "including indentation and whitespace."
+            )
+        if count > 1:
+            raise WorkspaceError(
+                f"{path}: the text to replace occurs {count} times; include more surrounding lines so it "
+                "matches exactly once."
+            )
+        self.write_text(path, text.replace(old, new, 1))
+
+    def delete(self, path: str) -> None:
+        target = self.resolve(path)
+        if not target.is_file() and not target.is_symlink():
+            raise FileNotFoundError(f"{path}: no such file")
+        target.unlink()
+        self.revision += 1
+        parent = target.parent
+        while parent != self.root and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+
+
+class GitHistory:
+    """A git repository inside the workspace with one commit per step, so any step can be diffed or undone.
+
+    If git is not installed the history is disabled (``enabled`` is False) and the run goes on.
+    """
+
+    _IDENTITY = ("-c", "user.name=l2mac", "-c", "user.email=l2mac@localhost", "-c", "commit.gpgsign=false")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.enabled = self._init()
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", *self._IDENTITY, *args], cwd=self.root, capture_output=True, text=True, check=False, timeout=60
+        )
+
+    def _init(self) -> bool:
+        try:
+            if not (self.root / ".git").exists():
+                if self._git("init", "-q", "-b", "main").returncode != 0 and self._git("init", "-q").returncode != 0:
+                    return False
+            exclude = self.root / ".git" / "info" / "exclude"
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            wanted = [".l2mac/", "__pycache__/", ".pytest_cache/", ".ruff_cache/", "*.pyc"]
+            current = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
+            missing = [w for w in wanted if w not in current]
+            if missing:
+                exclude.write_text("\n".join([*current, *missing]) + "\n", encoding="utf-8")
+            return True
+        except (OSError, subprocess.SubprocessError):
+            return False
+
+    def commit(self, message: str) -> str | None:
+        """Commit everything (even an empty change, so every step has its commit). Returns the hash."""
+        if not self.enabled:
+            return None
+        self._git("add", "-A")
+        done = self._git("commit", "-q", "--allow-empty", "-m", message)
+        if done.returncode != 0:
+            return None
+        head = self._git("rev-parse", "HEAD")
+        return head.stdout.strip() or None
+
+    def log(self) -> list[str]:
+        if not self.enabled:
+            return []
+        out = self._git("log", "--format=%s")
+        return out.stdout.splitlines() if out.returncode == 0 else []

@@ -1,0 +1,41 @@
+"""The seam between a run and its strategy: everything a strategy may use, built once per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from l2mac.context import ContextBudget
+from l2mac.control_unit import StepLimits
+from l2mac.domains import Domain
+from l2mac.events import EventSink
+from l2mac.models.client import ModelClient
+from l2mac.record import RunRecord
+from l2mac.store import GitHistory
+from l2mac.tools import Toolbox
+from l2mac.types import PromptProgram, StepOutcome
+
+
+@dataclass
+class RunContext:
+    task: str
+    domain: Domain
+    client: ModelClient
+    toolbox: Toolbox
+    budget: ContextBudget
+    limits: StepLimits
+    history: GitHistory
+    record: RunRecord
+    emit: EventSink
+    run_tests: bool = True
+    max_steps: int | None = None
+    reflect: bool = False
+    program: PromptProgram | None = None
+
+
+class Strategy(Protocol):
+    name: str
+
+    async def run(self, ctx: RunContext) -> list[StepOutcome]:
+        """Do the task; return the outcome of every step, in order, even when some failed."""
+        ...

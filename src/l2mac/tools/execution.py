@@ -1,0 +1,44 @@
+"""Tools that run code: a Python file, and the project's tests. Both go through the env's runner."""
+
+from __future__ import annotations
+
+import sys
+
+from pydantic import BaseModel, Field
+
+from l2mac.checks.output import trim_output
+from l2mac.checks.tests import run_tests as run_pytest
+from l2mac.tools.base import Tool, ToolEnv
+from l2mac.types import ToolResult
+
+
+class RunPythonArgs(BaseModel):
+    path: str = Field(description="Python file to run, relative to the project root.")
+    args: list[str] = Field(default_factory=list, description="Command-line arguments.")
+    timeout_s: float = Field(default=30, gt=0, le=300, description="Seconds before the program is killed.")
+
+
+def run_python(args: RunPythonArgs, env: ToolEnv) -> ToolResult:
+    target = env.store.resolve(args.path)
+    if not target.is_file():
+        return ToolResult(f"Error: {args.path}: no such file", ok=False)
+    timeout = min(args.timeout_s, env.command_timeout_s)
+    result = env.runner.run([sys.executable, env.store.relative(target), *args.args], env.store.root, timeout)
+    status = "timed out" if result.timed_out else f"exit code {result.returncode}"
+    body = trim_output(result.output, env.max_output_chars) or "(no output)"
+    return ToolResult(f"{status}\n{body}", ok=result.returncode == 0)
+
+
+class RunTestsArgs(BaseModel):
+    paths: list[str] = Field(default_factory=list, description="Test files or folders; empty runs all tests.")
+
+
+def run_tests(args: RunTestsArgs, env: ToolEnv) -> ToolResult:
+    targets = [env.store.relative(env.store.resolve(p)) for p in args.paths]
+    outcome = run_pytest(env.runner, env.store.root, env.test_timeout_s, targets)
+    body = trim_output(outcome.output, env.max_output_chars)
+    return ToolResult(f"Tests: {outcome.headline()}\n{body}", ok=outcome.ok)
+
+
+RUN_PYTHON = Tool("run_python", "Run a Python file of the project and show its output.", RunPythonArgs, run_python)
+RUN_TESTS = Tool("run_tests", "Run the project's pytest tests and show the result.", RunTestsArgs, run_tests)

@@ -1,0 +1,89 @@
+"""Plain data that flows between the parts of a run: the prompt program, tool results, step outcomes, usage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+
+class Instruction(BaseModel):
+    """One step of a prompt program: what a fresh LLM context must achieve."""
+
+    title: str = Field(description="A short name for the step, at most ten words.")
+    instruction: str = Field(
+        description="Everything the step must do, in detail: files, functions, behaviour, and which requirements "
+        "of the task it carries. The step sees only this text, the file list and the previous step's summary."
+    )
+    requires_tests: bool = Field(
+        default=True,
+        description="True when the step must leave pytest tests that cover what it built.",
+    )
+
+
+class PromptProgram(BaseModel):
+    """The instruction registry: an ordered list of instructions that together carry every requirement."""
+
+    task: str
+    steps: list[Instruction]
+
+
+class StepStatus(str, Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool answers to the model. ``ok`` is False for errors the model should correct."""
+
+    content: str
+    ok: bool = True
+
+
+@dataclass
+class Usage:
+    """Tokens and cost accumulated over model calls. ``cost_usd`` counts only calls with a known price."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def cost_known(self) -> bool:
+        return self.unpriced_requests == 0
+
+    def add(self, input_tokens: int, output_tokens: int, cost_usd: float | None) -> None:
+        self.requests += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        if cost_usd is None:
+            self.unpriced_requests += 1
+        else:
+            self.cost_usd += cost_usd
+
+
+@dataclass
+class StepOutcome:
+    """How one instruction ended. A step passes only when the model declared it complete and the checks passed."""
+
+    index: int
+    title: str
+    status: StepStatus
+    summary: str
+    reason: str = ""
+    turns: int = 0
+    context_restarts: int = 0
+    check_failures: int = 0
+    files_written: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status is StepStatus.PASSED
