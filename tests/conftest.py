@@ -14,20 +14,32 @@ from l2mac.settings import Settings, load_settings
 def _no_real_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never read the developer's ~/.l2mac or API keys."""
     monkeypatch.setenv("L2MAC_CONFIG", str(tmp_path / "no-config.yaml"))
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "L2MAC_MODEL", "L2MAC_API_KEY", "L2MAC_BASE_URL",
-                "L2MAC_WORKSPACE", "L2MAC_MAX_COST", "L2MAC_MAX_TOKENS", "L2MAC_DOMAIN", "L2MAC_API_TYPE"):
+    for var in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "L2MAC_MODEL",
+        "L2MAC_API_KEY",
+        "L2MAC_BASE_URL",
+        "L2MAC_WORKSPACE",
+        "L2MAC_MAX_COST",
+        "L2MAC_MAX_TOKENS",
+        "L2MAC_DOMAIN",
+        "L2MAC_API_TYPE",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 
 def make_settings(tmp_path: Path, llm: dict[str, Any] | None = None, **run: Any) -> Settings:
     run.setdefault("workspace", tmp_path / "ws")
     run.setdefault("project_name", "proj")
-    return load_settings(config_path=tmp_path / "none.yaml", environ={}, llm={"context_window": 16000, **(llm or {})},
-                         run=run)
+    return load_settings(
+        config_path=tmp_path / "none.yaml", environ={}, llm={"context_window": 16000, **(llm or {})}, run=run
+    )
 
 
-def run_scripted(tmp_path: Path, replies: list[Reply], task: str = "Build a todo app", **run: Any
-                 ) -> tuple[RunResult, ScriptedModel]:
+def run_scripted(
+    tmp_path: Path, replies: list[Reply], task: str = "Build a todo app", **run: Any
+) -> tuple[RunResult, ScriptedModel]:
     script = ScriptedModel(list(replies))
     result = run_l2mac(task, make_settings(tmp_path, **run), model=script.model)
     return result, script

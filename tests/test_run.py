@@ -8,10 +8,11 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
-from conftest import run_scripted
 from l2mac.models.scripted import call, last_tool_return, text
 
-STORE_BUGGY = '''import json
+from conftest import run_scripted
+
+STORE_BUGGY = """import json
 from pathlib import Path
 
 
@@ -29,9 +30,9 @@ class TodoStore:
         items.append({"title": title, "done": False})
         self.path.write_text(json.dumps(items))
         return len(items) + 1
-'''
+"""
 
-STORE_TESTS = '''from todo.store import TodoStore
+STORE_TESTS = """from todo.store import TodoStore
 
 
 def test_add_returns_id(tmp_path):
@@ -42,9 +43,9 @@ def test_add_returns_id(tmp_path):
 
 def test_load_empty(tmp_path):
     assert TodoStore(tmp_path / "none.json").load() == []
-'''
+"""
 
-CLI = '''import sys
+CLI = """import sys
 
 from todo.store import TodoStore
 
@@ -58,23 +59,30 @@ def main(argv, path="todo.json"):
 
 if __name__ == "__main__":
     print(main(sys.argv[1:]))
-'''
+"""
 
-CLI_TESTS = '''from todo.cli import main
+CLI_TESTS = """from todo.cli import main
 
 
 def test_add_and_list(tmp_path):
     path = tmp_path / "t.json"
     assert main(["add", "milk"], path) == "added 1"
     assert main([], path) == "milk"
-'''
+"""
 
 PLAN = {
     "steps": [
-        {"title": "Todo store", "instruction": "Write todo/store.py with TodoStore(path): load() and add(title) "
-         "returning the new item's 1-based id; tests in tests/test_store.py.", "requires_tests": True},
-        {"title": "Command line", "instruction": "Write todo/cli.py with main(argv, path) for add and list; "
-         "tests in tests/test_cli.py.", "requires_tests": True},
+        {
+            "title": "Todo store",
+            "instruction": "Write todo/store.py with TodoStore(path): load() and add(title) "
+            "returning the new item's 1-based id; tests in tests/test_store.py.",
+            "requires_tests": True,
+        },
+        {
+            "title": "Command line",
+            "instruction": "Write todo/cli.py with main(argv, path) for add and list; tests in tests/test_cli.py.",
+            "requires_tests": True,
+        },
     ]
 }
 
@@ -83,34 +91,47 @@ def fix_after_failure(messages: list[ModelMessage]) -> ModelResponse:
     """Plays a model that reads the failing test output it was shown and fixes the off-by-one."""
     shown = last_tool_return(messages)
     assert "checks failed" in shown and "test_add_returns_id" in shown, shown
-    return call("edit_file", {"path": "todo/store.py", "old_text": "return len(items) + 1",
-                              "new_text": "return len(items)"})
+    return call(
+        "edit_file", {"path": "todo/store.py", "old_text": "return len(items) + 1", "new_text": "return len(items)"}
+    )
 
 
 def test_full_run_plans_builds_meets_failing_test_fixes_it_and_reports(tmp_path: Path) -> None:
     replies = [
         call("submit_plan", PLAN),
         # step 1: write a buggy store and its tests, try to finish, get the failing test back, fix it
-        call("write_files", {"files": [
-            {"path": "todo/__init__.py", "content": ""},
-            {"path": "todo/store.py", "content": STORE_BUGGY},
-            {"path": "tests/test_store.py", "content": STORE_TESTS},
-        ]}),
+        call(
+            "write_files",
+            {
+                "files": [
+                    {"path": "todo/__init__.py", "content": ""},
+                    {"path": "todo/store.py", "content": STORE_BUGGY},
+                    {"path": "tests/test_store.py", "content": STORE_TESTS},
+                ]
+            },
+        ),
         call("step_complete", {"summary": "store written"}),
         fix_after_failure,
         call("run_tests", {}),
         call("step_complete", {"summary": "todo/store.py: TodoStore(path).load(), .add(title) -> id"}),
         # step 2: the CLI, which passes first time
-        call("write_files", {"files": [{"path": "todo/cli.py", "content": CLI},
-                                       {"path": "tests/test_cli.py", "content": CLI_TESTS}]}),
+        call(
+            "write_files",
+            {"files": [{"path": "todo/cli.py", "content": CLI}, {"path": "tests/test_cli.py", "content": CLI_TESTS}]},
+        ),
         call("step_complete", {"summary": "todo/cli.py: main(argv, path)"}),
     ]
     result, script = run_scripted(tmp_path, replies)
 
     assert script.remaining == 0
     assert result.ok, result.report
-    assert set(result.files) == {"todo/__init__.py", "todo/store.py", "todo/cli.py", "tests/test_store.py",
-                                 "tests/test_cli.py"}
+    assert set(result.files) == {
+        "todo/__init__.py",
+        "todo/store.py",
+        "todo/cli.py",
+        "tests/test_store.py",
+        "tests/test_cli.py",
+    }
     assert "return len(items)\n" in result.files["todo/store.py"]
     # the step had to meet its failing test before it could pass
     assert [o.check_failures for o in result.outcomes] == [1, 0]
@@ -142,8 +163,15 @@ def test_full_run_plans_builds_meets_failing_test_fixes_it_and_reports(tmp_path:
 def test_step_that_never_passes_is_recorded_failed_and_run_continues(tmp_path: Path) -> None:
     failing_test = "def test_never():\n    assert 1 == 2\n"
     replies = [
-        call("submit_plan", {"steps": [{"title": "Broken", "instruction": "x"}, {"title": "Docs", "instruction": "y",
-                                                                              "requires_tests": False}]}),
+        call(
+            "submit_plan",
+            {
+                "steps": [
+                    {"title": "Broken", "instruction": "x"},
+                    {"title": "Docs", "instruction": "y", "requires_tests": False},
+                ]
+            },
+        ),
         call("write_files", {"files": [{"path": "tests/test_x.py", "content": failing_test}]}),
         call("step_complete", {"summary": "done"}),
         call("step_complete", {"summary": "done, really"}),
@@ -162,10 +190,15 @@ def test_step_that_never_passes_is_recorded_failed_and_run_continues(tmp_path: P
 
 def test_book_domain_writes_chapters_without_code_checks(tmp_path: Path) -> None:
     replies = [
-        call("submit_plan", {"steps": [
-            {"title": "Outline", "instruction": "Write outline.md", "requires_tests": True},
-            {"title": "Chapter 1", "instruction": "Write chapters/01-dough.md"},
-        ]}),
+        call(
+            "submit_plan",
+            {
+                "steps": [
+                    {"title": "Outline", "instruction": "Write outline.md", "requires_tests": True},
+                    {"title": "Chapter 1", "instruction": "Write chapters/01-dough.md"},
+                ]
+            },
+        ),
         call("write_files", {"files": [{"path": "outline.md", "content": "# Twirls\n1. Dough"}]}),
         call("step_complete", {"summary": "outline"}),
         call("view_files", {"files": [{"path": "outline.md"}]}),
@@ -182,7 +215,9 @@ def test_book_domain_writes_chapters_without_code_checks(tmp_path: Path) -> None
 
 def test_user_prompt_program_skips_planning(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
-    plan.write_text("steps:\n  - title: Hello\n    instruction: write hello.py printing hi\n    requires_tests: false\n")
+    plan.write_text(
+        "steps:\n  - title: Hello\n    instruction: write hello.py printing hi\n    requires_tests: false\n"
+    )
     replies = [
         call("write_files", {"files": [{"path": "hello.py", "content": "print('hi')\n"}]}),
         call("run_python", {"path": "hello.py"}),
@@ -197,8 +232,15 @@ def test_user_prompt_program_skips_planning(tmp_path: Path) -> None:
 
 def test_token_budget_stops_the_run_cleanly_with_work_saved(tmp_path: Path) -> None:
     replies = [
-        call("submit_plan", {"steps": [{"title": "A", "instruction": "a", "requires_tests": False},
-                                       {"title": "B", "instruction": "b", "requires_tests": False}]}),
+        call(
+            "submit_plan",
+            {
+                "steps": [
+                    {"title": "A", "instruction": "a", "requires_tests": False},
+                    {"title": "B", "instruction": "b", "requires_tests": False},
+                ]
+            },
+        ),
         call("write_files", {"files": [{"path": "a.py", "content": "A = 1\n" * 400}]}),
     ] + [call("list_files", {}) for _ in range(10)]
     result, script = run_scripted(tmp_path, replies, max_tokens=1500)
@@ -213,8 +255,10 @@ def test_existing_project_folder_is_never_overwritten(tmp_path: Path) -> None:
     existing = tmp_path / "ws" / "proj"
     existing.mkdir(parents=True)
     (existing / "keep.txt").write_text("mine")
-    replies = [call("submit_plan", {"steps": [{"title": "A", "instruction": "a", "requires_tests": False}]}),
-               call("step_complete", {"summary": "nothing to do"})]
+    replies = [
+        call("submit_plan", {"steps": [{"title": "A", "instruction": "a", "requires_tests": False}]}),
+        call("step_complete", {"summary": "nothing to do"}),
+    ]
     result, _ = run_scripted(tmp_path, replies)
     assert result.workspace.name == "proj-2"
     assert (existing / "keep.txt").read_text() == "mine"

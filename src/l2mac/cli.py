@@ -27,6 +27,7 @@ SUBCOMMANDS = {"run"}
 def _root() -> None:
     """The LLM Automatic Computer: `l2mac "<prompt>"` generates a project; `l2mac COMMAND --help` for more."""
 
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 
 
@@ -41,7 +42,9 @@ class Progress:
         self.usage = ""
 
     def _render(self) -> Text:
-        return Text.assemble(("▶ ", "cyan"), (self.step, "bold"), (f"  {self.tool}", "magenta"), (f"  {self.usage}", "dim"))
+        return Text.assemble(
+            ("▶ ", "cyan"), (self.step, "bold"), (f"  {self.tool}", "magenta"), (f"  {self.usage}", "dim")
+        )
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -84,8 +87,10 @@ def summary_table(report: dict[str, Any]) -> Table:
         ("model", report["model"]),
         ("steps", f"{steps['passed']} passed, {steps['failed']} failed of {steps['planned']}"),
         ("files / LOC", f"{report['files']} / {report['loc']}"),
-        ("syntax / lint / import errors", f"{report['syntax_errors']} / {report['lint_errors']} / "
-                                          f"{report['import_errors']}"),
+        (
+            "syntax / lint / import errors",
+            f"{report['syntax_errors']} / {report['lint_errors']} / {report['import_errors']}",
+        ),
         ("tests", f"{tests['status']}: {tests['passed']} passed, {tests['failed']} failed"),
         ("tokens", f"{report['tokens']['total']:,} ({report['requests']} requests)"),
         ("cost", cost),
@@ -101,7 +106,9 @@ def run_command(
     prompt: Annotated[str, typer.Argument(help="What to build, in one line.", show_default=False)] = "",
     domain: Annotated[str, typer.Option(help="codebase, book or custom.")] = "codebase",
     steps: Annotated[int | None, typer.Option(help="Most steps in the prompt program.", min=1)] = None,
-    run_tests: Annotated[bool, typer.Option("--run-tests/--no-run-tests", help="Check each step with the tests.")] = True,
+    run_tests: Annotated[
+        bool, typer.Option("--run-tests/--no-run-tests", help="Check each step with the tests.")
+    ] = True,
     prompt_program: Annotated[Path | None, typer.Option(help="Use this plan (YAML/JSON) instead of planning.")] = None,
     prompts_file: Annotated[Path | None, typer.Option(help="Prompt set for --domain custom.")] = None,
     model: Annotated[str | None, typer.Option(help="Model, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5.")] = None,
@@ -131,9 +138,18 @@ def run_command(
         settings = load_settings(
             config_path=config,
             llm={"model": model, "base_url": base_url, "api_key": api_key, "context_window": context_window},
-            run={"domain": domain, "steps": steps, "run_tests": run_tests, "prompt_program": prompt_program,
-                 "prompts_file": prompts_file, "workspace": workspace, "project_name": project_name,
-                 "max_cost": max_cost, "max_tokens": max_tokens, "reflect": reflect},
+            run={
+                "domain": domain,
+                "steps": steps,
+                "run_tests": run_tests,
+                "prompt_program": prompt_program,
+                "prompts_file": prompts_file,
+                "workspace": workspace,
+                "project_name": project_name,
+                "max_cost": max_cost,
+                "max_tokens": max_tokens,
+                "reflect": reflect,
+            },
         )
         from l2mac.run import run_l2mac
 

@@ -60,8 +60,8 @@ class _State:
     restarts: int = 0
     check_failures: int = 0
     reported_input: int = 0
+    start_revision: int = 0
     seen: dict[tuple[str, str, int], str] = field(default_factory=dict)
-    written: set[str] = field(default_factory=set)
 
 
 class ControlUnit:
@@ -135,15 +135,17 @@ class ControlUnit:
         if self.run_tests and (step.instruction.requires_tests or has_tests):
             outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
             if outcome.status == "no_tests":
-                problems.append("No tests were collected, but this step must leave pytest tests "
-                                "(files named tests/test_*.py with functions named test_*).")
+                problems.append(
+                    "No tests were collected, but this step must leave pytest tests "
+                    "(files named tests/test_*.py with functions named test_*)."
+                )
             elif not outcome.ok:
                 problems.append(f"Tests: {outcome.headline()}\n{trim_output(outcome.output, env.max_output_chars)}")
         return not problems, "\n\n".join(problems)
 
     # -- the step ----------------------------------------------------------------------------------------
     async def run_step(self, step: Step) -> StepOutcome:
-        state = _State(messages=self.fresh_context(step))
+        state = _State(messages=self.fresh_context(step), start_revision=self.toolbox.env.store.revision)
         tools = self.toolbox.definitions()
         while True:
             if state.turns >= self.limits.max_turns:
@@ -175,9 +177,9 @@ class ControlUnit:
                     step, state, f"checks still failing after {state.check_failures} attempts to complete"
                 )
 
-    async def _answer_calls(self, step: Step, state: _State, response: ModelResponse) -> tuple[
-        list[ModelRequestPart], str | None
-    ]:
+    async def _answer_calls(
+        self, step: Step, state: _State, response: ModelResponse
+    ) -> tuple[list[ModelRequestPart], str | None]:
         parts: list[ModelRequestPart] = []
         completed_with: str | None = None
         for call in response.tool_calls:
@@ -188,8 +190,14 @@ class ControlUnit:
             else:
                 result = await self._call_tool(state, call)
             self.emit(ToolUsed(step.index, call.tool_name, result.ok))
-            self._log("tool_call", step=step.index, tool=call.tool_name, ok=result.ok,
-                      args=_short(call.args), result=result.content[:300])
+            self._log(
+                "tool_call",
+                step=step.index,
+                tool=call.tool_name,
+                ok=result.ok,
+                args=_short(call.args),
+                result=result.content[:300],
+            )
             parts.append(ToolReturnPart(call.tool_name, result.content, tool_call_id=call.tool_call_id))
         return parts, completed_with
 
@@ -198,15 +206,9 @@ class ControlUnit:
         key = (call.tool_name, _canonical(call.args), store.revision)
         if key in state.seen:
             return ToolResult(self.domain.render("repeated_call", result=state.seen[key][:800]), ok=False)
-        before = set(store.list_files()) if call.tool_name in ("write_files", "edit_file") else set()
         result = await asyncio.to_thread(self.toolbox.call, call.tool_name, call.args)
         result = ToolResult(trim_output(result.content, self.toolbox.env.max_output_chars), result.ok)
         state.seen[(call.tool_name, _canonical(call.args), store.revision)] = result.content
-        if call.tool_name in ("write_files", "edit_file"):
-            args = _args_dict(call.args)
-            paths = [f.get("path") for f in args.get("files", []) if isinstance(f, dict)] or [args.get("path")]
-            state.written.update(p for p in paths if isinstance(p, str) and store.exists(p))
-            state.written.update(set(store.list_files()) - before)
         return result
 
     async def _complete(self, step: Step, state: _State, call: ToolCallPart) -> tuple[ToolResult, str | None]:
@@ -220,7 +222,9 @@ class ControlUnit:
             return ToolResult("All checks passed. The step is complete."), args.summary
         state.check_failures += 1
         text = self.domain.render(
-            "checks_failed", attempt=state.check_failures, max_attempts=self.limits.max_check_failures + 1,
+            "checks_failed",
+            attempt=state.check_failures,
+            max_attempts=self.limits.max_check_failures + 1,
             report=report,
         )
         return ToolResult(text, ok=False), None
@@ -236,7 +240,7 @@ class ControlUnit:
             turns=state.turns,
             context_restarts=state.restarts,
             check_failures=state.check_failures,
-            files_written=sorted(state.written),
+            files_written=self.toolbox.env.store.changed_since(state.start_revision),
         )
 
     async def _fail(self, step: Step, state: _State, reason: str) -> StepOutcome:
@@ -275,4 +279,3 @@ def _canonical(args: str | dict[str, object] | None) -> str:
 def _short(args: str | dict[str, object] | None) -> str:
     text = args if isinstance(args, str) else json.dumps(args or {})
     return text if len(text) <= 300 else text[:300] + "..."
-

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -44,7 +45,7 @@ def parse_text_plan(text: str) -> list[Instruction]:
         m = _ITEM.match(line)
         if m:
             body = m.group(1).strip().strip("*").strip()
-            title, sep, rest = body.partition(":")
+            title, sep, _ = body.partition(":")
             if not sep or len(title.split()) > 12:
                 title = " ".join(body.split()[:8])
             steps.append(Instruction(title=title.strip(" *"), instruction=body))
@@ -68,7 +69,7 @@ def fit_steps(steps: list[Instruction], max_steps: int) -> list[Instruction]:
 
 
 def _steps_from_response_args(raw: str | dict[str, object] | None) -> list[Instruction]:
-    data = parse_arguments(raw)  # type: ignore[arg-type]
+    data = parse_arguments(raw)
     return PlanArgs.model_validate(data).steps
 
 
@@ -86,8 +87,11 @@ async def _ask_plan(client: ModelClient, messages: list[ModelMessage], domain: D
             except ValueError as e:  # includes ValidationError and bad JSON
                 error = str(e).splitlines()[0] if not isinstance(e, ValidationError) else str(e)[:600]
                 # a tool call must be answered before the next user message
-                messages.append(ModelRequest(parts=[ToolReturnPart(SUBMIT_PLAN, f"Error: {error}",
-                                                                   tool_call_id=calls[0].tool_call_id)]))
+                messages.append(
+                    ModelRequest(
+                        parts=[ToolReturnPart(SUBMIT_PLAN, f"Error: {error}", tool_call_id=calls[0].tool_call_id)]
+                    )
+                )
                 error = "the plan's arguments did not match the schema (see above)"
                 continue
         steps = parse_text_plan(response.text or "")
@@ -102,21 +106,31 @@ async def make_plan(
 ) -> PromptProgram:
     limit = max_steps or DEFAULT_MAX_STEPS
     messages: list[ModelMessage] = [
-        ModelRequest(parts=[SystemPromptPart(domain.render("planner_system")),
-                            UserPromptPart(domain.render("plan_request", task=task, max_steps=limit))])
+        ModelRequest(
+            parts=[
+                SystemPromptPart(domain.render("planner_system")),
+                UserPromptPart(domain.render("plan_request", task=task, max_steps=limit)),
+            ]
+        )
     ]
     steps = await _ask_plan(client, messages, domain)
     if reflect:
         plan_text = yaml.safe_dump([s.model_dump() for s in steps], sort_keys=False, width=100)
         review: list[ModelMessage] = [
-            ModelRequest(parts=[SystemPromptPart(domain.render("planner_system")),
-                                UserPromptPart(domain.render("plan_request", task=task, max_steps=limit) + "\n\n" +
-                                               domain.render("reflect", plan=plan_text))])
+            ModelRequest(
+                parts=[
+                    SystemPromptPart(domain.render("planner_system")),
+                    UserPromptPart(
+                        domain.render("plan_request", task=task, max_steps=limit)
+                        + "\n\n"
+                        + domain.render("reflect", plan=plan_text)
+                    ),
+                ]
+            )
         ]
-        try:
+        # keep the first plan if reflection fails: it is an improvement, not a requirement
+        with contextlib.suppress(PromptProgramError):
             steps = await _ask_plan(client, review, domain)
-        except PromptProgramError:
-            pass  # keep the first plan: reflection is an improvement, not a requirement
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
     return PromptProgram(task=task, steps=fit_steps(steps, limit))

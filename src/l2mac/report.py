@@ -69,8 +69,15 @@ def build_report(
             "passed": passed,
             "failed": len(outcomes) - passed,
             "detail": [
-                {"index": o.index, "title": o.title, "status": o.status.value, "reason": o.reason, "turns": o.turns,
-                 "context_restarts": o.context_restarts, "check_failures": o.check_failures}
+                {
+                    "index": o.index,
+                    "title": o.title,
+                    "status": o.status.value,
+                    "reason": o.reason,
+                    "turns": o.turns,
+                    "context_restarts": o.context_restarts,
+                    "check_failures": o.check_failures,
+                }
                 for o in outcomes
             ],
         },

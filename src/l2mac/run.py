@@ -87,7 +87,7 @@ async def arun_l2mac(
 ) -> RunResult:
     """Run l2mac on ``task``. ``model`` replaces the configured one (tests pass a scripted model here)."""
     if not task or not task.strip():
-        raise ConfigError("the prompt is empty: say what to build, e.g. l2mac \"a CLI todo app with tests\"")
+        raise ConfigError('the prompt is empty: say what to build, e.g. l2mac "a CLI todo app with tests"')
     settings = settings or load_settings()
     rs = settings.run
     domain = load_domain(rs.domain, rs.prompts_file)
@@ -100,8 +100,9 @@ async def arun_l2mac(
         raise WorkspaceError(f"cannot create the project folder in {rs.workspace}: {e.strerror}") from e
     record = RunRecord(store.root)
     history = GitHistory(store.root)
-    budget = ContextBudget(info.context_window, min(settings.llm.max_output_tokens, info.context_window // 4),
-                           rs.context_margin)
+    budget = ContextBudget(
+        info.context_window, min(settings.llm.max_output_tokens, info.context_window // 4), rs.context_margin
+    )
     env = ToolEnv(
         store=store,
         runner=runner or SubprocessRunner(),
@@ -140,8 +141,15 @@ async def arun_l2mac(
         program=program,
     )
     emit(RunStarted(root.name, str(store.root), info.label, strategy.name))
-    record.log("run_started", task=task, model=info.label, strategy=strategy.name, domain=domain.name,
-               isolation=env.runner.isolation, context_window=info.context_window)
+    record.log(
+        "run_started",
+        task=task,
+        model=info.label,
+        strategy=strategy.name,
+        domain=domain.name,
+        isolation=env.runner.isolation,
+        context_window=info.context_window,
+    )
     start = time.monotonic()
     outcomes: list[StepOutcome] = []
     stopped: str | None = None
@@ -153,9 +161,17 @@ async def arun_l2mac(
         record.log("run_stopped", reason=stopped)
     planned = len(ctx.program.steps) if ctx.program else 0
     report = build_report(
-        project=root.name, model=info.label, strategy=strategy.name, domain=domain, env=env, outcomes=outcomes,
-        planned_steps=planned, usage=client.usage, wall_time_s=time.monotonic() - start,
-        run_tests_enabled=rs.run_tests, stopped=stopped,
+        project=root.name,
+        model=info.label,
+        strategy=strategy.name,
+        domain=domain,
+        env=env,
+        outcomes=outcomes,
+        planned_steps=planned,
+        usage=client.usage,
+        wall_time_s=time.monotonic() - start,
+        run_tests_enabled=rs.run_tests,
+        stopped=stopped,
         tests_required=bool(ctx.program and any(s.requires_tests for s in ctx.program.steps)),
     )
     record.save_report(report)

@@ -38,8 +38,11 @@ class LLMSettings(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    api_type: str = Field(default="openai", description="Provider: openai, azure, anthropic, openai-compatible, "
-                          "ollama, local (embedded model) or gguf (a GGUF file).")
+    api_type: str = Field(
+        default="openai",
+        description="Provider: openai, azure, anthropic, openai-compatible, "
+        "ollama, local (embedded model) or gguf (a GGUF file).",
+    )
     model: str | None = Field(default=None, description="Model name, or 'provider:name'. None means not configured.")
     base_url: str | None = Field(default=None, description="API base URL (OpenAI-compatible servers, Azure endpoint).")
     api_key: SecretStr | None = Field(default=None, description="API key; never logged.")

@@ -35,6 +35,7 @@ class FileStore:
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
         self.revision = 0
+        self.changes: list[tuple[int, str, str]] = []  # (revision, "write" | "delete", path)
 
     # -- paths -------------------------------------------------------------------------------------------
     def resolve(self, path: str) -> Path:
@@ -58,6 +59,15 @@ class FileStore:
         if real != self.root and self.root not in real.parents:
             raise PathOutsideWorkspace(f"{path!r}: resolves outside the workspace (through a symlink)")
         return candidate
+
+    def _changed(self, op: str, target: Path) -> None:
+        self.revision += 1
+        self.changes.append((self.revision, op, self.relative(target)))
+
+    def changed_since(self, revision: int) -> list[str]:
+        """Paths written after ``revision`` that still exist, sorted."""
+        paths = {path for rev, _, path in self.changes if rev > revision}
+        return sorted(p for p in paths if (self.root / p).is_file())
 
     def relative(self, absolute: Path) -> str:
         return absolute.relative_to(self.root).as_posix()
@@ -128,7 +138,7 @@ class FileStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        self.revision += 1
+        self._changed("write", target)
         return is_new
 
     def replace_once(self, path: str, old: str, new: str) -> None:
@@ -154,7 +164,7 @@ class FileStore:
         if not target.is_file() and not target.is_symlink():
             raise FileNotFoundError(f"{path}: no such file")
         target.unlink()
-        self.revision += 1
+        self._changed("delete", target)
         parent = target.parent
         while parent != self.root and not any(parent.iterdir()):
             parent.rmdir()
@@ -180,9 +190,9 @@ class GitHistory:
 
     def _init(self) -> bool:
         try:
-            if not (self.root / ".git").exists():
-                if self._git("init", "-q", "-b", "main").returncode != 0 and self._git("init", "-q").returncode != 0:
-                    return False
+            fresh = not (self.root / ".git").exists()
+            if fresh and self._git("init", "-q", "-b", "main").returncode and self._git("init", "-q").returncode:
+                return False
             exclude = self.root / ".git" / "info" / "exclude"
             exclude.parent.mkdir(parents=True, exist_ok=True)
             wanted = [".l2mac/", "__pycache__/", ".pytest_cache/", ".ruff_cache/", "*.pyc"]

@@ -49,8 +49,20 @@ def _syntax_issues(root: Path, files: list[str]) -> tuple[list[CodeIssue], dict[
 def _ruff_issues(root: Path, files: list[str]) -> list[CodeIssue]:
     if not files:
         return []
-    argv = [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", RUFF_RULES,
-            "--output-format", "json", "--exit-zero", *files]
+    argv = [
+        sys.executable,
+        "-m",
+        "ruff",
+        "check",
+        "--no-cache",
+        "--isolated",
+        "--select",
+        RUFF_RULES,
+        "--output-format",
+        "json",
+        "--exit-zero",
+        *files,
+    ]
     try:
         done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60, check=False)
         found = json.loads(done.stdout or "[]")
@@ -128,78 +140,80 @@ def _guarded_imports(tree: ast.Module) -> set[int]:
     return guarded
 
 
-def _import_issues(all_files: list[str], trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
-    modules, packages = _module_names(all_files)
-    local_tops = {n.split(".")[0] for n in modules | packages}
-    by_module: dict[str, ast.Module] = {}
-    for rel, tree in trees.items():
-        parts = Path(rel).with_suffix("").parts
-        for base in (parts, parts[1:] if parts and parts[0] == "src" else ()):
-            if base:
-                name = ".".join(base[:-1] if base[-1] == "__init__" else base)
-                by_module[name] = tree
-    issues: list[CodeIssue] = []
+def _module_path(rel: str) -> tuple[str, ...]:
+    """Module path parts of a file, without a leading ``src`` folder."""
+    parts = Path(rel).with_suffix("").parts
+    return parts[1:] if parts and parts[0] == "src" else parts
 
-    def exists(name: str) -> bool:
-        return name in modules or name in packages
 
-    def third_party(name: str) -> bool:
-        top = name.split(".")[0]
-        if top in sys.builtin_module_names:
-            return True
-        try:
-            return importlib.util.find_spec(top) is not None
-        except (ImportError, ValueError):
-            return False
+def _installed(name: str) -> bool:
+    top = name.split(".")[0]
+    if top in sys.builtin_module_names:
+        return True
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
 
-    for rel in check:
-        tree = trees.get(rel)
-        if tree is None:
-            continue
+
+class _ImportChecker:
+    """Resolves the imports of project files against the project's own modules and the installed ones."""
+
+    def __init__(self, all_files: list[str], trees: dict[str, ast.Module]) -> None:
+        self.modules, self.packages = _module_names(all_files)
+        self.local_tops = {n.split(".")[0] for n in self.modules | self.packages}
+        self.trees: dict[str, ast.Module] = {}
+        for rel, tree in trees.items():
+            for parts in (Path(rel).with_suffix("").parts, _module_path(rel)):
+                if parts:
+                    self.trees[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = tree
+
+    def exists(self, name: str) -> bool:
+        return name in self.modules or name in self.packages
+
+    def check(self, rel: str, tree: ast.Module) -> list[CodeIssue]:
         guarded = _guarded_imports(tree)
-        parts = Path(rel).with_suffix("").parts
-        if parts and parts[0] == "src":
-            parts = parts[1:]
-        package = list(parts[:-1])
+        package = list(_module_path(rel)[:-1])
+        issues: list[CodeIssue] = []
         for node in ast.walk(tree):
             if id(node) in guarded:
                 continue
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    top = alias.name.split(".")[0]
-                    if top in local_tops:
-                        if not exists(alias.name):
-                            issues.append(CodeIssue(rel, node.lineno, "import", f"no local module {alias.name!r}"))
-                    elif not third_party(alias.name):
-                        issues.append(CodeIssue(rel, node.lineno, "import",
-                                                f"module {top!r} is not installed here", blocking=False))
+                    issues += self._check_module(rel, node.lineno, alias.name, relative=False)
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package[: len(package) - (node.level - 1)] if node.level - 1 <= len(package) else None
-                    if base is None:
-                        issues.append(CodeIssue(rel, node.lineno, "import", "relative import beyond top package"))
-                        continue
-                    target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-                else:
-                    target = node.module or ""
-                top = target.split(".")[0]
-                if not node.level and top not in local_tops:
-                    if not third_party(target):
-                        issues.append(CodeIssue(rel, node.lineno, "import",
-                                                f"module {top!r} is not installed here", blocking=False))
-                    continue
-                if target and not exists(target):
-                    issues.append(CodeIssue(rel, node.lineno, "import", f"no local module {target!r}"))
-                    continue
-                names = _defined_names(by_module[target]) if target in by_module else None
-                for alias in node.names:
-                    if alias.name == "*" or names is None:
-                        continue
-                    sub = f"{target}.{alias.name}" if target else alias.name
-                    if alias.name not in names and not exists(sub):
-                        issues.append(CodeIssue(rel, node.lineno, "import",
-                                                f"cannot import name {alias.name!r} from {target!r}"))
-    return issues
+                issues += self._check_from(rel, node, package)
+        return issues
+
+    def _check_module(self, rel: str, line: int, name: str, relative: bool) -> list[CodeIssue]:
+        top = name.split(".")[0]
+        if relative or top in self.local_tops:
+            if name and not self.exists(name):
+                return [CodeIssue(rel, line, "import", f"no local module {name!r}")]
+            return []
+        if not _installed(name):
+            return [CodeIssue(rel, line, "import", f"module {top!r} is not installed here", blocking=False)]
+        return []
+
+    def _check_from(self, rel: str, node: ast.ImportFrom, package: list[str]) -> list[CodeIssue]:
+        if node.level:
+            if node.level - 1 > len(package):
+                return [CodeIssue(rel, node.lineno, "import", "relative import beyond top package")]
+            base = package[: len(package) - (node.level - 1)]
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+        else:
+            target = node.module or ""
+        problems = self._check_module(rel, node.lineno, target, relative=bool(node.level))
+        if problems or (not node.level and target.split(".")[0] not in self.local_tops):
+            return problems
+        defined = _defined_names(self.trees[target]) if target in self.trees else None
+        if defined is None:
+            return []
+        return [
+            CodeIssue(rel, node.lineno, "import", f"cannot import name {alias.name!r} from {target!r}")
+            for alias in node.names
+            if alias.name not in defined and not self.exists(f"{target}.{alias.name}" if target else alias.name)
+        ]
 
 
 def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = None) -> list[CodeIssue]:
@@ -209,5 +223,6 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     syntax, trees = _syntax_issues(root, py_all)
     syntax = [i for i in syntax if i.path in check]
     lint = _ruff_issues(root, [f for f in check if f in trees])
-    imports = _import_issues(py_all, trees, check)
+    checker = _ImportChecker(py_all, trees)
+    imports = [issue for rel in check if rel in trees for issue in checker.check(rel, trees[rel])]
     return sorted(syntax + lint + imports, key=lambda i: (i.path, i.line, i.kind))

@@ -4,6 +4,7 @@ environment scrubbed of secrets. (Issue 5 adds bubblewrap isolation behind the s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -63,10 +64,8 @@ def _limits() -> None:  # pragma: no cover - runs in the child
         (resource.RLIMIT_FSIZE, 256 * 1024**2),
         (resource.RLIMIT_CORE, 0),
     ):
-        try:
+        with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(what, (value, value))
-        except (ValueError, OSError):
-            pass
 
 
 class SubprocessRunner:
@@ -86,7 +85,7 @@ class SubprocessRunner:
             text=True,
             errors="replace",
             start_new_session=True,
-            preexec_fn=_limits if use_limits else None,  # noqa: PLW1509
+            preexec_fn=_limits if use_limits else None,
         )
         try:
             out, err = proc.communicate(timeout=timeout_s)

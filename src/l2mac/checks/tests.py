@@ -35,8 +35,21 @@ class TestRun:
 
 
 def run_tests(runner: Runner, root: Path, timeout_s: float, targets: list[str] | None = None) -> TestRun:
-    argv = [sys.executable, "-m", "pytest", "-q", "--no-header", "-p", "no:cacheprovider", "--color=no",
-            "-o", "addopts=", "--rootdir", str(root), *(targets or [])]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "--no-header",
+        "-p",
+        "no:cacheprovider",
+        "--color=no",
+        "-o",
+        "addopts=",
+        "--rootdir",
+        str(root),
+        *(targets or []),
+    ]
     result = runner.run(argv, root, timeout_s)
     out = result.output
     if result.timed_out:

@@ -14,8 +14,18 @@ from l2mac.errors import ConfigError
 
 BUILTIN = ("codebase", "book")
 REQUIRED_PROMPTS = (
-    "planner_system", "plan_request", "plan_retry", "reflect", "step_system", "step", "progress", "summarise",
-    "step_summary", "no_tool_call", "checks_failed", "repeated_call",
+    "planner_system",
+    "plan_request",
+    "plan_retry",
+    "reflect",
+    "step_system",
+    "step",
+    "progress",
+    "summarise",
+    "step_summary",
+    "no_tool_call",
+    "checks_failed",
+    "repeated_call",
 )
 
 
@@ -62,8 +72,9 @@ def load_domain(name: str, prompts_file: Path | None = None) -> Domain:
             raise ConfigError("the custom domain needs a prompt set: pass --prompts-file FILE.yaml")
         data = _read(prompts_file)
         base_name = str(data.get("base", "codebase")) if isinstance(data, dict) else "codebase"
-        return _from_mapping(data, str(prompts_file), base=load_domain(base_name if base_name in BUILTIN else
-                                                                       "codebase"))
+        return _from_mapping(
+            data, str(prompts_file), base=load_domain(base_name if base_name in BUILTIN else "codebase")
+        )
     raise ConfigError(f"unknown domain {name!r}; choose one of: {', '.join((*BUILTIN, 'custom'))}")
 
 

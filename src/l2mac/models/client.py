@@ -7,6 +7,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from pydantic_ai.direct import model_request
 from pydantic_ai.exceptions import (
@@ -41,7 +42,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_delay_s * 5)
-        backoff = min(self.max_delay_s, self.base_delay_s * (2**attempt))
+        backoff = min(self.max_delay_s, self.base_delay_s * (2.0**attempt))
         return backoff * (0.5 + random.random() / 2)
 
 
@@ -61,7 +62,8 @@ class CallRecord:
 
 def _cost(response: ModelResponse) -> float | None:
     try:
-        return float(response.cost().total_price)
+        price: Decimal = response.cost().total_price
+        return float(price)
     except Exception:  # genai-prices raises LookupError, ValueError, AssertionError for unknown models
         return None
 

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic_ai.models import Model
@@ -14,16 +16,36 @@ from l2mac.errors import ConfigError
 from l2mac.settings import LLMSettings
 
 PROVIDERS = ("openai", "azure", "anthropic", "openai-compatible", "ollama", "local", "gguf")
-_ALIASES = {"vllm": "openai-compatible", "llamacpp": "openai-compatible", "llama.cpp": "openai-compatible",
-            "openrouter": "openai-compatible", "claude": "anthropic"}
+_ALIASES = {
+    "vllm": "openai-compatible",
+    "llamacpp": "openai-compatible",
+    "llama.cpp": "openai-compatible",
+    "openrouter": "openai-compatible",
+    "claude": "anthropic",
+}
 OLLAMA_URL = "http://localhost:11434/v1"
 
 # Context windows (tokens) by model-name prefix, longest prefix wins. Unknown models get DEFAULT_WINDOW.
 CONTEXT_WINDOWS = {
-    "gpt-3.5": 16_385, "gpt-4": 8_192, "gpt-4-32k": 32_768, "gpt-4-turbo": 128_000, "gpt-4o": 128_000,
-    "gpt-4.1": 1_047_576, "gpt-5": 400_000, "o1": 200_000, "o3": 200_000, "o4": 200_000,
-    "claude": 200_000, "qwen2.5-coder": 32_768, "qwen2.5": 32_768, "qwen3": 32_768, "llama3": 8_192,
-    "llama-3": 8_192, "llama3.1": 131_072, "mistral": 32_768, "deepseek": 65_536,
+    "gpt-3.5": 16_385,
+    "gpt-4": 8_192,
+    "gpt-4-32k": 32_768,
+    "gpt-4-turbo": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4": 200_000,
+    "claude": 200_000,
+    "qwen2.5-coder": 32_768,
+    "qwen2.5": 32_768,
+    "qwen3": 32_768,
+    "llama3": 8_192,
+    "llama-3": 8_192,
+    "llama3.1": 131_072,
+    "mistral": 32_768,
+    "deepseek": 65_536,
 }
 DEFAULT_WINDOW = 8_192
 
@@ -70,56 +92,72 @@ def model_settings(llm: LLMSettings) -> ModelSettings:
     return s
 
 
-def build_model(llm: LLMSettings) -> ModelInfo:
-    """A ready model for ``llm``; ConfigError says what to set when something is missing."""
-    provider, name = split_model_spec(llm)
-    key = llm.api_key.get_secret_value() if llm.api_key else None
-    window = llm.context_window or context_window_for(name)
-    if provider in ("openai", "openai-compatible", "ollama"):
-        from openai import AsyncOpenAI
-        from pydantic_ai.models.openai import OpenAIChatModel
-        from pydantic_ai.providers.openai import OpenAIProvider
+def _openai(llm: LLMSettings, provider: str, name: str, key: str | None) -> Model:
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
 
-        base_url = llm.base_url or (OLLAMA_URL if provider == "ollama" else None)
-        if provider == "openai-compatible" and not base_url:
-            raise ConfigError(f"{llm.model}: an OpenAI-compatible server needs --base-url (e.g. http://localhost:8000/v1)")
-        if provider == "openai" and not key:
-            import os
-
-            key = os.environ.get("OPENAI_API_KEY")
-            if not key:
-                raise ConfigError(
-                    "OpenAI needs an API key: set OPENAI_API_KEY, or llm.api_key in ~/.l2mac/config.yaml "
-                    "(create it with `l2mac --init-config`)"
-                )
-        client = AsyncOpenAI(api_key=key or "not-needed", base_url=base_url, max_retries=0, timeout=llm.timeout_s)
-        model: Model = OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
-    elif provider == "azure":
-        from pydantic_ai.models.openai import OpenAIChatModel
-        from pydantic_ai.providers.azure import AzureProvider
-
-        if not llm.base_url:
-            raise ConfigError("Azure OpenAI needs base_url: your endpoint, e.g. https://NAME.openai.azure.com")
-        model = OpenAIChatModel(
-            name, provider=AzureProvider(azure_endpoint=llm.base_url, api_version=llm.api_version, api_key=key)
-        )
-    elif provider == "anthropic":
-        import os
-
-        from anthropic import AsyncAnthropic
-        from pydantic_ai.models.anthropic import AnthropicModel
-        from pydantic_ai.providers.anthropic import AnthropicProvider
-
-        key = key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise ConfigError("Anthropic needs an API key: set ANTHROPIC_API_KEY or llm.api_key in ~/.l2mac/config.yaml")
-        client = AsyncAnthropic(api_key=key, base_url=llm.base_url, max_retries=0, timeout=llm.timeout_s)
-        model = AnthropicModel(name, provider=AnthropicProvider(anthropic_client=client))
-    elif provider in ("local", "gguf"):
+    base_url = llm.base_url or (OLLAMA_URL if provider == "ollama" else None)
+    if provider == "openai-compatible" and not base_url:
+        raise ConfigError(f"{llm.model}: an OpenAI-compatible server needs --base-url (e.g. http://localhost:8000/v1)")
+    if provider == "openai" and not key:
         raise ConfigError(
-            "the embedded local model is not available in this build yet; configure an API model "
-            "(`l2mac --init-config`) or an OpenAI-compatible server with --base-url"
+            "OpenAI needs an API key: set OPENAI_API_KEY, or llm.api_key in ~/.l2mac/config.yaml "
+            "(create it with `l2mac --init-config`)"
         )
-    else:
+    # Retries are ours (ModelClient), so the SDK's own are off: one policy, one place.
+    client = AsyncOpenAI(api_key=key or "not-needed", base_url=base_url, max_retries=0, timeout=llm.timeout_s)
+    return OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
+
+
+def _azure(llm: LLMSettings, provider: str, name: str, key: str | None) -> Model:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.azure import AzureProvider
+
+    if not llm.base_url:
+        raise ConfigError("Azure OpenAI needs base_url: your endpoint, e.g. https://NAME.openai.azure.com")
+    return OpenAIChatModel(
+        name, provider=AzureProvider(azure_endpoint=llm.base_url, api_version=llm.api_version, api_key=key)
+    )
+
+
+def _anthropic(llm: LLMSettings, provider: str, name: str, key: str | None) -> Model:
+    from anthropic import AsyncAnthropic
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    if not key:
+        raise ConfigError("Anthropic needs an API key: set ANTHROPIC_API_KEY or llm.api_key in ~/.l2mac/config.yaml")
+    client = AsyncAnthropic(api_key=key, base_url=llm.base_url, max_retries=0, timeout=llm.timeout_s)
+    return AnthropicModel(name, provider=AnthropicProvider(anthropic_client=client))
+
+
+def _local(llm: LLMSettings, provider: str, name: str, key: str | None) -> Model:
+    raise ConfigError(
+        "the embedded local model is not available in this build yet; configure an API model "
+        "(`l2mac --init-config`) or an OpenAI-compatible server with --base-url"
+    )
+
+
+_BUILDERS = {
+    "openai": _openai,
+    "openai-compatible": _openai,
+    "ollama": _openai,
+    "azure": _azure,
+    "anthropic": _anthropic,
+    "local": _local,
+    "gguf": _local,
+}
+_KEY_VARS = {"openai": "OPENAI_API_KEY", "azure": "AZURE_OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def build_model(llm: LLMSettings, environ: Mapping[str, str] | None = None) -> ModelInfo:
+    """A ready model for ``llm``; ConfigError says what to set when something is missing."""
+    env = os.environ if environ is None else environ
+    provider, name = split_model_spec(llm)
+    builder = _BUILDERS.get(provider)
+    if builder is None:
         raise ConfigError(f"unknown provider {provider!r}; choose one of: {', '.join(PROVIDERS)}")
-    return ModelInfo(model=model, provider=provider, name=name, context_window=window)
+    key = llm.api_key.get_secret_value() if llm.api_key else env.get(_KEY_VARS.get(provider, ""))
+    window = llm.context_window or context_window_for(name)
+    return ModelInfo(model=builder(llm, provider, name, key), provider=provider, name=name, context_window=window)

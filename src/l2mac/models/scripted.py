@@ -82,7 +82,8 @@ class ScriptedModel:
         # Deterministic usage: the estimate of what was sent, and of the answer.
         out = estimate_messages([response])
         return ModelResponse(
-            parts=response.parts, usage=RequestUsage(input_tokens=estimate_messages(messages), output_tokens=out),
+            parts=response.parts,
+            usage=RequestUsage(input_tokens=estimate_messages(messages), output_tokens=out),
             model_name=self.name,
         )
 

@@ -19,8 +19,14 @@ class SequentialStrategy:
         ctx.record.save_program(program)
         ctx.emit(PlanReady([s.title for s in program.steps], source))
         unit = ControlUnit(
-            ctx.client, ctx.toolbox, ctx.domain, ctx.budget, limits=ctx.limits, run_tests=ctx.run_tests,
-            record=ctx.record, emit=ctx.emit,
+            ctx.client,
+            ctx.toolbox,
+            ctx.domain,
+            ctx.budget,
+            limits=ctx.limits,
+            run_tests=ctx.run_tests,
+            record=ctx.record,
+            emit=ctx.emit,
         )
         outcomes: list[StepOutcome] = []
         summary = ""

@@ -1,0 +1,83 @@
+"""Checks on generated code: syntax, undefined names, broken imports, tests, output trimming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
+
+
+def write(root: Path, files: dict[str, str]) -> list[str]:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return sorted(files)
+
+
+def test_syntax_undefined_names_and_broken_local_imports_are_found(tmp_path: Path) -> None:
+    files = write(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/models.py": "class User:\n    pass\n",
+            "app/views.py": "from app.models import User, Post\nfrom app.missing import x\nimport app.nothing\n",
+            "bad.py": "def f(:\n",
+            "undef.py": "def g():\n    return nope\n",
+            "rel.py": "from .models import User\n",
+            "opt.py": "try:\n    import not_installed_pkg\nexcept ImportError:\n    pass\n",
+            "third.py": "import surely_not_installed_module\nimport json\n",
+        },
+    )
+    issues = {(i.path, i.kind, i.blocking): i.message for i in find_code_issues(tmp_path, files)}
+    assert ("bad.py", "syntax", True) in issues
+    assert "F821" in issues[("undef.py", "lint", True)]
+    views = [i.message for i in find_code_issues(tmp_path, files, only=["app/views.py"])]
+    assert "cannot import name 'Post' from 'app.models'" in views
+    assert "no local module 'app.missing'" in views and "no local module 'app.nothing'" in views
+    assert not any(i.path == "opt.py" for i in find_code_issues(tmp_path, files))
+    assert ("third.py", "import", False) in issues  # a warning: the model cannot install packages
+    assert ("rel.py", "import", True) in issues  # relative import beyond the top-level package
+
+
+def test_src_layout_and_packages_resolve(tmp_path: Path) -> None:
+    files = write(
+        tmp_path,
+        {
+            "src/shop/__init__.py": "from shop.cart import Cart\n",
+            "src/shop/cart.py": "class Cart:\n    pass\n",
+            "src/shop/api.py": "from .cart import Cart\nfrom . import cart\n",
+        },
+    )
+    assert find_code_issues(tmp_path, files) == []
+
+
+def test_pytest_outcomes_passed_failed_no_tests_and_timeout(tmp_path: Path) -> None:
+    runner = SubprocessRunner()
+    assert run_tests(runner, tmp_path, 60).status == "no_tests"
+    write(tmp_path, {"tests/test_a.py": "def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n"})
+    outcome = run_tests(runner, tmp_path, 60)
+    assert (outcome.status, outcome.passed, outcome.failed) == ("failed", 1, 1)
+    write(tmp_path, {"tests/test_a.py": "def test_ok():\n    pass\n"})
+    assert run_tests(runner, tmp_path, 60).ok
+    write(tmp_path, {"tests/test_a.py": "import time\n\ndef test_slow():\n    time.sleep(30)\n"})
+    assert run_tests(runner, tmp_path, 2).status == "timeout"
+
+
+def test_collection_error_counts_as_failure(tmp_path: Path) -> None:
+    write(tmp_path, {"tests/test_a.py": "import nowhere_module\n\ndef test_x():\n    pass\n"})
+    outcome = run_tests(SubprocessRunner(), tmp_path, 60)
+    assert outcome.status == "failed" and outcome.errors >= 1
+
+
+def test_trim_keeps_the_first_error_whole() -> None:
+    first = "_____ test_one _____\n" + "\n".join(f"line {i}" for i in range(40)) + "\nE   AssertionError: one\n"
+    second = "_____ test_two _____\n" + "noise\n" * 2000
+    out = trim_output(first + second + "=== 2 failed in 0.1s ===", 3000)
+    assert len(out) < 3200
+    assert "E   AssertionError: one" in out and "line 0" in out and "line 39" in out
+    assert out.rstrip().endswith("=== 2 failed in 0.1s ===")
+    assert "cut" in out
+
+
+def test_trim_leaves_short_output_alone() -> None:
+    assert trim_output("all good", 100) == "all good"

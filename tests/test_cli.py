@@ -1,0 +1,109 @@
+"""The command line: the reference implementation's forms, exit codes, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import l2mac.run
+from l2mac.cli import main
+from l2mac.models.registry import ModelInfo
+from l2mac.models.scripted import ScriptedModel, call
+
+
+def use_script(monkeypatch: pytest.MonkeyPatch, replies: list) -> ScriptedModel:
+    script = ScriptedModel(list(replies))
+    monkeypatch.setattr(l2mac.run, "build_model", lambda llm: ModelInfo(script.model, "scripted", "scripted", 16000))
+    return script
+
+
+def cli(args: list[str]) -> int:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    return int(exc.value.code or 0)
+
+
+ONE_STEP = call("submit_plan", {"steps": [{"title": "Hello", "instruction": "hello.py", "requires_tests": False}]})
+WRITE = call("write_files", {"files": [{"path": "hello.py", "content": "print('hi')\n"}]})
+
+
+def test_prompt_runs_and_exits_0_with_a_summary(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_script(monkeypatch, [ONE_STEP, WRITE, call("step_complete", {"summary": "hello"})])
+    code = cli(["Create hello world", "--model", "gpt-4o", "--workspace", str(tmp_path), "--project-name", "hw"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "l2mac run" in out and "1 passed, 0 failed of 1" in out
+    assert json.loads((tmp_path / "hw" / ".l2mac" / "run_report.json").read_text())["status"] == "passed"
+
+
+def test_explicit_run_subcommand_and_prompt_program(tmp_path: Path, monkeypatch) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("- write hello.py\n")
+    use_script(monkeypatch, [WRITE, call("step_complete", {"summary": "hello"})])
+    assert (
+        cli(
+            [
+                "run",
+                "hello",
+                "--model",
+                "m",
+                "--workspace",
+                str(tmp_path),
+                "--prompt-program",
+                str(plan),
+                "--no-run-tests",
+            ]
+        )
+        == 0
+    )
+
+
+def test_failed_step_exits_1(tmp_path: Path, monkeypatch) -> None:
+    # the model never calls step_complete: the step spends its 3 turns and fails, then gives a summary
+    use_script(
+        monkeypatch,
+        [ONE_STEP, WRITE, call("list_files", {}), call("run_python", {"path": "hello.py"}), call("list_files", {})],
+    )
+    monkeypatch.setenv("L2MAC_CONFIG", str(tmp_path / "c.yaml"))
+    (tmp_path / "c.yaml").write_text("run:\n  max_turns: 3\n")
+    assert cli(["hello", "--model", "m", "--workspace", str(tmp_path)]) == 1
+
+
+def test_budget_stop_exits_3(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_script(monkeypatch, [ONE_STEP, WRITE] + [call("list_files", {})] * 5)
+    assert cli(["hello", "--model", "m", "--workspace", str(tmp_path), "--max-tokens", "300"]) == 3
+    assert "token budget" in capsys.readouterr().out
+
+
+def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path: Path, capsys) -> None:
+    assert cli(["", "--model", "m", "--workspace", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "the prompt is empty" in err and "Traceback" not in err
+    assert cli(["hello", "--workspace", str(tmp_path)]) == 2
+    assert "no LLM is configured" in capsys.readouterr().err
+    assert cli(["hello", "--model", "m", "--domain", "poetry"]) == 2
+    assert "unknown domain" in capsys.readouterr().err
+    assert cli(["hello", "--model", "m", "--domain", "poetry", "--verbose"]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_init_config_creates_the_file(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("L2MAC_CONFIG")
+    assert cli(["--init-config", ""]) == 0
+    assert (tmp_path / ".l2mac" / "config.yaml").exists()
+    assert cli(["--init-config", ""]) == 0
+    assert "already exists" in capsys.readouterr().out
+
+
+def test_library_api_matches_the_reference_usage(tmp_path: Path, monkeypatch) -> None:
+    from l2mac import generate_codebase
+
+    use_script(monkeypatch, [ONE_STEP, WRITE, call("step_complete", {"summary": "hello"})])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    codebase = generate_codebase("Create a beautiful, playable and simple snake game with pygame.")
+    assert codebase == {"hello.py": "print('hi')\n"}
+    assert (tmp_path / "workspace").is_dir()

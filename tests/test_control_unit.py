@@ -1,0 +1,211 @@
+"""The control unit's step loop against scripted models: bad calls, repeats, context overflow, failed checks."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+
+from l2mac.checks.runner import SubprocessRunner
+from l2mac.context import ContextBudget
+from l2mac.control_unit import ControlUnit, Step, StepLimits
+from l2mac.domains import load_domain
+from l2mac.models.client import ModelClient
+from l2mac.models.scripted import ScriptedModel, call, calls, last_tool_return, last_user_text, text
+from l2mac.store import FileStore
+from l2mac.tools import Toolbox, ToolEnv, tools_named
+from l2mac.types import Instruction
+
+STEP = Instruction(title="Greeting module", instruction="Write greet.py with greet(name).", requires_tests=False)
+
+
+def make_unit(
+    tmp_path: Path, replies: list, *, window: int = 16000, limits: StepLimits | None = None, run_tests: bool = False
+) -> tuple[ControlUnit, ScriptedModel, FileStore]:
+    script = ScriptedModel(list(replies))
+    store = FileStore(tmp_path / "proj")
+    domain = load_domain("codebase")
+    env = ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)
+    unit = ControlUnit(
+        ModelClient(script.model),
+        Toolbox(tools_named(domain.tools), env),
+        domain,
+        ContextBudget(window=window, reply=200, margin=0.1),
+        limits=limits,
+        run_tests=run_tests,
+    )
+    return unit, script, store
+
+
+def run_step(unit: ControlUnit, instruction: Instruction = STEP, summary: str = "") -> object:
+    return asyncio.run(unit.run_step(Step("Build a greeter", 1, 1, instruction, summary)))
+
+
+def test_malformed_unknown_and_invalid_calls_are_answered_and_the_step_goes_on(tmp_path: Path) -> None:
+    replies = [
+        call("write_files", '{"files": [{"path": "greet.py", "content": "x"'),  # truncated JSON
+        call("make_coffee", {"size": "large"}),  # unknown tool
+        call("write_files", {"files": [{"path": "greet.py"}]}),  # content missing
+        call("edit_file", {"path": "nope.py", "old_text": "a", "new_text": "b"}),  # no such file
+        call("write_files", {"files": [{"path": "../outside.py", "content": "x = 1\n"}]}),  # escapes
+        call("write_files", {"files": [{"path": "/etc/passwd", "content": "x"}]}),  # absolute
+        call("write_files", {"files": [{"path": "greet.py", "content": "def greet(n):\n    return 'hi ' + n\n"}]}),
+        call("step_complete", {"summary": "greet.py: greet(name)"}),
+    ]
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit)
+    answers = [last_tool_return(r) for r in script.requests[1:7]]
+    assert "not valid JSON" in answers[0] and '"files"' in answers[0]  # the schema is shown
+    assert "unknown tool 'make_coffee'" in answers[1] and "write_files" in answers[1]
+    assert "files.0.content" in answers[2] and "Field required" in answers[2]
+    assert "no such file" in answers[3]
+    assert "'..' is refused" in answers[4]
+    assert "absolute paths are refused" in answers[5]
+    assert not (tmp_path / "outside.py").exists()
+    assert outcome.passed and store.list_files() == ["greet.py"]
+    assert outcome.files_written == ["greet.py"]
+
+
+def test_edit_file_that_matches_zero_or_two_times_is_answered(tmp_path: Path) -> None:
+    replies = [
+        call("write_files", {"files": [{"path": "a.py", "content": "x = 1\nx = 1\n"}]}),
+        call("edit_file", {"path": "a.py", "old_text": "y = 2", "new_text": "y = 3"}),
+        call("edit_file", {"path": "a.py", "old_text": "x = 1", "new_text": "x = 2"}),
+        call("edit_file", {"path": "a.py", "old_text": "x = 1\nx = 1", "new_text": "x = 1\nx = 2"}),
+        call("step_complete", {"summary": "a.py"}),
+    ]
+    unit, script, store = make_unit(tmp_path, replies)
+    assert run_step(unit).passed
+    assert "was not found" in last_tool_return(script.requests[2])
+    assert "occurs 2 times" in last_tool_return(script.requests[3])
+    assert store.read_text("a.py") == "x = 1\nx = 2\n"
+
+
+def test_repeated_identical_call_is_detected_until_something_changes(tmp_path: Path) -> None:
+    replies = [
+        call("write_files", {"files": [{"path": "a.py", "content": "A = 1\n"}]}),
+        call("view_files", {"files": [{"path": "a.py"}]}),
+        call("view_files", {"files": [{"path": "a.py"}]}),  # same call, nothing changed
+        call("write_files", {"files": [{"path": "a.py", "content": "A = 2\n"}]}),
+        call("view_files", {"files": [{"path": "a.py"}]}),  # same call, but the file changed
+        call("step_complete", {"summary": "a.py"}),
+    ]
+    unit, script, _ = make_unit(tmp_path, replies)
+    assert run_step(unit).passed
+    assert "A = 1" in last_tool_return(script.requests[2])
+    assert "already made this exact call" in last_tool_return(script.requests[3])
+    fresh = last_tool_return(script.requests[5])
+    assert "A = 2" in fresh and "already made" not in fresh
+
+
+def test_answer_without_tool_call_is_nudged(tmp_path: Path) -> None:
+    replies = [
+        text("Sure! Here is how I would do it..."),
+        call("write_files", {"files": [{"path": "greet.py", "content": "def greet(n):\n    return n\n"}]}),
+        call("step_complete", {"summary": "greet"}),
+    ]
+    unit, script, _ = make_unit(tmp_path, replies)
+    assert run_step(unit).passed
+    assert "without calling a tool" in last_user_text(script.requests[1])
+
+
+def test_context_overflow_summarises_and_restarts_the_step_which_then_completes(tmp_path: Path) -> None:
+    big = "\n".join(f"LINE_{i} = {i}" for i in range(700))  # ~10k characters, ~3k tokens
+
+    def summary_answer(messages: list[ModelMessage]) -> ModelResponse:
+        assert "context is nearly full" in last_user_text(messages)
+        return text("Wrote big.py with 700 constants. Left: write greet.py.")
+
+    def after_restart(messages: list[ModelMessage]) -> ModelResponse:
+        # a fresh context: system+step prompt holding the progress summary, no old tool output
+        assert len(messages) == 1
+        prompt = messages[0].parts[1].content
+        assert "Wrote big.py with 700 constants" in prompt and "LINE_5 = 5" not in prompt
+        return call("write_files", {"files": [{"path": "greet.py", "content": "def greet(n):\n    return n\n"}]})
+
+    replies = [
+        call("write_files", {"files": [{"path": "big.py", "content": big}]}),
+        call("view_files", {"files": [{"path": "big.py"}]}),
+        call("view_files", {"files": [{"path": "big.py", "start_line": 300}]}),
+        summary_answer,
+        after_restart,
+        call("step_complete", {"summary": "big.py and greet.py"}),
+    ]
+    unit, script, store = make_unit(tmp_path, replies, window=6000)
+    outcome = run_step(unit)
+    assert outcome.passed
+    assert outcome.context_restarts == 1
+    assert store.list_files() == ["big.py", "greet.py"]
+    assert script.tool_names[3] == []  # the summary call offers no tools
+
+
+def test_step_fails_when_context_keeps_overflowing(tmp_path: Path) -> None:
+    big = "x = '" + "a" * 9000 + "'\n"
+    replies = [call("write_files", {"files": [{"path": f"f{i}.py", "content": big}]}) for i in range(1)]
+    replies += [
+        call("view_files", {"files": [{"path": "f0.py"}]}),
+        text("summary 1"),
+        call("view_files", {"files": [{"path": "f0.py"}]}),
+        text("summary 2"),
+        text("final summary"),
+    ]
+    unit, _, _ = make_unit(tmp_path, replies, window=3000, limits=StepLimits(max_context_restarts=1))
+    outcome = run_step(unit)
+    assert not outcome.passed and "context filled" in outcome.reason
+    assert outcome.context_restarts == 1
+
+
+def test_turn_budget_fails_the_step(tmp_path: Path) -> None:
+    replies = [call("list_files", {}), call("view_files", {"files": [{"path": "x"}]}), text("ran out")]
+    unit, _, _ = make_unit(tmp_path, replies, limits=StepLimits(max_turns=2))
+    outcome = run_step(unit)
+    assert not outcome.passed and "turn budget" in outcome.reason and outcome.summary.endswith("ran out")
+
+
+def test_step_complete_is_refused_while_code_has_errors(tmp_path: Path) -> None:
+    replies = [
+        call("write_files", {"files": [{"path": "a.py", "content": "def f():\n    return undefined_thing\n"}]}),
+        call("step_complete", {"summary": "a"}),
+        call("write_files", {"files": [{"path": "a.py", "content": "def f():\n    return 1\n"}]}),
+        call("step_complete", {"summary": "a"}),
+    ]
+    unit, script, _ = make_unit(tmp_path, replies)
+    outcome = run_step(unit)
+    assert "F821" in last_tool_return(script.requests[1])  # flagged right after the write
+    assert "checks failed" in last_tool_return(script.requests[2])
+    assert outcome.passed and outcome.check_failures == 1
+
+
+def test_step_requiring_tests_is_refused_when_none_are_collected(tmp_path: Path) -> None:
+    needs_tests = Instruction(title="T", instruction="write code and tests", requires_tests=True)
+    replies = [
+        call("write_files", {"files": [{"path": "a.py", "content": "A = 1\n"}]}),
+        call("step_complete", {"summary": "a"}),
+        calls(
+            (
+                "write_files",
+                {
+                    "files": [
+                        {
+                            "path": "tests/test_a.py",
+                            "content": "from a import A\n\n\ndef test_a():\n    assert A == 1\n",
+                        }
+                    ]
+                },
+            ),
+            ("step_complete", {"summary": "a with tests"}),
+        ),
+    ]
+    unit, script, _ = make_unit(tmp_path, replies, run_tests=True)
+    outcome = run_step(unit, needs_tests)
+    assert "No tests were collected" in last_tool_return(script.requests[2])
+    assert outcome.passed and outcome.summary == "a with tests"
+
+
+@pytest.mark.parametrize("margin", [0.1, 0.5])
+def test_budget_limit_leaves_margin_and_reply_room(margin: float) -> None:
+    b = ContextBudget(window=10000, reply=1000, margin=margin)
+    assert b.limit == int(10000 * (1 - margin)) - 1000
+    assert b.fits([ModelRequest(parts=[UserPromptPart("short")])])

@@ -1,0 +1,111 @@
+"""Planning: a structured tool call, recovery from prose or bad arguments, step limits, user plan files."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from l2mac.domains import load_domain
+from l2mac.errors import PromptProgramError
+from l2mac.models.client import ModelClient
+from l2mac.models.scripted import ScriptedModel, call, last_tool_return, last_user_text, text
+from l2mac.planner import fit_steps, load_prompt_program, make_plan, parse_text_plan
+from l2mac.types import Instruction
+
+
+def plan_with(replies: list, **kwargs) -> tuple:
+    script = ScriptedModel(list(replies))
+    program = asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), "Build X", **kwargs))
+    return program, script
+
+
+def test_plan_comes_from_the_submit_plan_tool_and_carries_the_task() -> None:
+    program, script = plan_with(
+        [
+            call(
+                "submit_plan",
+                {
+                    "steps": [
+                        {"title": "Models", "instruction": "Write models.py"},
+                        {"title": "API", "instruction": "Write api.py", "requires_tests": False},
+                    ]
+                },
+            )
+        ]
+    )
+    assert [s.title for s in program.steps] == ["Models", "API"]
+    assert program.steps[0].requires_tests is True and program.steps[1].requires_tests is False
+    assert "Build X" in last_user_text(script.requests[0])
+    assert script.tool_names[0] == ["submit_plan"]
+
+
+def test_a_plan_written_as_prose_is_parsed() -> None:
+    program, _ = plan_with(
+        [
+            text(
+                "Here is my plan:\n1. Models: write models.py with User\n   and Post\n"
+                "2. API: write api.py\n3. Tests: write tests"
+            )
+        ]
+    )
+    assert [s.title for s in program.steps] == ["Models", "API", "Tests"]
+    assert "and Post" in program.steps[0].instruction
+
+
+def test_invalid_plan_arguments_are_answered_and_retried() -> None:
+    program, script = plan_with(
+        [
+            call("submit_plan", {"steps": [{"title": "No instruction"}]}),
+            call("submit_plan", {"steps": [{"title": "A", "instruction": "a"}]}),
+        ]
+    )
+    assert [s.title for s in program.steps] == ["A"]
+    assert "instruction" in last_tool_return(script.requests[1])
+
+
+def test_no_usable_plan_raises_a_clear_error() -> None:
+    with pytest.raises(PromptProgramError, match="usable plan"):
+        plan_with([text("I cannot."), text("No."), text("Still no.")])
+
+
+def test_reflection_replaces_the_plan_with_the_refined_one() -> None:
+    program, script = plan_with(
+        [
+            call("submit_plan", {"steps": [{"title": "A", "instruction": "a"}]}),
+            call("submit_plan", {"steps": [{"title": "A", "instruction": "a"}, {"title": "B", "instruction": "b"}]}),
+        ],
+        reflect=True,
+    )
+    assert [s.title for s in program.steps] == ["A", "B"]
+    assert "Review this plan" in last_user_text(script.requests[1])
+
+
+def test_extra_steps_are_merged_not_dropped() -> None:
+    steps = [Instruction(title=f"S{i}", instruction=f"do {i}") for i in range(5)]
+    fitted = fit_steps(steps, 3)
+    assert [s.title for s in fitted] == ["S0", "S1", "S2"]
+    assert "do 3" in fitted[2].instruction and "do 4" in fitted[2].instruction
+    program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in steps]})], max_steps=2)
+    assert len(program.steps) == 2 and "do 4" in program.steps[1].instruction
+
+
+def test_parse_text_plan_ignores_text_without_a_list() -> None:
+    assert parse_text_plan("Just some words.") == []
+
+
+def test_prompt_program_files_yaml_json_and_bare_lists(tmp_path: Path) -> None:
+    y = tmp_path / "p.yaml"
+    y.write_text("task: from file\nsteps:\n  - Write the models\n  - title: API\n    instruction: api.py\n")
+    program = load_prompt_program(y, "")
+    assert program.task == "from file" and [s.title for s in program.steps] == ["Write the models", "API"]
+    j = tmp_path / "p.json"
+    j.write_text('[{"title": "A", "instruction": "a", "requires_tests": false}]')
+    assert load_prompt_program(j, "t").steps[0].requires_tests is False
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("steps:\n  - title: only a title\n")
+    with pytest.raises(PromptProgramError, match="step 1 is invalid"):
+        load_prompt_program(bad, "t")
+    with pytest.raises(PromptProgramError, match="cannot read"):
+        load_prompt_program(tmp_path / "missing.yaml", "t")
