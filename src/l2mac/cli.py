@@ -15,12 +15,14 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from l2mac.cli_models import models_app
 from l2mac.errors import L2MACError
 from l2mac.events import Event, ModelCalled, PlanReady, RunFinished, RunStarted, StepFinished, StepStarted, ToolUsed
 from l2mac.settings import default_config_path, init_config, load_settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
-SUBCOMMANDS = {"run"}
+app.add_typer(models_app, name="models")
+SUBCOMMANDS = {"run", "models"}
 
 
 @app.callback()
@@ -48,6 +50,8 @@ class Progress:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
+            if event.note:
+                self.console.print(f"[yellow]note:[/] {event.note}", highlight=False)
             self.console.print(f"[bold]l2mac[/] {event.strategy} · model [cyan]{event.model}[/] · {event.workspace}")
             self.live.start()
         elif isinstance(event, PlanReady):

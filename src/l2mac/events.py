@@ -15,6 +15,7 @@ class RunStarted:
     workspace: str
     model: str
     strategy: str
+    note: str = ""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from l2mac.domains import load_domain
 from l2mac.errors import BudgetExceeded, ConfigError, ProviderError, WorkspaceError
 from l2mac.events import EventSink, ModelCalled, RunFinished, RunStarted, ignore
 from l2mac.models.client import CallRecord, ModelClient, RetryPolicy
+from l2mac.models.local.catalog import DEFAULT_LOCAL_MODEL
 from l2mac.models.registry import DEFAULT_WINDOW, ModelInfo, build_model, model_settings
 from l2mac.planner import load_prompt_program
 from l2mac.record import RunRecord
@@ -30,9 +31,14 @@ from l2mac.tools import Toolbox, ToolEnv, tools_named
 from l2mac.types import StepOutcome
 
 NO_MODEL_HINT = (
-    "no LLM is configured. Set OPENAI_API_KEY or ANTHROPIC_API_KEY, pass --model (e.g. openai:gpt-4o, "
-    "ollama:qwen2.5-coder) with --base-url for your own server, or run `l2mac --init-config` and edit "
-    "~/.l2mac/config.yaml"
+    "no LLM is configured and the embedded local model is not installed. Either install it "
+    "(pip install 'l2mac[local]' && l2mac models pull), or set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass "
+    "--model (e.g. openai:gpt-4o, ollama:qwen2.5-coder) with --base-url for your own server, or run "
+    "`l2mac --init-config` and edit ~/.l2mac/config.yaml"
+)
+LOCAL_NOTE = (
+    "No LLM configured: using the embedded local model {name} (offline, on this CPU). For stronger results "
+    "configure one: set OPENAI_API_KEY, or `l2mac --init-config`."
 )
 
 
@@ -68,13 +74,18 @@ def project_dir(workspace: Path, name: str) -> Path:
     return candidate
 
 
-def _model_info(settings: Settings, model: Model | None) -> ModelInfo:
+def _model_info(settings: Settings, model: Model | None) -> tuple[ModelInfo, str]:
+    """The model to use, and a one-line note for the user when it was chosen for them."""
     if model is not None:
         window = settings.llm.context_window or DEFAULT_WINDOW
-        return ModelInfo(model=model, provider="custom", name=model.model_name, context_window=window)
-    if not settings.llm.configured:
-        raise ConfigError(NO_MODEL_HINT)
-    return build_model(settings.llm)
+        return ModelInfo(model=model, provider="custom", name=model.model_name, context_window=window), ""
+    if settings.llm.configured:
+        return build_model(settings.llm), ""
+    local = settings.llm.model_copy(update={"model": f"local:{DEFAULT_LOCAL_MODEL}"})
+    try:
+        return build_model(local), LOCAL_NOTE.format(name=DEFAULT_LOCAL_MODEL)
+    except ConfigError as e:
+        raise ConfigError(NO_MODEL_HINT) from e
 
 
 async def arun_l2mac(
@@ -91,7 +102,7 @@ async def arun_l2mac(
     settings = settings or load_settings()
     rs = settings.run
     domain = load_domain(rs.domain, rs.prompts_file)
-    info = _model_info(settings, model)
+    info, note = _model_info(settings, model)
     program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
     try:
         root = project_dir(rs.workspace, rs.project_name or project_name_for(task))
@@ -140,7 +151,7 @@ async def arun_l2mac(
         reflect=rs.reflect,
         program=program,
     )
-    emit(RunStarted(root.name, str(store.root), info.label, strategy.name))
+    emit(RunStarted(root.name, str(store.root), info.label, strategy.name, note))
     record.log(
         "run_started",
         task=task,

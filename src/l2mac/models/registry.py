@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
@@ -132,10 +133,32 @@ def _anthropic(llm: LLMSettings, provider: str, name: str, key: str | None) -> M
     return AnthropicModel(name, provider=AnthropicProvider(anthropic_client=client))
 
 
-def _local(llm: LLMSettings, provider: str, name: str, key: str | None) -> Model:
-    raise ConfigError(
-        "the embedded local model is not available in this build yet; configure an API model "
-        "(`l2mac --init-config`) or an OpenAI-compatible server with --base-url"
+def local_model_file(llm: LLMSettings, provider: str, name: str, environ: Mapping[str, str]) -> Path:
+    """The GGUF file for ``local:NAME`` (from the models folder) or ``gguf:/path``."""
+    if provider == "gguf":
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"no GGUF file at {path}")
+        return path
+    from l2mac.models.local import get_spec, model_path, models_dir
+
+    path = model_path(get_spec(name), models_dir(environ))
+    if not path.is_file():
+        raise ConfigError(f"the local model {name} is not downloaded yet: run `l2mac models pull {name}`")
+    return path
+
+
+def _local_info(llm: LLMSettings, provider: str, name: str, environ: Mapping[str, str]) -> ModelInfo:
+    from l2mac.models.local.llama import DEFAULT_CONTEXT_CAP, LocalChat
+
+    path = local_model_file(llm, provider, name, environ)
+    chat = LocalChat(
+        path,
+        context_cap=llm.context_window or DEFAULT_CONTEXT_CAP,
+        temperature=0.2 if llm.temperature is None else llm.temperature,
+    )
+    return ModelInfo(
+        model=chat.as_model(f"{provider}:{name}"), provider=provider, name=name, context_window=chat.context_window
     )
 
 
@@ -145,8 +168,6 @@ _BUILDERS = {
     "ollama": _openai,
     "azure": _azure,
     "anthropic": _anthropic,
-    "local": _local,
-    "gguf": _local,
 }
 _KEY_VARS = {"openai": "OPENAI_API_KEY", "azure": "AZURE_OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
@@ -155,6 +176,8 @@ def build_model(llm: LLMSettings, environ: Mapping[str, str] | None = None) -> M
     """A ready model for ``llm``; ConfigError says what to set when something is missing."""
     env = os.environ if environ is None else environ
     provider, name = split_model_spec(llm)
+    if provider in ("local", "gguf"):
+        return _local_info(llm, provider, name, env)
     builder = _BUILDERS.get(provider)
     if builder is None:
         raise ConfigError(f"unknown provider {provider!r}; choose one of: {', '.join(PROVIDERS)}")

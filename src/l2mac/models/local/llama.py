@@ -1,0 +1,244 @@
+"""The embedded model served in-process by llama.cpp, behind pydantic-ai's model interface.
+
+In-process rather than llama-cpp-python's HTTP server: that server answers HTTP 500 to an assistant message
+whose content is null beside tool_calls (what pydantic-ai sends after a tool call), and in-process also keeps
+the repeated prompt prefix in the KV cache between the turns of a step, with no child process to manage.
+
+The prompt is rendered with the chat template stored in the GGUF file, so the model sees tools and tool results
+in the exact format it was trained on; tool calls are parsed back from its ``<tool_call>`` blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.usage import RequestUsage
+
+from l2mac.errors import ConfigError
+
+DEFAULT_CONTEXT_CAP = 16_384
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    prompt_tokens: int
+    new_prompt_tokens: int
+    completion_tokens: int
+    prompt_s: float
+    total_s: float
+
+
+def openai_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
+    """pydantic-ai messages as the role/content dicts a chat template expects."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, ModelRequest):
+            for p in m.parts:
+                if isinstance(p, SystemPromptPart):
+                    out.append({"role": "system", "content": p.content})
+                elif isinstance(p, UserPromptPart):
+                    out.append({"role": "user", "content": p.content if isinstance(p.content, str) else str(p.content)})
+                elif isinstance(p, ToolReturnPart):
+                    out.append({"role": "tool", "content": p.model_response_str()})
+                elif isinstance(p, RetryPromptPart):
+                    out.append({"role": "user", "content": p.model_response()})
+        elif isinstance(m, ModelResponse):
+            calls = []
+            for c in m.tool_calls:
+                try:
+                    args: Any = c.args_as_dict()
+                except ValueError:
+                    args = c.args
+                calls.append({"type": "function", "function": {"name": c.tool_name, "arguments": args}})
+            out.append({"role": "assistant", "content": m.text or "", "tool_calls": calls})
+    # the template wants one leading system message
+    systems = [i for i, msg in enumerate(out) if msg["role"] == "system"]
+    if len(systems) > 1 or (systems and systems[0] != 0):
+        merged = "\n\n".join(out[i]["content"] for i in systems)
+        out = [{"role": "system", "content": merged}] + [msg for msg in out if msg["role"] != "system"]
+    return out
+
+
+def tool_schemas(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description or "", "parameters": t.parameters_json_schema},
+        }
+        for t in tools
+    ]
+
+
+def parse_reply(text: str, tool_names: set[str]) -> list[TextPart | ToolCallPart]:
+    """Text and tool calls from the model's raw output. Broken JSON is kept raw so the control unit can answer it."""
+    parts: list[TextPart | ToolCallPart] = []
+    calls = list(_TOOL_CALL.finditer(text))
+    prose = _TOOL_CALL.sub("", text).strip()
+    if not calls:
+        bare = _bare_json_call(text, tool_names)
+        if bare is not None:
+            return [bare]
+    if prose:
+        parts.append(TextPart(prose))
+    for m in calls:
+        body = m.group(1).strip()
+        call_id = f"call_{uuid.uuid4().hex[:12]}"
+        try:
+            obj = json.loads(body)
+            name = str(obj.get("name", ""))
+            args = obj.get("arguments", {})
+            raw = args if isinstance(args, str) else json.dumps(args)
+        except (json.JSONDecodeError, AttributeError):
+            found = _NAME.search(body)
+            name = found.group(1) if found else "unknown"
+            after = body.split('"arguments"', 1)
+            raw = after[1].lstrip(" :") if len(after) == 2 else body
+            raw = raw.rstrip().removesuffix("}") if raw.rstrip().endswith("}}") else raw
+        parts.append(ToolCallPart(name, raw, tool_call_id=call_id))
+    return parts
+
+
+def _bare_json_call(text: str, tool_names: set[str]) -> ToolCallPart | None:
+    """A tool call written as a bare (or fenced) JSON object, as small models sometimes do."""
+    stripped = text.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(\{.*\})\s*```", stripped, re.DOTALL)
+    candidate = fenced.group(1) if fenced else stripped
+    if not (candidate.startswith("{") and candidate.endswith("}")):
+        return None
+    try:
+        obj = json.loads(candidate)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or obj.get("name") not in tool_names:
+        return None
+    args = obj.get("arguments", {})
+    return ToolCallPart(
+        str(obj["name"]),
+        args if isinstance(args, str) else json.dumps(args),
+        tool_call_id=f"call_{uuid.uuid4().hex[:12]}",
+    )
+
+
+@dataclass
+class LocalChat:
+    """A llama.cpp model answering chat requests; one at a time (the model is not thread-safe)."""
+
+    path: Path
+    context_cap: int = DEFAULT_CONTEXT_CAP
+    temperature: float = 0.2
+    seed: int = 0
+    threads: int | None = None
+    stats: list[GenerationStats] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as e:
+            raise ConfigError(
+                "the embedded model needs llama-cpp-python: pip install 'l2mac[local]' "
+                "(or run `python3 bootstrap.py run ...`, which installs it)"
+            ) from e
+        import jinja2.sandbox
+
+        threads = self.threads or os.cpu_count() or 2
+        self.llm = Llama(
+            model_path=str(self.path), n_ctx=self.context_cap, n_threads=threads, seed=self.seed, verbose=False
+        )
+        meta = self.llm.metadata
+        trained = int(meta.get(f"{meta.get('general.architecture', 'llama')}.context_length", 0))
+        if 0 < trained < self.context_cap:  # never ask for more context than the model was trained with
+            self.llm = Llama(model_path=str(self.path), n_ctx=trained, n_threads=threads, seed=self.seed, verbose=False)
+        self.context_window = self.llm.n_ctx()
+        template = self.llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ConfigError(f"{self.path} has no chat template in its metadata; use a chat (instruct) GGUF model")
+        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.filters["tojson"] = lambda v: json.dumps(v, ensure_ascii=False)
+        self.template = env.from_string(template)
+        self.lock = threading.Lock()
+
+    def render(self, messages: list[ModelMessage], tools: list[ToolDefinition]) -> str:
+        return str(
+            self.template.render(
+                messages=openai_messages(messages), tools=tool_schemas(tools) or None, add_generation_prompt=True
+            )
+        )
+
+    def complete(self, prompt: str, max_tokens: int) -> tuple[str, GenerationStats]:
+        with self.lock:
+            tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            room = self.context_window - len(tokens)
+            if room < 16:
+                from pydantic_ai.exceptions import ModelContextWindowExceededError
+
+                raise ModelContextWindowExceededError(
+                    self.path.name, f"prompt of {len(tokens)} tokens does not fit the {self.context_window} window"
+                )
+            cached = _common_prefix(list(self.llm._input_ids), tokens)
+            start = time.monotonic()
+            first: float | None = None
+            pieces: list[str] = []
+            n_out = 0
+            stream = self.llm.create_completion(
+                tokens,
+                max_tokens=min(max_tokens, room),
+                temperature=self.temperature,
+                top_p=0.95,
+                stop=["<|im_end|>", "<|endoftext|>"],
+                stream=True,
+                seed=self.seed,
+            )
+            for chunk in cast(Iterator[dict[str, Any]], stream):
+                if first is None:
+                    first = time.monotonic()
+                pieces.append(chunk["choices"][0]["text"])
+                n_out += 1
+            end = time.monotonic()
+        stats = GenerationStats(len(tokens), len(tokens) - cached, n_out, (first or end) - start, end - start)
+        self.stats.append(stats)
+        return "".join(pieces), stats
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        tools = list(info.function_tools)
+        max_tokens = int((info.model_settings or {}).get("max_tokens", 2048))
+        text, stats = self.complete(self.render(messages, tools), max_tokens)
+        return ModelResponse(
+            parts=list(parse_reply(text, {t.name for t in tools})),
+            usage=RequestUsage(input_tokens=stats.prompt_tokens, output_tokens=stats.completion_tokens),
+        )
+
+    def as_model(self, name: str) -> FunctionModel:
+        return FunctionModel(self, model_name=name)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
