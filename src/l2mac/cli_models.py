@@ -10,7 +10,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColu
 from rich.table import Table
 
 from l2mac.models.local import CATALOG, DEFAULT_LOCAL_MODEL, PullError, get_spec, model_path, models_dir, pull
-from l2mac.models.local.pull import is_installed
+from l2mac.models.local.fetch import is_installed
 
 models_app = typer.Typer(help="List and fetch the embedded local models.", no_args_is_help=True)
 

@@ -30,6 +30,7 @@ from l2mac.domains import Domain
 from l2mac.events import EventSink, ToolUsed, ignore
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.record import RunRecord
+from l2mac.recovery import recover_tool_calls
 from l2mac.tools import STEP_COMPLETE, Toolbox
 from l2mac.tools.complete import StepCompleteArgs
 from l2mac.types import Instruction, StepOutcome, StepStatus, ToolResult
@@ -76,6 +77,7 @@ class ControlUnit:
         run_tests: bool = True,
         record: RunRecord | None = None,
         emit: EventSink = ignore,
+        recover: bool = True,
     ) -> None:
         self.client = client
         self.toolbox = toolbox
@@ -85,6 +87,7 @@ class ControlUnit:
         self.run_tests = run_tests and domain.tests
         self.record = record
         self.emit = emit
+        self.recover = recover
 
     # -- context -----------------------------------------------------------------------------------------
     def fresh_context(self, step: Step, progress: str = "") -> list[ModelMessage]:
@@ -165,6 +168,11 @@ class ControlUnit:
             state.turns += 1
             state.reported_input = response.usage.input_tokens + response.usage.output_tokens
             state.messages.append(response)
+            if not response.tool_calls and self.recover:
+                recovered = recover_tool_calls(response)
+                if recovered is not None:
+                    self._log("recovered", step=step.index, recovery="fenced_code_to_write_files")
+                    response = state.messages[-1] = recovered
             if not response.tool_calls:
                 state.messages.append(ModelRequest(parts=[UserPromptPart(self.domain.render("no_tool_call"))]))
                 continue

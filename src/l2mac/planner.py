@@ -38,8 +38,35 @@ def plan_tool() -> ToolDefinition:
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step\s+\d+[:.)]?)\s+(.*\S)", re.IGNORECASE)
 
 
+def _json_candidates(text: str) -> list[str]:
+    blocks = re.findall(r"```(?:json|yaml)?\s*\n(.*?)```", text, re.DOTALL)
+    start, end = text.find("{"), text.rfind("}")
+    whole = [text[start : end + 1]] if 0 <= start < end else []
+    return [*blocks, *whole]
+
+
+def _steps_from_json(value: object) -> list[Instruction]:
+    if isinstance(value, dict) and isinstance(value.get("arguments"), dict):  # a tool call written as text
+        value = value["arguments"]
+    if isinstance(value, dict):
+        value = value.get("steps")
+    if isinstance(value, list):
+        try:
+            return PlanArgs.model_validate({"steps": value}).steps
+        except ValidationError:
+            return []
+    return []
+
+
 def parse_text_plan(text: str) -> list[Instruction]:
-    """Steps from a plan written as a numbered or bulleted list (what small models often answer)."""
+    """Steps from a plan answered as text (what small models often do): JSON, or a numbered/bulleted list."""
+    for candidate in _json_candidates(text):
+        try:
+            from_json = _steps_from_json(json.loads(candidate, strict=False))
+        except json.JSONDecodeError:
+            continue
+        if from_json:
+            return from_json
     steps: list[Instruction] = []
     for line in text.splitlines():
         m = _ITEM.match(line)
@@ -53,6 +80,18 @@ def parse_text_plan(text: str) -> list[Instruction]:
             last = steps[-1]
             steps[-1] = last.model_copy(update={"instruction": f"{last.instruction}\n{line.strip()}"})
     return steps
+
+
+def dedupe(steps: list[Instruction]) -> list[Instruction]:
+    """Steps without exact repeats (small models sometimes list a step twice)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for s in steps:
+        key = (s.title.strip().lower(), s.instruction.strip().lower())
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
 
 
 def fit_steps(steps: list[Instruction], max_steps: int) -> list[Instruction]:
@@ -133,7 +172,7 @@ async def make_plan(
             steps = await _ask_plan(client, review, domain)
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
-    return PromptProgram(task=task, steps=fit_steps(steps, limit))
+    return PromptProgram(task=task, steps=fit_steps(dedupe(steps), limit))
 
 
 def load_prompt_program(path: Path, task: str) -> PromptProgram:

@@ -149,6 +149,7 @@ async def arun_l2mac(
         run_tests=rs.run_tests,
         max_steps=rs.steps,
         reflect=rs.reflect,
+        recoveries=rs.recoveries,
         program=program,
     )
     emit(RunStarted(root.name, str(store.root), info.label, strategy.name, note))

@@ -77,6 +77,7 @@ class RunSettings(BaseModel):
     max_turns: int = Field(default=40, gt=0, description="Model calls one step may make.")
     max_context_restarts: int = Field(default=3, ge=0, description="Summarise-and-restart cycles per step.")
     context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
+    recoveries: bool = Field(default=True, description="Turn code blocks that name a file into writes.")
     command_timeout_s: float = Field(default=60.0, gt=0, description="Timeout for run_python.")
     test_timeout_s: float = Field(default=180.0, gt=0, description="Timeout for one test run.")
 

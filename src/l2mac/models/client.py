@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -18,7 +19,7 @@ from pydantic_ai.exceptions import (
     ModelServerError,
     ModelUnavailableError,
 )
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
@@ -58,6 +59,7 @@ class CallRecord:
     latency_s: float
     retries: int
     tool_calls: list[str]
+    response: list[dict[str, str]] = field(default_factory=list)
 
 
 def _cost(response: ModelResponse) -> float | None:
@@ -66,6 +68,18 @@ def _cost(response: ModelResponse) -> float | None:
         return float(price)
     except Exception:  # genai-prices raises LookupError, ValueError, AssertionError for unknown models
         return None
+
+
+def _response_parts(response: ModelResponse) -> list[dict[str, str]]:
+    """The answer as plain data for the run log: text and tool calls with their raw arguments."""
+    out: list[dict[str, str]] = []
+    for part in response.parts:
+        if isinstance(part, TextPart) and part.content:
+            out.append({"text": part.content})
+        elif isinstance(part, ToolCallPart):
+            args = part.args if isinstance(part.args, str) else json.dumps(part.args or {})
+            out.append({"tool": part.tool_name, "args": args})
+    return out
 
 
 @dataclass
@@ -137,6 +151,7 @@ class ModelClient:
                     latency_s=round(latency, 3),
                     retries=attempt,
                     tool_calls=[c.tool_name for c in response.tool_calls],
+                    response=_response_parts(response),
                 )
             )
         return response

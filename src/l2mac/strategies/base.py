@@ -30,6 +30,7 @@ class RunContext:
     run_tests: bool = True
     max_steps: int | None = None
     reflect: bool = False
+    recoveries: bool = True
     program: PromptProgram | None = None
 
 

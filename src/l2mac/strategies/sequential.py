@@ -27,6 +27,7 @@ class SequentialStrategy:
             run_tests=ctx.run_tests,
             record=ctx.record,
             emit=ctx.emit,
+            recover=ctx.recoveries,
         )
         outcomes: list[StepOutcome] = []
         summary = ""
