@@ -11,9 +11,11 @@ from l2mac.settings import Settings, load_settings
 
 
 @pytest.fixture(autouse=True)
-def _no_real_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Tests never read the developer's ~/.l2mac or API keys."""
+def _no_real_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Tests never read the developer's ~/.l2mac, API keys or downloaded models (except the marked ones)."""
     monkeypatch.setenv("L2MAC_CONFIG", str(tmp_path / "no-config.yaml"))
+    if request.node.get_closest_marker("local_model") is None:
+        monkeypatch.setenv("L2MAC_MODELS_DIR", str(tmp_path / "no-models"))
     for var in (
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",

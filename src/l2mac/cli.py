@@ -124,6 +124,13 @@ def run_command(
     max_cost: Annotated[float | None, typer.Option(help="Stop after spending this many USD.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Stop after this many tokens.")] = None,
     reflect: Annotated[bool, typer.Option(help="Review and refine the plan once before running it.")] = False,
+    protocol: Annotated[
+        str | None, typer.Option(help="How files are written: tools, text (fenced blocks) or auto [default: auto].")
+    ] = None,
+    recoveries: Annotated[
+        bool | None,
+        typer.Option("--recoveries/--no-recoveries", help="Recover code blocks and loose JSON from small models."),
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="Config file [default: ~/.l2mac/config.yaml].")] = None,
     init_config_: Annotated[bool, typer.Option("--init-config", help="Create the config file and exit.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
@@ -153,6 +160,8 @@ def run_command(
                 "max_cost": max_cost,
                 "max_tokens": max_tokens,
                 "reflect": reflect,
+                "protocol": protocol,
+                "recoveries": recoveries,
             },
         )
         from l2mac.run import run_l2mac

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelRequestPart,
     ModelResponse,
+    ModelResponsePart,
     SystemPromptPart,
     ToolCallPart,
     ToolReturnPart,
@@ -30,7 +31,7 @@ from l2mac.domains import Domain
 from l2mac.events import EventSink, ToolUsed, ignore
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.record import RunRecord
-from l2mac.recovery import recover_tool_calls
+from l2mac.recovery import recover_arguments, recover_tool_calls
 from l2mac.tools import STEP_COMPLETE, Toolbox
 from l2mac.tools.complete import StepCompleteArgs
 from l2mac.types import Instruction, StepOutcome, StepStatus, ToolResult
@@ -168,6 +169,8 @@ class ControlUnit:
             state.turns += 1
             state.reported_input = response.usage.input_tokens + response.usage.output_tokens
             state.messages.append(response)
+            if self.recover:
+                response = state.messages[-1] = self._recover_arguments(step, response)
             if not response.tool_calls and self.recover:
                 recovered = recover_tool_calls(response)
                 if recovered is not None:
@@ -184,6 +187,20 @@ class ControlUnit:
                 return await self._fail(
                     step, state, f"checks still failing after {state.check_failures} attempts to complete"
                 )
+
+    def _recover_arguments(self, step: Step, response: ModelResponse) -> ModelResponse:
+        """Tool calls whose arguments are a Python-style literal instead of JSON, re-encoded as JSON."""
+        fixed = False
+        parts: list[ModelResponsePart] = []
+        for part in response.parts:
+            if isinstance(part, ToolCallPart) and isinstance(part.args, str):
+                args = recover_arguments(part.args)
+                if args is not None:
+                    part = ToolCallPart(part.tool_name, args, tool_call_id=part.tool_call_id)
+                    fixed = True
+                    self._log("recovered", step=step.index, recovery="literal_arguments_to_json")
+            parts.append(part)
+        return replace(response, parts=parts) if fixed else response
 
     async def _answer_calls(
         self, step: Step, state: _State, response: ModelResponse

@@ -88,6 +88,13 @@ def _model_info(settings: Settings, model: Model | None) -> tuple[ModelInfo, str
         raise ConfigError(NO_MODEL_HINT) from e
 
 
+def protocol_for(setting: str, info: ModelInfo) -> str:
+    """``text`` (fenced blocks) for the embedded and GGUF models, which write code far better that way."""
+    if setting != "auto":
+        return setting
+    return "text" if info.provider in {"local", "gguf"} else "tools"
+
+
 async def arun_l2mac(
     task: str,
     settings: Settings | None = None,
@@ -150,6 +157,7 @@ async def arun_l2mac(
         max_steps=rs.steps,
         reflect=rs.reflect,
         recoveries=rs.recoveries,
+        protocol=protocol_for(rs.protocol, info),
         program=program,
     )
     emit(RunStarted(root.name, str(store.root), info.label, strategy.name, note))
@@ -161,6 +169,7 @@ async def arun_l2mac(
         domain=domain.name,
         isolation=env.runner.isolation,
         context_window=info.context_window,
+        protocol=ctx.protocol,
     )
     start = time.monotonic()
     outcomes: list[StepOutcome] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -78,6 +78,11 @@ class RunSettings(BaseModel):
     max_context_restarts: int = Field(default=3, ge=0, description="Summarise-and-restart cycles per step.")
     context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
     recoveries: bool = Field(default=True, description="Turn code blocks that name a file into writes.")
+    protocol: Literal["auto", "tools", "text"] = Field(
+        default="auto",
+        description="How the model writes files: tool calls, or fenced blocks (text; for small local models). "
+        "auto: text for the embedded/GGUF models, tools otherwise.",
+    )
     command_timeout_s: float = Field(default=60.0, gt=0, description="Timeout for run_python.")
     test_timeout_s: float = Field(default=180.0, gt=0, description="Timeout for one test run.")
 
@@ -135,6 +140,7 @@ _ENV_RUN = {
     "L2MAC_MAX_COST": "max_cost",
     "L2MAC_MAX_TOKENS": "max_tokens",
     "L2MAC_DOMAIN": "domain",
+    "L2MAC_PROTOCOL": "protocol",
 }
 
 

@@ -26,6 +26,13 @@ REQUIRED_PROMPTS = (
     "no_tool_call",
     "checks_failed",
     "repeated_call",
+    "text_step_system",
+    "text_step",
+    "text_request",
+    "text_no_files",
+    "text_unchanged",
+    "text_checks_passed",
+    "text_checks_failed",
 )
 
 

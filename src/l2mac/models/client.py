@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import cast
 
 from pydantic_ai.direct import model_request
 from pydantic_ai.exceptions import (
@@ -114,16 +115,23 @@ class ModelClient:
         *,
         purpose: str,
         allow_text: bool = True,
+        temperature: float | None = None,
     ) -> ModelResponse:
-        """Send ``messages``; retry transient failures; raise ContextOverflow, ProviderError or BudgetExceeded."""
+        """Send ``messages``; retry transient failures; raise ContextOverflow, ProviderError or BudgetExceeded.
+
+        ``temperature`` overrides the configured one for this request (e.g. to get a different answer after
+        a model repeated itself)."""
         self.check_budget()
+        settings = self.settings
+        if temperature is not None:
+            settings = cast(ModelSettings, {**(settings or {}), "temperature": temperature})
         params = ModelRequestParameters(function_tools=list(tools), allow_text_output=allow_text or not tools)
         attempt = 0
         start = time.monotonic()
         while True:
             try:
                 response = await model_request(
-                    self.model, list(messages), model_settings=self.settings, model_request_parameters=params
+                    self.model, list(messages), model_settings=settings, model_request_parameters=params
                 )
                 break
             except ModelContextWindowExceededError as e:

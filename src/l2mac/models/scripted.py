@@ -70,11 +70,13 @@ class ScriptedModel:
     name: str = "scripted"
     requests: list[list[ModelMessage]] = field(default_factory=list)
     tool_names: list[list[str]] = field(default_factory=list)
+    temperatures: list[float | None] = field(default_factory=list)
     model: FunctionModel = field(init=False)
 
     def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.requests.append(list(messages))
         self.tool_names.append([t.name for t in info.function_tools])
+        self.temperatures.append((info.model_settings or {}).get("temperature"))
         if not self.replies:
             raise AssertionError(f"script exhausted after {len(self.requests) - 1} replies")
         reply = self.replies.pop(0)

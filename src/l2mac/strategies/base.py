@@ -31,6 +31,7 @@ class RunContext:
     max_steps: int | None = None
     reflect: bool = False
     recoveries: bool = True
+    protocol: str = "tools"
     program: PromptProgram | None = None
 
 

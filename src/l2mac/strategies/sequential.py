@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from l2mac.control_unit import ControlUnit, Step
+from l2mac.control_unit_text import TextControlUnit
 from l2mac.events import PlanReady, StepFinished, StepStarted
 from l2mac.planner import make_plan
 from l2mac.strategies.base import RunContext
@@ -18,7 +19,8 @@ class SequentialStrategy:
         ctx.program = program
         ctx.record.save_program(program)
         ctx.emit(PlanReady([s.title for s in program.steps], source))
-        unit = ControlUnit(
+        unit_class = TextControlUnit if ctx.protocol == "text" else ControlUnit
+        unit = unit_class(
             ctx.client,
             ctx.toolbox,
             ctx.domain,

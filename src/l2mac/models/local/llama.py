@@ -188,7 +188,7 @@ class LocalChat:
             )
         )
 
-    def complete(self, prompt: str, max_tokens: int) -> tuple[str, GenerationStats]:
+    def complete(self, prompt: str, max_tokens: int, temperature: float | None = None) -> tuple[str, GenerationStats]:
         with self.lock:
             tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             room = self.context_window - len(tokens)
@@ -206,11 +206,11 @@ class LocalChat:
             stream = self.llm.create_completion(
                 tokens,
                 max_tokens=min(max_tokens, room),
-                temperature=self.temperature,
+                temperature=self.temperature if temperature is None else temperature,
                 top_p=0.95,
                 stop=["<|im_end|>", "<|endoftext|>"],
                 stream=True,
-                seed=self.seed,
+                seed=self.seed + len(self.stats),  # reproducible runs, yet a retried prompt may differ
             )
             for chunk in cast(Iterator[dict[str, Any]], stream):
                 if first is None:
@@ -224,8 +224,12 @@ class LocalChat:
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         tools = list(info.function_tools)
-        max_tokens = int((info.model_settings or {}).get("max_tokens", 2048))
-        text, stats = self.complete(self.render(messages, tools), max_tokens)
+        settings = info.model_settings or {}
+        max_tokens = int(settings.get("max_tokens", 2048))
+        temperature = settings.get("temperature")
+        text, stats = self.complete(
+            self.render(messages, tools), max_tokens, None if temperature is None else float(temperature)
+        )
         return ModelResponse(
             parts=list(parse_reply(text, {t.name for t in tools})),
             usage=RequestUsage(input_tokens=stats.prompt_tokens, output_tokens=stats.completion_tokens),

@@ -1,0 +1,168 @@
+"""The control unit's text protocol, for small models: files are written as fenced blocks, not tool calls.
+
+A 1.5B model writes far better code in a fenced block under its file name than as a JSON-escaped string in a
+tool call (it falls back to placeholders, Python triple quotes and broken escapes there). In this protocol:
+
+- the step's fresh context shows the current files *with their contents* (within a share of the window), so
+  the model needs no tool to read them;
+- every file the model writes (``path`` line, then a fenced block) is saved, and the checks and tests run at
+  once; their result is the next user message;
+- the step completes when the model declares it (``STEP COMPLETE``, or an answer with no files once the checks
+  pass) *and* the checks pass; otherwise the same budgets as the tool protocol apply and the step is recorded
+  as failed.
+
+The loop shares context accounting, restarts, checks and the run record with :class:`ControlUnit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
+
+from l2mac.checks.output import trim_output
+from l2mac.context import CHARS_PER_TOKEN
+from l2mac.control_unit import ControlUnit, Step, _State
+from l2mac.errors import WorkspaceError
+from l2mac.events import ToolUsed
+from l2mac.models.client import ContextOverflow
+from l2mac.recovery import fenced_files, json_files
+from l2mac.store import FileStore
+from l2mac.types import StepOutcome, StepStatus
+
+_DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
+#: share of the prompt budget the step's fresh context may spend on showing file contents
+FILES_SHARE = 0.4
+
+
+class TextControlUnit(ControlUnit):
+    protocol = "text"
+
+    def file_contents(self, budget_chars: int) -> str:
+        """Each file with its content, smallest contexts first, until ``budget_chars`` is spent; the rest named."""
+        store = self.toolbox.env.store
+        shown: list[str] = []
+        listed: list[str] = []
+        used = 0
+        for path in store.list_files():
+            try:
+                text = store.read_text(path)
+            except (OSError, UnicodeError, ValueError, WorkspaceError):
+                listed.append(path)
+                continue
+            block = f"{path}\n```{_fence_lang(path)}\n{text.rstrip()}\n```"
+            if used + len(block) > budget_chars:
+                listed.append(f"{path} ({len(text.splitlines())} lines, not shown)")
+                continue
+            shown.append(block)
+            used += len(block)
+        parts = shown + ([("Other files:\n" + "\n".join(f"- {p}" for p in listed))] if listed else [])
+        return "\n\n".join(parts) or "(no files yet)"
+
+    def fresh_context(self, step: Step, progress: str = "", feedback: str = "") -> list[ModelMessage]:
+        budget_chars = int(self.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
+        prompt = self.domain.render(
+            "text_step",
+            task=step.task,
+            index=step.index,
+            total=step.total,
+            title=step.instruction.title,
+            instruction=step.instruction.instruction,
+            files=self.file_contents(budget_chars),
+            previous_summary=step.previous_summary or "(this is the first step)",
+            progress=self.domain.render("progress", summary=progress) if progress else "",
+            request=feedback or self.domain.render("text_request"),
+        )
+        system = self.domain.render("text_step_system")
+        return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
+
+    async def run_step(self, step: Step) -> StepOutcome:
+        """Every attempt is a fresh context: the step, the files as they are now, and the last attempt's result.
+
+        A small model copies its own earlier answers when they stay in the conversation; showing it the files
+        and the failure instead makes it react to the failure, and keeps the context small."""
+        store = self.toolbox.env.store
+        state = _State(messages=self.fresh_context(step), start_revision=store.revision)
+        wrote_any = False
+        feedback = ""
+        temperature: float | None = None
+        while True:
+            if state.turns >= self.limits.max_turns:
+                return await self._fail(step, state, f"turn budget spent ({self.limits.max_turns} model calls)")
+            state.messages = self.fresh_context(step, feedback=feedback)
+            while not self.budget.fits(state.messages) and len(feedback) > 500:
+                feedback = trim_output(feedback, len(feedback) // 2)
+                state.messages = self.fresh_context(step, feedback=feedback)
+            try:
+                response = await self.client.request(
+                    state.messages, [], purpose=f"step {step.index}", temperature=temperature
+                )
+            except ContextOverflow:
+                return await self._fail(step, state, "the step's files and feedback do not fit the context")
+            state.turns += 1
+            state.messages.append(response)
+            text = response.text or ""
+            files = fenced_files(text) or (json_files(text) if self.recover else [])
+            for call in response.tool_calls if self.recover else []:  # a model that calls write_files anyway
+                if call.tool_name == "write_files":
+                    files += json_files(call.args if isinstance(call.args, str) else json.dumps(call.args or {}))
+            declared = bool(_DONE.search(text))
+            unchanged = bool(files) and all(_same(store, f["path"], f["content"]) for f in files)
+            saved = ""
+            if files and not unchanged:
+                wrote_any = True
+                result = await asyncio.to_thread(self.toolbox.call, "write_files", {"files": files})
+                self.emit(ToolUsed(step.index, "write_files", result.ok))
+                self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=result.content[:300])
+                saved = result.content.split("\nChecks found problems")[0]
+            elif not files and not declared and not wrote_any:
+                feedback = self.domain.render("text_no_files")
+                continue
+            ok, report = await asyncio.to_thread(self._run_checks, step)
+            self._log("checks", step=step.index, ok=ok, report=report[:2000])
+            if ok and (declared or not files or unchanged):
+                return self._outcome(step, state, StepStatus.PASSED, _summary(text, step, self))
+            if ok:
+                feedback = self.domain.render("text_checks_passed", saved=saved)
+            else:
+                state.check_failures += 1
+                if state.check_failures > self.limits.max_check_failures:
+                    return await self._fail(step, state, f"checks still failing after {state.check_failures} attempts")
+                feedback = self.domain.render(
+                    "text_checks_failed",
+                    attempt=state.check_failures,
+                    max_attempts=self.limits.max_check_failures + 1,
+                    report=report,
+                    saved=saved or "(no file was changed)",
+                )
+            if unchanged:  # the same answer again: say so, and sample more freely next time
+                feedback = self.domain.render("text_unchanged") + "\n\n" + feedback
+                temperature = min(1.0, (temperature or 0.2) + 0.3)
+            else:
+                temperature = None
+
+
+def _same(store: FileStore, path: str, content: str) -> bool:
+    try:
+        return store.read_text(path) == content
+    except (OSError, UnicodeError, ValueError, WorkspaceError):
+        return False
+
+
+def _fence_lang(path: str) -> str:
+    return {"py": "python", "md": "markdown", "json": "json", "toml": "toml", "yaml": "yaml", "yml": "yaml"}.get(
+        path.rsplit(".", 1)[-1], ""
+    )
+
+
+def _summary(text: str, step: Step, unit: TextControlUnit) -> str:
+    """The model's own words after STEP COMPLETE (or its prose), else the files the step changed."""
+    found = _DONE.search(text)
+    prose = text[found.end() :] if found else re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    prose = prose.strip()
+    if prose:
+        return prose[:1500]
+    changed = unit.toolbox.env.store.list_files()
+    return f"Step {step.index} ({step.instruction.title}) is done. Files now: {', '.join(changed[:40])}."

@@ -1,0 +1,204 @@
+"""The text protocol for small models: fenced blocks become files, checks run after every answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage
+
+from l2mac.checks.runner import SubprocessRunner
+from l2mac.context import ContextBudget
+from l2mac.control_unit import Step, StepLimits
+from l2mac.control_unit_text import TextControlUnit
+from l2mac.domains import load_domain
+from l2mac.models.client import ModelClient
+from l2mac.models.registry import ModelInfo
+from l2mac.models.scripted import ScriptedModel, call, last_user_text, text
+from l2mac.recovery import json_files, lenient_json, recover_arguments
+from l2mac.run import protocol_for
+from l2mac.store import FileStore
+from l2mac.tools import Toolbox, ToolEnv, tools_named
+from l2mac.types import Instruction, StepStatus
+
+from conftest import run_scripted
+
+STEP = Instruction(
+    title="Stack", instruction="Write stack.py with push/pop and tests/test_stack.py.", requires_tests=True
+)
+GOOD = "def push(s, x):\n    s.append(x)\n\n\ndef pop(s):\n    return s.pop()\n"
+TEST = "from stack import pop, push\n\n\ndef test_push_pop():\n    s = []\n    push(s, 1)\n    assert pop(s) == 1\n"
+BUGGY = GOOD.replace("return s.pop()", "return s[0] + 1")
+
+
+def fenced(*files: tuple[str, str], prose: str = "Here are the files.") -> str:
+    blocks = "\n\n".join(f"{path}\n```python\n{content}```" for path, content in files)
+    return f"{prose}\n\n{blocks}"
+
+
+def make_unit(
+    tmp_path: Path, replies: list, *, limits: StepLimits | None = None, recover: bool = True
+) -> tuple[TextControlUnit, ScriptedModel, FileStore]:
+    script = ScriptedModel(list(replies))
+    store = FileStore(tmp_path / "proj")
+    domain = load_domain("codebase")
+    env = ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)
+    unit = TextControlUnit(
+        ModelClient(script.model),
+        Toolbox(tools_named(domain.tools), env),
+        domain,
+        ContextBudget(window=16000, reply=500, margin=0.1),
+        limits=limits,
+        recover=recover,
+    )
+    return unit, script, store
+
+
+def run_step(unit: TextControlUnit, instruction: Instruction = STEP) -> object:
+    return asyncio.run(unit.run_step(Step("Build a stack", 1, 1, instruction, "")))
+
+
+def test_fenced_files_are_written_a_failing_test_is_shown_and_the_fix_completes(tmp_path: Path) -> None:
+    def fix(messages: list[ModelMessage]):  # the model sees the failing test before it answers
+        assert "1 failed" in last_user_text(messages) or "failed" in last_user_text(messages)
+        return text(fenced(("stack.py", GOOD), prose="The pop was wrong; fixed."))
+
+    replies = [
+        text(fenced(("stack.py", BUGGY), ("tests/test_stack.py", TEST))),
+        fix,
+        text("STEP COMPLETE\nstack.py has push and pop; tests/test_stack.py tests them."),
+    ]
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED
+    assert outcome.check_failures == 1
+    assert store.read_text("stack.py") == GOOD
+    assert outcome.summary.startswith("stack.py has push and pop")
+    assert script.tool_names == [[], [], []]  # no tool schemas are sent in this protocol
+    assert "checks and tests pass" in last_user_text(script.requests[2])
+
+
+def test_files_and_step_complete_in_one_answer_finish_at_once(tmp_path: Path) -> None:
+    reply = text(fenced(("stack.py", GOOD), ("tests/test_stack.py", TEST)) + "\n\nSTEP COMPLETE: stack done.")
+    unit, _, _ = make_unit(tmp_path, [reply])
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED and outcome.turns == 1
+    assert outcome.summary == "stack done."
+
+
+def test_prose_without_files_is_nudged_and_never_passes_an_empty_step(tmp_path: Path) -> None:
+    replies = [
+        text("Sure! I will write a stack module with push and pop."),
+        text(fenced(("stack.py", GOOD), ("tests/test_stack.py", TEST))),
+        text("All done."),
+    ]
+    unit, script, _ = make_unit(tmp_path, replies)
+    outcome = run_step(unit)
+    assert "wrote no file" in last_user_text(script.requests[1])
+    assert outcome.status is StepStatus.PASSED
+    assert outcome.summary == "All done."
+
+
+def test_declaring_complete_with_failing_checks_is_refused_until_the_budget_is_spent(tmp_path: Path) -> None:
+    replies = [text(fenced(("stack.py", BUGGY), ("tests/test_stack.py", TEST)))] + [
+        text("STEP COMPLETE") for _ in range(3)
+    ]
+    replies.append(text("stack.py with a bug in pop."))  # the failed step's summary
+    unit, _, _ = make_unit(tmp_path, replies, limits=StepLimits(max_turns=10, max_check_failures=3))
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.FAILED
+    assert "checks still failing" in outcome.reason
+    assert outcome.summary.startswith("(The previous step did not pass")
+
+
+def test_a_repeated_answer_is_pointed_out_and_sampled_more_freely(tmp_path: Path) -> None:
+    same = text(fenced(("stack.py", BUGGY), ("tests/test_stack.py", TEST)))
+    replies = [same, same, text(fenced(("stack.py", GOOD))), text("STEP COMPLETE: fixed.")]
+    unit, script, _ = make_unit(tmp_path, replies)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED
+    assert "repeated the files exactly" in last_user_text(script.requests[2])
+    assert script.temperatures[:3] == [None, None, 0.5]  # only the answer after a repeat is sampled hotter
+    assert script.temperatures[3] is None
+    # every attempt is a fresh two-message context showing the files as they are now
+    assert all(len(r) == 1 for r in script.requests)
+
+
+def test_the_fresh_context_shows_existing_files_with_their_contents(tmp_path: Path) -> None:
+    reply = text(fenced(("tests/test_stack.py", TEST)) + "\nSTEP COMPLETE: tests added.")
+    unit, script, store = make_unit(tmp_path, [reply])
+    store.write_text("stack.py", GOOD)
+    run_step(unit)
+    first_prompt = last_user_text(script.requests[0])
+    assert "stack.py\n```python\ndef push(s, x):" in first_prompt
+
+
+def test_json_write_files_with_python_triple_quotes_is_recovered_only_with_recoveries(tmp_path: Path) -> None:
+    # what Qwen2.5-Coder-1.5B really answered in a fenced json block (see .l2mac/log.jsonl of a run)
+    body = '{"name": "write_files", "arguments": {"files": [{"path": "stack.py", "content": """\n        ' + (
+        GOOD.replace("\n", "\n        ")
+        + '"""}, {"path": "tests/test_stack.py", "content": '
+        + json.dumps(TEST)
+        + "}]}}"
+    )
+    answer = text("```json\n" + body + "\n```\nSTEP COMPLETE")
+    unit, _, store = make_unit(tmp_path, [answer])
+    assert run_step(unit).status is StepStatus.PASSED
+    assert store.read_text("stack.py") == GOOD
+
+    unit, _, store = make_unit(tmp_path / "off", [answer, text("no")], limits=StepLimits(max_turns=1), recover=False)
+    assert run_step(unit).status is StepStatus.FAILED
+    assert store.list_files() == []
+
+
+def test_lenient_json_and_argument_recovery() -> None:
+    assert lenient_json('{"a": true, "b": null}') == {"a": True, "b": None}
+    assert lenient_json("{'a': True, 'b': [1, 2,],}") == {"a": True, "b": [1, 2]}
+    assert lenient_json("{'a': open('x')}") is None  # never evaluated, only parsed as a literal
+    assert lenient_json("not json") is None
+    assert recover_arguments('{"x": 1}') is None  # valid JSON is left alone
+    fixed = recover_arguments('{"files": [{"path": "a.py", "content": """\n    x = 1\n    """}]}')
+    assert fixed is not None and json.loads(fixed) == {"files": [{"path": "a.py", "content": "x = 1\n"}]}
+    assert json_files("no braces here") == []
+
+
+def test_tool_protocol_recovers_literal_arguments(tmp_path: Path) -> None:
+    from l2mac.control_unit import ControlUnit
+
+    store = FileStore(tmp_path / "p")
+    domain = load_domain("codebase")
+    raw = '{"files": [{"path": "a.py", "content": """\n    x = 1\n    """}]}'
+    script = ScriptedModel([call("write_files", raw), call("step_complete", {"summary": "a.py"})])
+    unit = ControlUnit(
+        ModelClient(script.model),
+        Toolbox(tools_named(domain.tools), ToolEnv(store=store, runner=SubprocessRunner())),
+        domain,
+        ContextBudget(window=16000, reply=500, margin=0.1),
+        run_tests=False,
+    )
+    instruction = Instruction(title="A", instruction="Write a.py", requires_tests=False)
+    outcome = asyncio.run(unit.run_step(Step("t", 1, 1, instruction, "")))
+    assert outcome.status is StepStatus.PASSED
+    assert store.read_text("a.py") == "x = 1\n"
+
+
+def test_auto_protocol_is_text_for_local_models_only(tmp_path: Path) -> None:
+    script = ScriptedModel([])
+    local = ModelInfo(model=script.model, provider="local", name="qwen", context_window=16384)
+    cloud = ModelInfo(model=script.model, provider="openai", name="gpt-4o", context_window=128000)
+    assert protocol_for("auto", local) == "text" and protocol_for("auto", cloud) == "tools"
+    assert protocol_for("tools", local) == "tools" and protocol_for("text", cloud) == "text"
+
+
+def test_a_whole_run_in_the_text_protocol(tmp_path: Path) -> None:
+    plan = call(
+        "submit_plan",
+        {"steps": [{"title": "Stack", "instruction": "Write stack.py and its tests.", "requires_tests": True}]},
+    )
+    reply = text(fenced(("stack.py", GOOD), ("tests/test_stack.py", TEST)) + "\nSTEP COMPLETE: a stack.")
+    result, _ = run_scripted(tmp_path, [plan, reply], protocol="text")
+    assert result.ok, result.report
+    assert result.report["tests"]["passed"] == 1
+    logged = (result.workspace / ".l2mac" / "log.jsonl").read_text()
+    assert '"protocol": "text"' in logged
