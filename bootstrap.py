@@ -4,6 +4,8 @@
     python3 bootstrap.py run "<prompt>" [l2mac options]   set up, then run l2mac (the embedded local model is
                                                           installed and used when no other LLM is configured)
     python3 bootstrap.py test [pytest options]            set up, then lint, type-check and run the test suite
+    python3 bootstrap.py e2e [pytest options]             set up with the embedded model (builds llama-cpp-python,
+                                                          fetches the model), then run the tests marked local_model
     python3 bootstrap.py shell                            set up, then print how to activate the environment
 
 Set-up is done once and redone only when pyproject.toml changes.
@@ -74,6 +76,12 @@ def main(argv: list[str]) -> int:
                 return 1
         say("pytest")
         return sh(PY, "-m", "pytest", *rest, check=False)
+    if command == "e2e":
+        ensure_env("local,dev")
+        if sh(BIN / "l2mac", "models", "pull", check=False):
+            return 1
+        say("pytest -m local_model")
+        return sh(PY, "-m", "pytest", "-m", "local_model", "-v", *rest, check=False)
     if command == "shell":
         ensure_env("dev")
         print(f"source {BIN / 'activate'}")

@@ -107,3 +107,14 @@ def test_library_api_matches_the_reference_usage(tmp_path: Path, monkeypatch) ->
     codebase = generate_codebase("Create a beautiful, playable and simple snake game with pygame.")
     assert codebase == {"hello.py": "print('hi')\n"}
     assert (tmp_path / "workspace").is_dir()
+
+
+def test_ctrl_c_mid_run_exits_130_and_keeps_the_files(tmp_path: Path, monkeypatch, capsys) -> None:
+    def interrupt(_messages):
+        raise KeyboardInterrupt
+
+    use_script(monkeypatch, [ONE_STEP, WRITE, interrupt])
+    args = ["Create hello world", "--model", "gpt-4o", "--workspace", str(tmp_path), "--project-name", "hw"]
+    assert cli(args) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert (tmp_path / "hw" / "hello.py").read_text() == "print('hi')\n"

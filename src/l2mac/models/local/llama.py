@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from pydantic_ai.exceptions import ModelAPIError, ModelContextWindowExceededError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -193,8 +194,6 @@ class LocalChat:
             tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             room = self.context_window - len(tokens)
             if room < 16:
-                from pydantic_ai.exceptions import ModelContextWindowExceededError
-
                 raise ModelContextWindowExceededError(
                     self.path.name, f"prompt of {len(tokens)} tokens does not fit the {self.context_window} window"
                 )
@@ -227,9 +226,13 @@ class LocalChat:
         settings = info.model_settings or {}
         max_tokens = int(settings.get("max_tokens", 2048))
         temperature = settings.get("temperature")
-        text, stats = self.complete(
-            self.render(messages, tools), max_tokens, None if temperature is None else float(temperature)
-        )
+        prompt = self.render(messages, tools)
+        try:
+            text, stats = self.complete(prompt, max_tokens, None if temperature is None else float(temperature))
+        except ModelAPIError:
+            raise  # e.g. the context window is exceeded: the control unit handles it
+        except (RuntimeError, ValueError, OSError) as e:  # llama.cpp failed (e.g. decode error, out of memory)
+            raise ModelAPIError(self.path.name, f"the local model failed: {type(e).__name__}: {e}") from e
         return ModelResponse(
             parts=list(parse_reply(text, {t.name for t in tools})),
             usage=RequestUsage(input_tokens=stats.prompt_tokens, output_tokens=stats.completion_tokens),
