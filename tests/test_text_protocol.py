@@ -202,3 +202,34 @@ def test_a_whole_run_in_the_text_protocol(tmp_path: Path) -> None:
     assert result.report["tests"]["passed"] == 1
     logged = (result.workspace / ".l2mac" / "log.jsonl").read_text()
     assert '"protocol": "text"' in logged
+
+
+def test_a_fragment_of_an_existing_file_is_not_saved_and_the_whole_file_is_asked_for(tmp_path: Path) -> None:
+    long_module = GOOD + "".join(f"\n\ndef helper_{i}():\n    return {i}\n" for i in range(6))
+    snippet = "def pop(s):\n    return s.pop()\n"
+    replies = [
+        text("Add this at the top of `stack.py`:\n```python\n" + snippet + "```"),
+        text(fenced(("tests/test_stack.py", TEST)) + "\nSTEP COMPLETE: tests."),
+    ]
+    unit, script, store = make_unit(tmp_path, replies)
+    store.write_text("stack.py", long_module)
+    outcome = run_step(unit)
+    assert store.read_text("stack.py") == long_module  # the rest of the file survived
+    assert "looks like a fragment" in last_user_text(script.requests[1])
+    assert outcome.status is StepStatus.PASSED
+
+
+def test_files_the_step_says_to_write_must_exist_before_it_completes(tmp_path: Path) -> None:
+    replies = [
+        text(fenced(("stack.py", GOOD)) + "\nSTEP COMPLETE"),  # forgot the tests it was asked for
+        text(fenced(("tests/test_stack.py", TEST)) + "\nSTEP COMPLETE: both files."),
+    ]
+    instruction = Instruction(
+        title="Stack", instruction="Write stack.py with push/pop. Write tests/test_stack.py.", requires_tests=False
+    )
+    unit, script, _ = make_unit(tmp_path, replies)
+    outcome = run_step(unit, instruction)
+    first = last_user_text(script.requests[0])
+    assert "Files this step must write: stack.py, tests/test_stack.py" in first
+    assert "must write tests/test_stack.py, which do not exist yet" in last_user_text(script.requests[1])
+    assert outcome.status is StepStatus.PASSED and outcome.check_failures == 1

@@ -74,6 +74,7 @@ class TextControlUnit(ControlUnit):
             previous_summary=step.previous_summary or "(this is the first step)",
             progress=self.domain.render("progress", summary=progress) if progress else "",
             request=feedback or self.domain.render("text_request"),
+            named_files=", ".join(named_files(step.instruction.instruction)) or "(as the step says)",
         )
         example = example_path(step.instruction.instruction, self.domain.name)
         system = self.domain.render(
@@ -115,18 +116,23 @@ class TextControlUnit(ControlUnit):
                 if call.tool_name == "write_files":
                     files += json_files(call.args if isinstance(call.args, str) else json.dumps(call.args or {}))
             declared = bool(_DONE.search(text))
+            files, fragments = _split_fragments(store, files)
             unchanged = bool(files) and all(_same(store, f["path"], f["content"]) for f in files)
-            saved = ""
+            saved = "\n".join(fragments)
             if files and not unchanged:
                 wrote_any = True
                 result = await asyncio.to_thread(self.toolbox.call, "write_files", {"files": files})
                 self.emit(ToolUsed(step.index, "write_files", result.ok))
                 self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=result.content[:300])
-                saved = result.content.split("\nChecks found problems")[0]
-            elif not files and not declared and not wrote_any:
+                saved = "\n".join([result.content.split("\nChecks found problems")[0], *fragments])
+            elif not files and not declared and not wrote_any and not fragments:
                 feedback = self.domain.render("text_no_files")
                 continue
             ok, report = await asyncio.to_thread(self._run_checks, step)
+            missing = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
+            if missing:
+                note = self.domain.render("text_missing_files", files=", ".join(missing))
+                ok, report = False, f"{note}\n\n{report}".strip()
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
             if ok and (declared or not files or unchanged):
                 return self._outcome(step, state, StepStatus.PASSED, _summary(text, step, self))
@@ -148,6 +154,46 @@ class TextControlUnit(ControlUnit):
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
             else:
                 temperature = None
+
+
+#: a block with fewer than this share of an existing file's lines (of at least FRAGMENT_MIN_LINES) is a fragment
+FRAGMENT_SHARE = 0.5
+FRAGMENT_MIN_LINES = 12
+
+
+def _split_fragments(store: FileStore, files: list[dict[str, str]]) -> tuple[list[dict[str, str]], list[str]]:
+    """Whole files to write, and a note for each block that looks like a fragment of an existing file.
+
+    Small models often answer with the few lines they changed under the file's name; writing that would
+    destroy the rest of the file, so it is refused and the model is asked for the whole file."""
+    whole: list[dict[str, str]] = []
+    notes: list[str] = []
+    for f in files:
+        try:
+            old = len(store.read_text(f["path"]).splitlines())
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            old = 0
+        new = len(f["content"].splitlines())
+        if old >= FRAGMENT_MIN_LINES and new < old * FRAGMENT_SHARE:
+            notes.append(
+                f"Not saved: {f['path']}: your block has {new} lines but the file has {old}; it looks like a "
+                "fragment. Write the COMPLETE file."
+            )
+        else:
+            whole.append(f)
+    return whole, notes
+
+
+_TO_WRITE = re.compile(
+    r"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?"
+    r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg))\b",
+    re.IGNORECASE,
+)
+
+
+def named_files(instruction: str) -> list[str]:
+    """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
+    return list(dict.fromkeys(m.group(1) for m in _TO_WRITE.finditer(instruction)))
 
 
 def _same(store: FileStore, path: str, content: str) -> bool:

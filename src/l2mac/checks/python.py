@@ -163,10 +163,12 @@ class _ImportChecker:
         self.modules, self.packages = _module_names(all_files)
         self.local_tops = {n.split(".")[0] for n in self.modules | self.packages}
         self.trees: dict[str, ast.Module] = {}
+        self.files: dict[str, str] = {}
         for rel, tree in trees.items():
             for parts in (Path(rel).with_suffix("").parts, _module_path(rel)):
                 if parts:
-                    self.trees[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = tree
+                    module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+                    self.trees[module], self.files[module] = tree, rel
 
     def exists(self, name: str) -> bool:
         return name in self.modules or name in self.packages
@@ -210,7 +212,12 @@ class _ImportChecker:
         if defined is None:
             return []
         return [
-            CodeIssue(rel, node.lineno, "import", f"cannot import name {alias.name!r} from {target!r}")
+            CodeIssue(
+                rel,
+                node.lineno,
+                "import",
+                f"cannot import name {alias.name!r} from {target!r} ({self.files[target]} does not define it)",
+            )
             for alias in node.names
             if alias.name not in defined and not self.exists(f"{target}.{alias.name}" if target else alias.name)
         ]

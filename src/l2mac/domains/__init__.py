@@ -31,6 +31,7 @@ REQUIRED_PROMPTS = (
     "text_request",
     "text_no_files",
     "text_unchanged",
+    "text_missing_files",
     "text_checks_passed",
     "text_checks_failed",
 )
