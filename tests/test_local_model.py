@@ -171,6 +171,10 @@ def test_fenced_code_naming_its_file_becomes_a_write() -> None:
     recovered = recover_tool_calls(ModelResponse(parts=[TextPart(text)]))
     assert recovered is not None and recovered.tool_calls[0].tool_name == "write_files"
     assert recover_tool_calls(ModelResponse(parts=[TextPart("no code here")])) is None
+    # the file named in the sentence that introduces the block (one path, ending in a colon)
+    intro = "Here's the corrected `todo/core.py` file:\n```python\nB = 2\n```"
+    assert fenced_files(intro) == [{"path": "todo/core.py", "content": "B = 2\n"}]
+    assert fenced_files("Use it with version 1.2:\n```python\nB = 2\n```") == []
 
 
 def test_plans_answered_as_json_text_are_used() -> None:

@@ -19,6 +19,7 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 _FENCE = re.compile(r"```[\w+-]*[^\n]*\n(.*?)```", re.DOTALL)
 _PATH = r"([\w][\w./-]*\.(?:py|md|txt|json|toml|cfg|ini|yaml|yml|html|css|js|sh))"
 _BEFORE = re.compile(r"(?:^|[\s*`'\"(:])" + _PATH + r"[\s*`'\"):]*$")
+_ANY_PATH = re.compile(r"(?<![\w/.-])" + _PATH + r"(?![\w/-])")
 _FIRST_LINE = re.compile(r"^\s*(?:#|//|<!--)\s*(?:file(?:name)?\s*:\s*)?" + _PATH + r"\s*(?:-->)?\s*$", re.I)
 
 
@@ -33,8 +34,11 @@ def fenced_files(text: str) -> list[dict[str, str]]:
             path = first.group(1)
         else:
             before = text[: m.start()].rstrip().splitlines()
-            if before and (found := _BEFORE.search(before[-1].strip())):
+            last = before[-1].strip() if before else ""
+            if found := _BEFORE.search(last):
                 path = found.group(1)
+            elif last.endswith(":") and len(named := set(_ANY_PATH.findall(last))) == 1:
+                path = named.pop()  # "Here is the corrected `todo/core.py` file:"
         if path and ".." not in path.split("/"):
             files[path.lstrip("./") if path.startswith("./") else path] = body
     return [{"path": p, "content": c} for p, c in files.items()]

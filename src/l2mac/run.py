@@ -88,6 +88,9 @@ def _model_info(settings: Settings, model: Model | None) -> tuple[ModelInfo, str
         raise ConfigError(NO_MODEL_HINT) from e
 
 
+TEXT_PROTOCOL_CHECK_FAILURES = 8
+
+
 def protocol_for(setting: str, info: ModelInfo) -> str:
     """``text`` (fenced blocks) for the embedded and GGUF models, which write code far better that way."""
     if setting != "auto":
@@ -143,13 +146,17 @@ async def arun_l2mac(
 
     client.on_call = on_call
     strategy = get_strategy("l2mac")
+    protocol = protocol_for(rs.protocol, info)
+    check_failures = rs.max_check_failures
+    if protocol == "text" and "max_check_failures" not in rs.model_fields_set:
+        check_failures = TEXT_PROTOCOL_CHECK_FAILURES
     ctx = RunContext(
         task=task.strip(),
         domain=domain,
         client=client,
         toolbox=Toolbox(tools_named(domain.tools), env),
         budget=budget,
-        limits=StepLimits(rs.max_turns, rs.max_check_failures, rs.max_context_restarts),
+        limits=StepLimits(rs.max_turns, check_failures, rs.max_context_restarts),
         history=history,
         record=record,
         emit=emit,
@@ -157,7 +164,7 @@ async def arun_l2mac(
         max_steps=rs.steps,
         reflect=rs.reflect,
         recoveries=rs.recoveries,
-        protocol=protocol_for(rs.protocol, info),
+        protocol=protocol,
         program=program,
     )
     emit(RunStarted(root.name, str(store.root), info.label, strategy.name, note))

@@ -73,7 +73,12 @@ class RunSettings(BaseModel):
     project_name: str | None = Field(default=None, description="Name of the project folder; derived if absent.")
     max_cost: float | None = Field(default=None, gt=0, description="Stop the run once this many USD are spent.")
     max_tokens: int | None = Field(default=None, gt=0, description="Stop the run once this many tokens are used.")
-    max_check_failures: int = Field(default=4, ge=0, description="Failed checks a step may meet before it fails.")
+    max_check_failures: int = Field(
+        default=4,
+        ge=0,
+        description="Failed checks a step may meet before it fails (8 in the text protocol when not set: its "
+        "attempts are cheap, one short fresh context each).",
+    )
     max_turns: int = Field(default=40, gt=0, description="Model calls one step may make.")
     max_context_restarts: int = Field(default=3, ge=0, description="Summarise-and-restart cycles per step.")
     context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
