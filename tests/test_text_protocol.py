@@ -219,9 +219,10 @@ def test_a_fragment_of_an_existing_file_is_not_saved_and_the_whole_file_is_asked
     assert outcome.status is StepStatus.PASSED
 
 
-def test_files_the_step_says_to_write_must_exist_before_it_completes(tmp_path: Path) -> None:
+def test_the_files_a_step_names_are_asked_for_one_at_a_time_and_must_all_be_written(tmp_path: Path) -> None:
     replies = [
-        text(fenced(("stack.py", GOOD)) + "\nSTEP COMPLETE"),  # forgot the tests it was asked for
+        text(fenced(("stack.py", GOOD)) + "\nSTEP COMPLETE"),  # declares too early: the tests are missing
+        text("I think we are done. STEP COMPLETE"),  # writes nothing
         text(fenced(("tests/test_stack.py", TEST)) + "\nSTEP COMPLETE: both files."),
     ]
     instruction = Instruction(
@@ -231,5 +232,8 @@ def test_files_the_step_says_to_write_must_exist_before_it_completes(tmp_path: P
     outcome = run_step(unit, instruction)
     first = last_user_text(script.requests[0])
     assert "Files this step must write: stack.py, tests/test_stack.py" in first
-    assert "must write tests/test_stack.py, which do not exist yet" in last_user_text(script.requests[1])
+    assert "Write the complete file stack.py now" in first
+    assert "Next, write the complete file tests/test_stack.py" in last_user_text(script.requests[1])
+    assert "wrote no file" in last_user_text(script.requests[2])
     assert outcome.status is StepStatus.PASSED and outcome.check_failures == 1
+    assert outcome.summary == "both files."

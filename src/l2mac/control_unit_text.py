@@ -93,7 +93,11 @@ class TextControlUnit(ControlUnit):
         store = self.toolbox.env.store
         state = _State(messages=self.fresh_context(step), start_revision=store.revision)
         wrote_any = False
-        feedback = ""
+        # the files the step names are asked for one at a time, in order: a small model asked for three
+        # files at once mixes them up (e.g. writes the implementation into the test file)
+        to_write = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
+        written: set[str] = set()
+        feedback = self.domain.render("text_request_file", path=to_write[0]) if to_write else ""
         temperature: float | None = None
         while True:
             if state.turns >= self.limits.max_turns:
@@ -117,16 +121,28 @@ class TextControlUnit(ControlUnit):
                     files += json_files(call.args if isinstance(call.args, str) else json.dumps(call.args or {}))
             declared = bool(_DONE.search(text))
             files, fragments = _split_fragments(store, files)
+            written.update(f["path"] for f in files)
+            pending = [p for p in to_write if p not in written]
             unchanged = bool(files) and all(_same(store, f["path"], f["content"]) for f in files)
-            saved = "\n".join(fragments)
+            saved = saved_full = "\n".join(fragments)
             if files and not unchanged:
                 wrote_any = True
                 result = await asyncio.to_thread(self.toolbox.call, "write_files", {"files": files})
                 self.emit(ToolUsed(step.index, "write_files", result.ok))
                 self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=result.content[:300])
+                saved_full = "\n".join([result.content, *fragments])
                 saved = "\n".join([result.content.split("\nChecks found problems")[0], *fragments])
-            elif not files and not declared and not wrote_any and not fragments:
+            elif not files and not declared and not wrote_any and not fragments and not pending:
                 feedback = self.domain.render("text_no_files")
+                continue
+            if pending:  # the step's files are not all written yet: ask for the next one, tests come after
+                if not files:
+                    state.check_failures += 1
+                    if state.check_failures > self.limits.max_check_failures:
+                        return await self._fail(step, state, f"{pending[0]} was never written")
+                wrote = saved_full if files else self.domain.render("text_no_files")
+                feedback = self.domain.render("text_next_file", saved=wrote, path=pending[0])
+                temperature = None if files else min(1.0, (temperature or 0.2) + 0.3)
                 continue
             ok, report = await asyncio.to_thread(self._run_checks, step)
             missing = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]

@@ -29,6 +29,8 @@ REQUIRED_PROMPTS = (
     "text_step_system",
     "text_step",
     "text_request",
+    "text_request_file",
+    "text_next_file",
     "text_no_files",
     "text_unchanged",
     "text_missing_files",
