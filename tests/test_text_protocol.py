@@ -16,7 +16,7 @@ from l2mac.domains import load_domain
 from l2mac.models.client import ModelClient
 from l2mac.models.registry import ModelInfo
 from l2mac.models.scripted import ScriptedModel, call, last_user_text, text
-from l2mac.recovery import json_files, lenient_json, recover_arguments
+from l2mac.recovery import json_files, lenient_json, merge_definitions, recover_arguments
 from l2mac.run import protocol_for
 from l2mac.store import FileStore
 from l2mac.tools import Toolbox, ToolEnv, tools_named
@@ -237,3 +237,34 @@ def test_the_files_a_step_names_are_asked_for_one_at_a_time_and_must_all_be_writ
     assert "wrote no file" in last_user_text(script.requests[2])
     assert outcome.status is StepStatus.PASSED and outcome.check_failures == 1
     assert outcome.summary == "both files."
+
+
+def test_the_one_unnamed_block_answering_write_x_is_x(tmp_path: Path) -> None:
+    instruction = Instruction(title="Stack", instruction="Write stack.py with push/pop.", requires_tests=False)
+    replies = [text("Sure:\n```python\n" + GOOD + "```"), text("STEP COMPLETE: stack.py.")]
+    unit, _, store = make_unit(tmp_path, replies)
+    assert run_step(unit, instruction).status is StepStatus.PASSED
+    assert store.read_text("stack.py") == GOOD
+
+
+def test_a_corrected_function_alone_is_merged_into_the_file_that_defines_it(tmp_path: Path) -> None:
+    fix = "def pop(s):\n    return s.pop()\n"
+    replies = [text("The bug is in pop. Here is the corrected function:\n```python\n" + fix + "```"), text("Done.")]
+    unit, _, store = make_unit(tmp_path, replies)
+    store.write_text("stack.py", BUGGY)
+    store.write_text("tests/test_stack.py", TEST)
+    outcome = run_step(unit, Instruction(title="Fix", instruction="Make the tests pass.", requires_tests=True))
+    assert store.read_text("stack.py") == GOOD
+    assert outcome.status is StepStatus.PASSED
+
+
+def test_merge_definitions_keeps_the_rest_and_the_future_import_first() -> None:
+    source = '"""Doc."""\nfrom __future__ import annotations\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n'
+    merged = merge_definitions(source, "import os\n\n\ndef b():\n    return os.sep\n")
+    assert merged == (
+        '"""Doc."""\nfrom __future__ import annotations\nimport os\n\n\ndef a():\n    return 1\n\n\n'
+        "def b():\n    return os.sep\n"
+    )
+    assert merge_definitions(source, "def c():\n    pass\n") is None  # not defined there: no guess
+    assert merge_definitions(source, "x = 1\n\ndef a():\n    pass\n") is None  # not only definitions
+    assert merge_definitions(source, "def a(:\n") is None

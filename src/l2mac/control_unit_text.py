@@ -28,7 +28,7 @@ from l2mac.control_unit import ControlUnit, Step, _State
 from l2mac.errors import WorkspaceError
 from l2mac.events import ToolUsed
 from l2mac.models.client import ContextOverflow
-from l2mac.recovery import fenced_files, json_files
+from l2mac.recovery import fenced_files, json_files, merge_definitions, unnamed_blocks
 from l2mac.store import FileStore
 from l2mac.types import StepOutcome, StepStatus
 
@@ -85,6 +85,29 @@ class TextControlUnit(ControlUnit):
         )
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
+    def _place_unnamed_blocks(
+        self, step: Step, text: str, files: list[dict[str, str]], requested: str | None
+    ) -> list[dict[str, str]]:
+        """Writes for code blocks that name no file: the one block of an answer to "write X" is X; a block of
+        corrected functions is merged into the one file that defines them all."""
+        blocks = unnamed_blocks(text)
+        if not blocks:
+            return []
+        named = {f["path"] for f in files}
+        if requested is not None and requested not in named and len(blocks) == 1 and not files:
+            self._log("recovered", step=step.index, recovery="unnamed_block_is_the_requested_file", path=requested)
+            return [{"path": requested, "content": blocks[0]}]
+        out: list[dict[str, str]] = []
+        sources = _python_files(self.toolbox.env.store)
+        for block in blocks:
+            merged = {p: m for p, src in sources.items() if p not in named and (m := merge_definitions(src, block))}
+            if len(merged) == 1:
+                path, content = merged.popitem()
+                sources[path] = content
+                out = [f for f in out if f["path"] != path] + [{"path": path, "content": content}]
+                self._log("recovered", step=step.index, recovery="definitions_merged_into_file", path=path)
+        return out
+
     async def run_step(self, step: Step) -> StepOutcome:
         """Every attempt is a fresh context: the step, the files as they are now, and the last attempt's result.
 
@@ -120,6 +143,9 @@ class TextControlUnit(ControlUnit):
                 if call.tool_name == "write_files":
                     files += json_files(call.args if isinstance(call.args, str) else json.dumps(call.args or {}))
             declared = bool(_DONE.search(text))
+            requested = next((p for p in to_write if p not in written), None)
+            if self.recover:
+                files += self._place_unnamed_blocks(step, text, files, requested)
             files, fragments = _split_fragments(store, files)
             written.update(f["path"] for f in files)
             pending = [p for p in to_write if p not in written]
@@ -136,13 +162,15 @@ class TextControlUnit(ControlUnit):
                 feedback = self.domain.render("text_no_files")
                 continue
             if pending:  # the step's files are not all written yet: ask for the next one, tests come after
-                if not files:
+                if requested in pending:  # the file asked for was not written
                     state.check_failures += 1
                     if state.check_failures > self.limits.max_check_failures:
-                        return await self._fail(step, state, f"{pending[0]} was never written")
-                wrote = saved_full if files else self.domain.render("text_no_files")
+                        return await self._fail(step, state, f"{requested} was never written")
+                    temperature = min(1.0, (temperature or 0.2) + 0.3)
+                else:
+                    temperature = None
+                wrote = saved_full if files and not unchanged else self.domain.render("text_no_files")
                 feedback = self.domain.render("text_next_file", saved=wrote, path=pending[0])
-                temperature = None if files else min(1.0, (temperature or 0.2) + 0.3)
                 continue
             ok, report = await asyncio.to_thread(self._run_checks, step)
             missing = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
@@ -170,6 +198,17 @@ class TextControlUnit(ControlUnit):
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
             else:
                 temperature = None
+
+
+def _python_files(store: FileStore) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path in store.list_files():
+        if path.endswith(".py"):
+            try:
+                out[path] = store.read_text(path)
+            except (OSError, UnicodeError, ValueError, WorkspaceError):
+                continue
+    return out
 
 
 #: a block with fewer than this share of an existing file's lines (of at least FRAGMENT_MIN_LINES) is a fragment

@@ -26,22 +26,91 @@ _FIRST_LINE = re.compile(r"^\s*(?:#|//|<!--)\s*(?:file(?:name)?\s*:\s*)?" + _PAT
 def fenced_files(text: str) -> list[dict[str, str]]:
     """``[{"path", "content"}]`` for each fenced block whose file name is given."""
     files: dict[str, str] = {}
-    for m in _FENCE.finditer(text):
-        body = m.group(1)
-        lines = body.splitlines()
-        path = None
-        if lines and (first := _FIRST_LINE.match(lines[0])):
-            path = first.group(1)
-        else:
-            before = text[: m.start()].rstrip().splitlines()
-            last = before[-1].strip() if before else ""
-            if found := _BEFORE.search(last):
-                path = found.group(1)
-            elif last.endswith(":") and len(named := set(_ANY_PATH.findall(last))) == 1:
-                path = named.pop()  # "Here is the corrected `todo/core.py` file:"
-        if path and ".." not in path.split("/"):
-            files[path.lstrip("./") if path.startswith("./") else path] = body
+    for path, body in fenced_blocks(text):
+        if path is not None:
+            files[path] = body
     return [{"path": p, "content": c} for p, c in files.items()]
+
+
+def unnamed_blocks(text: str, lang: str = "python") -> list[str]:
+    """The bodies of fenced blocks that name no file (``lang`` blocks, or blocks with no language)."""
+    out = []
+    for m in _FENCE.finditer(text):
+        tag = m.group(0)[3:].split("\n", 1)[0].strip().lower()
+        if tag in ("", lang) and m.group(1).strip() and _named(text, m) is None:
+            out.append(m.group(1))
+    return out
+
+
+def _named(text: str, m: re.Match[str]) -> str | None:
+    body = m.group(1)
+    lines = body.splitlines()
+    if lines and (first := _FIRST_LINE.match(lines[0])):
+        return first.group(1)
+    before = text[: m.start()].rstrip().splitlines()
+    last = before[-1].strip() if before else ""
+    if found := _BEFORE.search(last):
+        return found.group(1)
+    if last.endswith(":") and len(named := set(_ANY_PATH.findall(last))) == 1:
+        return str(named.pop())  # "Here is the corrected `todo/core.py` file:"
+    return None
+
+
+def fenced_blocks(text: str) -> list[tuple[str | None, str]]:
+    """Each fenced block with the file it names (or None)."""
+    out: list[tuple[str | None, str]] = []
+    for m in _FENCE.finditer(text):
+        path = _named(text, m)
+        if path and ".." not in path.split("/"):
+            out.append((path.removeprefix("./"), m.group(1)))
+        else:
+            out.append((None, m.group(1)))
+    return out
+
+
+def merge_definitions(source: str, snippet: str) -> str | None:
+    """``source`` with the top-level functions and classes of ``snippet`` put in place of those of the same name.
+
+    Small models often answer a failure with just the corrected function. When the snippet holds only
+    imports and definitions, and ``source`` already defines every one of them, the result is the whole file
+    with those definitions replaced (and the snippet's missing imports added at the top); otherwise None."""
+    try:
+        new_tree, old_tree = ast.parse(snippet), ast.parse(source)
+    except SyntaxError:
+        return None
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    new_defs = [n for n in new_tree.body if isinstance(n, defs)]
+    imports = [n for n in new_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if not new_defs or len(new_defs) + len(imports) != len(new_tree.body):
+        return None
+    old_defs = {n.name: n for n in old_tree.body if isinstance(n, defs)}
+    if any(n.name not in old_defs for n in new_defs):
+        return None
+    snippet_lines, lines = snippet.splitlines(), source.splitlines()
+
+    def span(node: ast.stmt) -> tuple[int, int]:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        return first - 1, node.end_lineno or node.lineno
+
+    replacements = []
+    for node in new_defs:
+        a, b = span(node)
+        replacements.append((span(old_defs[node.name]), snippet_lines[a:b]))
+    for (a, b), new in sorted(replacements, reverse=True):
+        lines[a:b] = new
+    have = {ast.unparse(n) for n in old_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    missing = [ast.unparse(n) for n in imports if ast.unparse(n) not in have]
+    # new imports go after a module docstring and `from __future__` imports, which must come first
+    head = 0
+    for stmt in old_tree.body:
+        is_doc = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and stmt is old_tree.body[0]
+        if is_doc or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+            head = stmt.end_lineno or stmt.lineno
+        else:
+            break
+    lines[head:head] = missing
+    merged = "\n".join(lines) + "\n"
+    return None if merged == source else merged
 
 
 def lenient_json(text: str) -> Any:
