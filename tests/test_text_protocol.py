@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage
 
+from l2mac.checks.autofix import add_imports
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.context import ContextBudget
 from l2mac.control_unit import Step, StepLimits
@@ -268,3 +269,17 @@ def test_merge_definitions_keeps_the_rest_and_the_future_import_first() -> None:
     assert merge_definitions(source, "def c():\n    pass\n") is None  # not defined there: no guess
     assert merge_definitions(source, "x = 1\n\ndef a():\n    pass\n") is None  # not only definitions
     assert merge_definitions(source, "def a(:\n") is None
+
+
+def test_forgotten_standard_imports_are_added_and_unknown_names_are_left_to_the_model(tmp_path: Path) -> None:
+    code = '"""Store."""\nfrom __future__ import annotations\n\n\ndef load(path: Path) -> list:\n'
+    code += "    return json.loads(path.read_text()) if path.exists() else []\n"
+    test = "from store import load\n\n\ndef test_missing(tmp_path):\n    assert load(tmp_path / 'x.json') == []\n"
+    replies = [text(fenced(("store.py", code), ("tests/test_store.py", test)) + "\nSTEP COMPLETE: store.")]
+    unit, _, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, Instruction(title="Store", instruction="A loader with tests.", requires_tests=True))
+    assert outcome.status is StepStatus.PASSED
+    assert store.read_text("store.py").startswith(
+        '"""Store."""\nfrom __future__ import annotations\nfrom pathlib import Path\nimport json\n'
+    )
+    assert add_imports("x = frobnicate(1)\n", {"frobnicate"}) == ("x = frobnicate(1)\n", [])

@@ -22,6 +22,7 @@ import re
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
+from l2mac.checks.autofix import add_imports, undefined_names
 from l2mac.checks.output import trim_output
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
@@ -84,6 +85,21 @@ class TextControlUnit(ControlUnit):
             example_module=example.removesuffix(".py").replace("/", ".") if example.endswith(".py") else "main",
         )
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
+
+    def _add_missing_imports(self, step: Step, files: list[dict[str, str]]) -> list[str]:
+        """Add the imports the model forgot for names whose module is certain (Path, json, dataclass...)."""
+        env, notes = self.toolbox.env, []
+        paths = [f["path"] for f in files if f["path"].endswith(".py")]
+        for path, names in undefined_names(env.check_files(paths)).items():
+            try:
+                fixed, added = add_imports(env.store.read_text(path), names)
+            except (OSError, UnicodeError, ValueError, WorkspaceError):
+                continue
+            if added:
+                env.store.write_text(path, fixed)
+                notes.append(f"Added the missing imports to {path}: {'; '.join(added)}")
+                self._log("recovered", step=step.index, recovery="missing_imports_added", path=path, imports=added)
+        return notes
 
     def _place_unnamed_blocks(
         self, step: Step, text: str, files: list[dict[str, str]], requested: str | None
@@ -156,8 +172,16 @@ class TextControlUnit(ControlUnit):
                 result = await asyncio.to_thread(self.toolbox.call, "write_files", {"files": files})
                 self.emit(ToolUsed(step.index, "write_files", result.ok))
                 self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=result.content[:300])
-                saved_full = "\n".join([result.content, *fragments])
-                saved = "\n".join([result.content.split("\nChecks found problems")[0], *fragments])
+                saved = result.content.split("\nChecks found problems")[0]
+                saved_full = result.content
+                if self.recover and (added := await asyncio.to_thread(self._add_missing_imports, step, files)):
+                    problems = [str(i) for i in self.toolbox.env.check_files([f["path"] for f in files])]
+                    saved = "\n".join([saved, *added])
+                    saved_full = "\n".join(
+                        [saved, *(["Checks found problems, fix them:", *problems] if problems else [])]
+                    )
+                saved_full = "\n".join([saved_full, *fragments])
+                saved = "\n".join([saved, *fragments])
             elif not files and not declared and not wrote_any and not fragments and not pending:
                 feedback = self.domain.render("text_no_files")
                 continue

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 
+from l2mac.checks.autofix import import_line
+
 _FENCE = re.compile(r"```[\w+-]*[^\n]*\n(.*?)```", re.DOTALL)
 _PATH = r"([\w][\w./-]*\.(?:py|md|txt|json|toml|cfg|ini|yaml|yml|html|css|js|sh))"
 _BEFORE = re.compile(r"(?:^|[\s*`'\"(:])" + _PATH + r"[\s*`'\"):]*$")
@@ -100,14 +102,7 @@ def merge_definitions(source: str, snippet: str) -> str | None:
         lines[a:b] = new
     have = {ast.unparse(n) for n in old_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
     missing = [ast.unparse(n) for n in imports if ast.unparse(n) not in have]
-    # new imports go after a module docstring and `from __future__` imports, which must come first
-    head = 0
-    for stmt in old_tree.body:
-        is_doc = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and stmt is old_tree.body[0]
-        if is_doc or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
-            head = stmt.end_lineno or stmt.lineno
-        else:
-            break
+    head = import_line(old_tree)  # definitions come after it, so replacing them first leaves it valid
     lines[head:head] = missing
     merged = "\n".join(lines) + "\n"
     return None if merged == source else merged

@@ -1,0 +1,72 @@
+"""Deterministic repairs of generated code: the imports a model forgot, for names whose module is certain.
+
+Small models often use ``Path``, ``json`` or ``dataclass`` without importing them (ruff reports F821). When
+the undefined name is one of a fixed table of unambiguous standard-library (and pytest) names, the import is
+added after the module docstring and ``from __future__`` imports. Anything else is left to the model.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from l2mac.checks.python import CodeIssue
+
+_FROM = {
+    "pathlib": ["Path"],
+    "dataclasses": ["dataclass", "field", "asdict", "astuple"],
+    "typing": ["Any", "Optional", "List", "Dict", "Tuple", "Set", "Union", "Callable", "Iterable", "Iterator"],
+    "collections": ["defaultdict", "Counter", "namedtuple", "deque", "OrderedDict"],
+    "datetime": ["datetime", "date", "timedelta", "timezone"],
+    "enum": ["Enum", "auto"],
+    "abc": ["ABC", "abstractmethod"],
+    "io": ["StringIO", "BytesIO"],
+    "decimal": ["Decimal"],
+    "functools": ["reduce", "lru_cache", "partial", "wraps"],
+}
+_MODULES = [
+    *("json", "os", "sys", "re", "math", "random", "time", "csv", "argparse", "shutil", "subprocess"),
+    *("itertools", "functools", "collections", "uuid", "logging", "tempfile", "sqlite3", "hashlib"),
+    *("string", "textwrap", "copy", "statistics", "pytest"),
+]
+
+KNOWN_IMPORTS: dict[str, str] = {name: f"import {name}" for name in _MODULES}
+KNOWN_IMPORTS.update({n: f"from {mod} import {n}" for mod, names in _FROM.items() for n in names})
+
+_UNDEFINED = re.compile(r"F821 Undefined name `([A-Za-z_][A-Za-z0-9_]*)`")
+
+
+def import_line(tree: ast.Module) -> int:
+    """Where new imports go: after the module docstring and ``from __future__`` imports (0-based line)."""
+    head = 0
+    for stmt in tree.body:
+        is_doc = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and stmt is tree.body[0]
+        if is_doc or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+            head = stmt.end_lineno or stmt.lineno
+        else:
+            break
+    return head
+
+
+def undefined_names(issues: list[CodeIssue]) -> dict[str, set[str]]:
+    """Undefined names per file, from the lint issues."""
+    out: dict[str, set[str]] = {}
+    for issue in issues:
+        if m := _UNDEFINED.search(issue.message):
+            out.setdefault(issue.path, set()).add(m.group(1))
+    return out
+
+
+def add_imports(source: str, names: set[str]) -> tuple[str, list[str]]:
+    """``source`` with imports for those of ``names`` whose module is certain, and the import lines added."""
+    lines_to_add = sorted({KNOWN_IMPORTS[n] for n in names if n in KNOWN_IMPORTS})
+    if not lines_to_add:
+        return source, []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    head = import_line(tree)
+    lines = source.splitlines()
+    lines[head:head] = lines_to_add
+    return "\n".join(lines) + "\n", lines_to_add
