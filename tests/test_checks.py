@@ -81,3 +81,20 @@ def test_trim_keeps_the_first_error_whole() -> None:
 
 def test_trim_leaves_short_output_alone() -> None:
     assert trim_output("all good", 100) == "all good"
+
+
+def test_a_test_file_that_copies_the_code_it_tests_is_reported(tmp_path: Path) -> None:
+    from l2mac.checks.python import find_code_issues
+
+    files = {
+        "todo/__init__.py": "",
+        "todo/core.py": "def load(p):\n    return []\n\n\ndef main():\n    return 0\n",
+        "tests/test_core.py": "def load(p):\n    return []\n\n\ndef main():\n    return 1\n\n\ndef test_load():\n"
+        "    assert load('x') == []\n",
+    }
+    for rel, content in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(content)
+    issues = [i for i in find_code_issues(tmp_path, list(files)) if i.kind == "test"]
+    assert [(i.path, i.line) for i in issues] == [("tests/test_core.py", 1)]  # main() is too common to flag
+    assert "from todo.core import load" in issues[0].message and issues[0].blocking

@@ -283,3 +283,14 @@ def test_forgotten_standard_imports_are_added_and_unknown_names_are_left_to_the_
         '"""Store."""\nfrom __future__ import annotations\nfrom pathlib import Path\nimport json\n'
     )
     assert add_imports("x = frobnicate(1)\n", {"frobnicate"}) == ("x = frobnicate(1)\n", [])
+
+
+def test_a_bare_file_name_means_the_one_project_file_of_that_name(tmp_path: Path) -> None:
+    replies = [text("Here's the corrected `test_stack.py` file:\n```python\n" + TEST + "```\nSTEP COMPLETE: ok")]
+    unit, _, store = make_unit(tmp_path, replies)
+    store.write_text("stack.py", GOOD)
+    store.write_text("tests/test_stack.py", "def test_x():\n    assert False\n")
+    assert run_step(unit, Instruction(title="Fix", instruction="Fix the tests.", requires_tests=True)).status is (
+        StepStatus.PASSED
+    )
+    assert store.read_text("tests/test_stack.py") == TEST and not store.exists("test_stack.py")

@@ -101,6 +101,22 @@ class TextControlUnit(ControlUnit):
                 self._log("recovered", step=step.index, recovery="missing_imports_added", path=path, imports=added)
         return notes
 
+    def _resolve_bare_names(self, step: Step, files: list[dict[str, str]], to_write: list[str]) -> list[dict[str, str]]:
+        """A bare file name ("test_core.py") that is not a file but the name of exactly one project file (or
+        of a file the step must write) means that file ("tests/test_core.py")."""
+        store = self.toolbox.env.store
+        known = list(dict.fromkeys([*store.list_files(), *to_write]))
+        out = []
+        for f in files:
+            path = f["path"]
+            if "/" not in path and not store.exists(path):
+                same = [k for k in known if k.rsplit("/", 1)[-1] == path and k != path]
+                if len(same) == 1:
+                    self._log("recovered", step=step.index, recovery="bare_name_resolved", path=same[0])
+                    f = {"path": same[0], "content": f["content"]}
+            out.append(f)
+        return out
+
     def _place_unnamed_blocks(
         self, step: Step, text: str, files: list[dict[str, str]], requested: str | None
     ) -> list[dict[str, str]]:
@@ -161,6 +177,7 @@ class TextControlUnit(ControlUnit):
             declared = bool(_DONE.search(text))
             requested = next((p for p in to_write if p not in written), None)
             if self.recover:
+                files = self._resolve_bare_names(step, files, to_write)
                 files += self._place_unnamed_blocks(step, text, files, requested)
             files, fragments = _split_fragments(store, files)
             written.update(f["path"] for f in files)

@@ -232,4 +232,40 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     lint = _ruff_issues(root, [f for f in check if f in trees])
     checker = _ImportChecker(py_all, trees)
     imports = [issue for rel in check if rel in trees for issue in checker.check(rel, trees[rel])]
-    return sorted(syntax + lint + imports, key=lambda i: (i.path, i.line, i.kind))
+    copies = _copied_into_tests(trees, [r for r in check if r in trees])
+    return sorted(syntax + lint + imports + copies, key=lambda i: (i.path, i.line, i.kind))
+
+
+def _is_test(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
+def _copied_into_tests(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
+    """A test file that defines a function or class the project defines elsewhere tests its own copy, not the
+    project's code (a small model's habit): report it, naming the module to import from."""
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    owners: dict[str, str] = {}
+    for rel, tree in trees.items():
+        if not _is_test(rel):
+            for node in tree.body:
+                if isinstance(node, defs) and not node.name.startswith("_") and node.name != "main":
+                    owners.setdefault(node.name, rel)
+    issues = []
+    for rel in check:
+        if not _is_test(rel):
+            continue
+        for node in trees[rel].body:
+            if isinstance(node, defs) and node.name in owners:
+                parts = _module_path(owners[node.name])
+                module = ".".join(parts[:-1] if parts and parts[-1] == "__init__" else parts)
+                issues.append(
+                    CodeIssue(
+                        rel,
+                        node.lineno,
+                        "test",
+                        f"defines {node.name!r} itself, but {owners[node.name]} defines it: tests must import "
+                        f"the code they test (from {module} import {node.name}), not copy it",
+                    )
+                )
+    return issues
