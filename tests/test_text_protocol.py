@@ -234,7 +234,9 @@ def test_the_files_a_step_names_are_asked_for_one_at_a_time_and_must_all_be_writ
     first = last_user_text(script.requests[0])
     assert "Files this step must write: stack.py, tests/test_stack.py" in first
     assert "Write the complete file stack.py now" in first
-    assert "Next, write the complete file tests/test_stack.py" in last_user_text(script.requests[1])
+    second = last_user_text(script.requests[1])
+    assert "Next: Write the complete file tests/test_stack.py now: pytest tests" in second
+    assert "`from stack import ...`" in second and "Never copy" in second
     assert "wrote no file" in last_user_text(script.requests[2])
     assert outcome.status is StepStatus.PASSED and outcome.check_failures == 1
     assert outcome.summary == "both files."

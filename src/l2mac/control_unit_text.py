@@ -86,6 +86,16 @@ class TextControlUnit(ControlUnit):
         )
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
+    def _request_file(self, path: str, to_write: list[str]) -> str:
+        """The request for one named file; for a test file, naming the modules it must import, not copy."""
+        name = path.rsplit("/", 1)[-1]
+        if path.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
+            code = [p for p in to_write if p.endswith(".py") and p != path and "test" not in p.rsplit("/", 1)[-1]]
+            code = code or [p for p in self.toolbox.env.store.list_files() if p.endswith(".py") and "test" not in p]
+            modules = ", ".join(p.removesuffix(".py").removesuffix("/__init__").replace("/", ".") for p in code)
+            return self.domain.render("text_request_test_file", path=path, modules=modules or "the project")
+        return self.domain.render("text_request_file", path=path)
+
     def _add_missing_imports(self, step: Step, files: list[dict[str, str]]) -> list[str]:
         """Add the imports the model forgot for names whose module is certain (Path, json, dataclass...)."""
         env, notes = self.toolbox.env, []
@@ -152,7 +162,7 @@ class TextControlUnit(ControlUnit):
         # files at once mixes them up (e.g. writes the implementation into the test file)
         to_write = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
         written: set[str] = set()
-        feedback = self.domain.render("text_request_file", path=to_write[0]) if to_write else ""
+        feedback = self._request_file(to_write[0], to_write) if to_write else ""
         temperature: float | None = None
         while True:
             if state.turns >= self.limits.max_turns:
@@ -211,7 +221,9 @@ class TextControlUnit(ControlUnit):
                 else:
                     temperature = None
                 wrote = saved_full if files and not unchanged else self.domain.render("text_no_files")
-                feedback = self.domain.render("text_next_file", saved=wrote, path=pending[0])
+                feedback = self.domain.render(
+                    "text_next_file", saved=wrote, request=self._request_file(pending[0], to_write)
+                )
                 continue
             ok, report = await asyncio.to_thread(self._run_checks, step)
             missing = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
@@ -227,8 +239,10 @@ class TextControlUnit(ControlUnit):
                 state.check_failures += 1
                 if state.check_failures > self.limits.max_check_failures:
                     return await self._fail(step, state, f"checks still failing after {state.check_failures} attempts")
+                first = _FIRST_PROBLEM.search(report)
                 feedback = self.domain.render(
                     "text_checks_failed",
+                    first_file=first.group(1) if first else "the file the first error names",
                     attempt=state.check_failures,
                     max_attempts=self.limits.max_check_failures + 1,
                     report=report,
@@ -299,6 +313,7 @@ def _same(store: FileStore, path: str, content: str) -> bool:
         return False
 
 
+_FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
 _NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
 
 

@@ -30,6 +30,7 @@ REQUIRED_PROMPTS = (
     "text_step",
     "text_request",
     "text_request_file",
+    "text_request_test_file",
     "text_next_file",
     "text_no_files",
     "text_unchanged",
