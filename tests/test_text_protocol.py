@@ -296,3 +296,13 @@ def test_a_bare_file_name_means_the_one_project_file_of_that_name(tmp_path: Path
         StepStatus.PASSED
     )
     assert store.read_text("tests/test_stack.py") == TEST and not store.exists("test_stack.py")
+
+
+def test_names_the_tests_forgot_to_import_from_the_project_are_imported(tmp_path: Path) -> None:
+    test = "def test_push_pop():\n    s = []\n    push(s, 1)\n    assert pop(s) == 1\n"
+    both = "```python\n# stack.py\n" + GOOD + "\n# tests/test_stack.py\n" + test + "```\nSTEP COMPLETE: ok"
+    unit, _, store = make_unit(tmp_path, [text(both)])
+    outcome = run_step(unit, Instruction(title="S", instruction="A stack with tests.", requires_tests=True))
+    assert outcome.status is StepStatus.PASSED  # one block holding two files was split at the path comment
+    assert store.read_text("tests/test_stack.py").startswith("from stack import pop\nfrom stack import push\n")
+    assert "def push" in store.read_text("stack.py") and "def test_push_pop" not in store.read_text("stack.py")

@@ -16,13 +16,14 @@ The loop shares context accounting, restarts, checks and the run record with :cl
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import re
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
-from l2mac.checks.autofix import add_imports, undefined_names
+from l2mac.checks.autofix import add_imports, project_definitions, undefined_names
 from l2mac.checks.output import trim_output
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
@@ -100,9 +101,20 @@ class TextControlUnit(ControlUnit):
         """Add the imports the model forgot for names whose module is certain (Path, json, dataclass...)."""
         env, notes = self.toolbox.env, []
         paths = [f["path"] for f in files if f["path"].endswith(".py")]
-        for path, names in undefined_names(env.check_files(paths)).items():
+        undefined = undefined_names(env.check_files(paths))
+        if not undefined:
+            return []
+        trees: dict[str, ast.Module] = {}
+        for rel, source in _python_files(env.store).items():
             try:
-                fixed, added = add_imports(env.store.read_text(path), names)
+                trees[rel] = ast.parse(source)
+            except SyntaxError:
+                continue
+        project = project_definitions(trees)
+        for path, names in undefined.items():
+            own = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            try:
+                fixed, added = add_imports(env.store.read_text(path), names, project, own)
             except (OSError, UnicodeError, ValueError, WorkspaceError):
                 continue
             if added:

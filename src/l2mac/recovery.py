@@ -64,10 +64,25 @@ def fenced_blocks(text: str) -> list[tuple[str | None, str]]:
     for m in _FENCE.finditer(text):
         path = _named(text, m)
         if path and ".." not in path.split("/"):
-            out.append((path.removeprefix("./"), m.group(1)))
+            out += _split_concatenated(path.removeprefix("./"), m.group(1))
         else:
             out.append((None, m.group(1)))
     return out
+
+
+def _split_concatenated(path: str, body: str) -> list[tuple[str | None, str]]:
+    """One block holding several files, each introduced by a ``# path`` comment line, split into them."""
+    pieces: list[tuple[str | None, str]] = []
+    current: str | None = path
+    lines: list[str] = []
+    for line in body.splitlines(keepends=True):
+        found = _FIRST_LINE.match(line.rstrip("\n"))
+        if found and lines and found.group(1) != current and any(x.strip() for x in lines):
+            pieces.append((current, "".join(lines)))
+            current, lines = found.group(1), []
+        lines.append(line)
+    pieces.append((current, "".join(lines)))
+    return pieces
 
 
 def merge_definitions(source: str, snippet: str) -> str | None:

@@ -57,9 +57,33 @@ def undefined_names(issues: list[CodeIssue]) -> dict[str, set[str]]:
     return out
 
 
-def add_imports(source: str, names: set[str]) -> tuple[str, list[str]]:
-    """``source`` with imports for those of ``names`` whose module is certain, and the import lines added."""
-    lines_to_add = sorted({KNOWN_IMPORTS[n] for n in names if n in KNOWN_IMPORTS})
+def project_definitions(trees: dict[str, ast.Module]) -> dict[str, str]:
+    """Public top-level names defined by exactly one non-test module of the project: name -> dotted module."""
+    seen: dict[str, set[str]] = {}
+    for rel, tree in trees.items():
+        name = rel.rsplit("/", 1)[-1]
+        if not rel.endswith(".py") or name.startswith("test_") or name == "conftest.py":
+            continue
+        parts = rel.removesuffix(".py").split("/")
+        parts = parts[1:] if parts[0] == "src" else parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and module:
+                seen.setdefault(node.name, set()).add(module)
+    return {n: next(iter(m)) for n, m in seen.items() if len(m) == 1 and not n.startswith("_")}
+
+
+def add_imports(
+    source: str, names: set[str], project: dict[str, str] | None = None, own_module: str = ""
+) -> tuple[str, list[str]]:
+    """``source`` with imports for those of ``names`` whose module is certain (the standard-library table,
+    or the one project module that defines the name), and the import lines added."""
+    project = project or {}
+    lines_to_add = sorted(
+        {KNOWN_IMPORTS[n] for n in names if n in KNOWN_IMPORTS}
+        | {f"from {project[n]} import {n}" for n in names if n not in KNOWN_IMPORTS and n in project}
+        - {f"from {own_module} import {n}" for n in names}
+    )
     if not lines_to_add:
         return source, []
     try:

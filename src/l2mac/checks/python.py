@@ -219,7 +219,9 @@ class _ImportChecker:
                 f"cannot import name {alias.name!r} from {target!r} ({self.files[target]} does not define it)",
             )
             for alias in node.names
-            if alias.name not in defined and not self.exists(f"{target}.{alias.name}" if target else alias.name)
+            if alias.name != "*"
+            and alias.name not in defined
+            and not self.exists(f"{target}.{alias.name}" if target else alias.name)
         ]
 
 
