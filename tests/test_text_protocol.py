@@ -306,3 +306,12 @@ def test_names_the_tests_forgot_to_import_from_the_project_are_imported(tmp_path
     assert outcome.status is StepStatus.PASSED  # one block holding two files was split at the path comment
     assert store.read_text("tests/test_stack.py").startswith("from stack import pop\nfrom stack import push\n")
     assert "def push" in store.read_text("stack.py") and "def test_push_pop" not in store.read_text("stack.py")
+
+
+def test_pytest_fixtures_imported_from_pytest_are_removed(tmp_path: Path) -> None:
+    bad = "from pytest import tmp_path\n" + TEST
+    unit, _, store = make_unit(
+        tmp_path, [text(fenced(("stack.py", GOOD), ("tests/test_stack.py", bad)) + "\nSTEP COMPLETE")]
+    )
+    assert run_step(unit).status is StepStatus.PASSED
+    assert store.read_text("tests/test_stack.py") == TEST

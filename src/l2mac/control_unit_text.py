@@ -23,7 +23,7 @@ import re
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
-from l2mac.checks.autofix import add_imports, project_definitions, undefined_names
+from l2mac.checks.autofix import add_imports, drop_fixture_imports, project_definitions, undefined_names
 from l2mac.checks.output import trim_output
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
@@ -101,9 +101,21 @@ class TextControlUnit(ControlUnit):
         """Add the imports the model forgot for names whose module is certain (Path, json, dataclass...)."""
         env, notes = self.toolbox.env, []
         paths = [f["path"] for f in files if f["path"].endswith(".py")]
+        for path in paths:
+            try:
+                cleaned, dropped = drop_fixture_imports(env.store.read_text(path))
+            except (OSError, UnicodeError, ValueError, WorkspaceError):
+                continue
+            if dropped:
+                env.store.write_text(path, cleaned)
+                notes.append(
+                    f"Removed from {path}: importing pytest fixtures ({', '.join(dropped)}); take them "
+                    "as test parameters instead"
+                )
+                self._log("recovered", step=step.index, recovery="fixture_imports_dropped", path=path)
         undefined = undefined_names(env.check_files(paths))
         if not undefined:
-            return []
+            return notes
         trees: dict[str, ast.Module] = {}
         for rel, source in _python_files(env.store).items():
             try:

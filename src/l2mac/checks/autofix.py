@@ -94,3 +94,28 @@ def add_imports(
     lines = source.splitlines()
     lines[head:head] = lines_to_add
     return "\n".join(lines) + "\n", lines_to_add
+
+
+#: pytest fixtures small models try to import from pytest; they are parameters of a test, never imports
+PYTEST_FIXTURES = frozenset({"tmp_path", "tmpdir", "capsys", "capfd", "monkeypatch", "caplog", "tmp_path_factory"})
+
+
+def drop_fixture_imports(source: str) -> tuple[str, list[str]]:
+    """``source`` without fixture names in ``from pytest import ...`` lines, and the names dropped."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    lines = source.splitlines()
+    dropped: list[str] = []
+    for node in sorted(tree.body, key=lambda n: -n.lineno):
+        if not (isinstance(node, ast.ImportFrom) and node.module == "pytest" and node.level == 0):
+            continue
+        bad = [a.name for a in node.names if a.name in PYTEST_FIXTURES]
+        if not bad:
+            continue
+        dropped += bad
+        keep = [a for a in node.names if a.name not in PYTEST_FIXTURES]
+        new = [f"from pytest import {', '.join(ast.unparse(a) for a in keep)}"] if keep else []
+        lines[node.lineno - 1 : node.end_lineno or node.lineno] = new
+    return ("\n".join(lines) + "\n", sorted(dropped)) if dropped else (source, [])

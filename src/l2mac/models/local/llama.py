@@ -40,6 +40,9 @@ from pydantic_ai.usage import RequestUsage
 from l2mac.errors import ConfigError
 
 DEFAULT_CONTEXT_CAP = 16_384
+#: one answer at most this long: a whole small file fits; a runaway answer costs minutes at ~17 tokens/s
+MAX_ANSWER_TOKENS = 2048
+REPEAT_PENALTY = 1.1
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 
@@ -204,9 +207,10 @@ class LocalChat:
             n_out = 0
             stream = self.llm.create_completion(
                 tokens,
-                max_tokens=min(max_tokens, room),
+                max_tokens=min(max_tokens, room, MAX_ANSWER_TOKENS),
                 temperature=self.temperature if temperature is None else temperature,
                 top_p=0.95,
+                repeat_penalty=REPEAT_PENALTY,  # a 1.5B model otherwise loops (seen: 4,096 tokens of asserts)
                 stop=["<|im_end|>", "<|endoftext|>"],
                 stream=True,
                 seed=self.seed + len(self.stats),  # reproducible runs, yet a retried prompt may differ
