@@ -100,6 +100,9 @@ def main() -> int:
     ap.add_argument("--demo", action="store_true", help="also run the demo task end to end")
     ap.add_argument("--demo-report", type=Path, help="take the demo figures from this run_report.json")
     args = ap.parse_args()
+    if args.demo_report is not None and not args.demo_report.is_file():
+        print(f"no run report at {args.demo_report}", file=sys.stderr)
+        return 2
     path = models_dir() / get_spec(DEFAULT_LOCAL_MODEL).filename
     if not path.exists():
         print(f"model not found at {path}; run `l2mac models pull` first", file=sys.stderr)
