@@ -91,19 +91,22 @@ class ControlUnit:
         self.recover = recover
 
     # -- context -----------------------------------------------------------------------------------------
+    def step_values(self, step: Step, progress: str = "") -> dict[str, object]:
+        """What every step prompt is filled with: the task, the step, the previous summary, any progress."""
+        return {
+            "task": step.task,
+            "index": step.index,
+            "total": step.total,
+            "title": step.instruction.title,
+            "instruction": step.instruction.instruction,
+            "previous_summary": step.previous_summary or "(this is the first step)",
+            "progress": self.domain.render("progress", summary=progress) if progress else "",
+        }
+
     def fresh_context(self, step: Step, progress: str = "") -> list[ModelMessage]:
         files = self.toolbox.env.store.list_files()
-        prompt = self.domain.render(
-            "step",
-            task=step.task,
-            index=step.index,
-            total=step.total,
-            title=step.instruction.title,
-            instruction=step.instruction.instruction,
-            files="\n".join(f"- {f}" for f in files[:300]) or "(none yet)",
-            previous_summary=step.previous_summary or "(this is the first step)",
-            progress=self.domain.render("progress", summary=progress) if progress else "",
-        )
+        listing = "\n".join(f"- {f}" for f in files[:300]) or "(none yet)"
+        prompt = self.domain.render("step", **self.step_values(step, progress), files=listing)
         return [ModelRequest(parts=[SystemPromptPart(self.domain.render("step_system")), UserPromptPart(prompt)])]
 
     async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:

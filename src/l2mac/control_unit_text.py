@@ -67,14 +67,8 @@ class TextControlUnit(ControlUnit):
         budget_chars = int(self.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
         prompt = self.domain.render(
             "text_step",
-            task=step.task,
-            index=step.index,
-            total=step.total,
-            title=step.instruction.title,
-            instruction=step.instruction.instruction,
+            **self.step_values(step, progress),
             files=self.file_contents(budget_chars),
-            previous_summary=step.previous_summary or "(this is the first step)",
-            progress=self.domain.render("progress", summary=progress) if progress else "",
             request=feedback or self.domain.render("text_request"),
             named_files=", ".join(named_files(step.instruction.instruction)) or "(as the step says)",
         )
