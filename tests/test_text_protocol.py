@@ -315,3 +315,13 @@ def test_pytest_fixtures_imported_from_pytest_are_removed(tmp_path: Path) -> Non
     )
     assert run_step(unit).status is StepStatus.PASSED
     assert store.read_text("tests/test_stack.py") == TEST
+
+
+def test_named_files_written_ahead_are_set_aside_and_asked_for_in_turn(tmp_path: Path) -> None:
+    ahead = text(fenced(("stack.py", BUGGY), ("tests/test_stack.py", "def test_nothing():\n    pass\n")))
+    replies = [ahead, text(fenced(("stack.py", GOOD))), text(fenced(("tests/test_stack.py", TEST))), text("Done.")]
+    instruction = Instruction(title="S", instruction="Write stack.py. Write tests/test_stack.py.", requires_tests=True)
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, instruction)
+    assert "Next: Write the complete file tests/test_stack.py" in last_user_text(script.requests[1])
+    assert store.read_text("tests/test_stack.py") == TEST and outcome.status is StepStatus.PASSED

@@ -207,6 +207,11 @@ class TextControlUnit(ControlUnit):
             if self.recover:
                 files = self._resolve_bare_names(step, files, to_write)
                 files += self._place_unnamed_blocks(step, text, files, requested)
+            if requested is not None and any(f["path"] == requested for f in files):
+                # one named file at a time: the others it wrote ahead are asked for next, with this one in view
+                files = [
+                    f for f in files if f["path"] == requested or f["path"] not in to_write or f["path"] in written
+                ]
             files, fragments = _split_fragments(store, files)
             written.update(f["path"] for f in files)
             pending = [p for p in to_write if p not in written]
