@@ -325,3 +325,22 @@ def test_named_files_written_ahead_are_set_aside_and_asked_for_in_turn(tmp_path:
     outcome = run_step(unit, instruction)
     assert "Next: Write the complete file tests/test_stack.py" in last_user_text(script.requests[1])
     assert store.read_text("tests/test_stack.py") == TEST and outcome.status is StepStatus.PASSED
+
+
+def test_a_named_file_missing_the_functions_the_step_asks_of_it_is_asked_for_again(tmp_path: Path) -> None:
+    instruction = Instruction(
+        title="S",
+        instruction="Write stack.py with push(s, x) and pop(s). Write tests/test_stack.py.",
+        requires_tests=True,
+    )
+    replies = [
+        text(fenced(("stack.py", "def push(s, x):\n    s.append(x)\n"))),  # pop is missing
+        text(fenced(("stack.py", GOOD))),
+        text(fenced(("tests/test_stack.py", TEST))),
+        text("STEP COMPLETE: stack."),
+    ]
+    unit, script, _ = make_unit(tmp_path, replies)
+    outcome = run_step(unit, instruction)
+    second = last_user_text(script.requests[1])
+    assert "The step asks for pop" in second and "Write the complete file stack.py now" in second
+    assert outcome.status is StepStatus.PASSED and outcome.check_failures == 1

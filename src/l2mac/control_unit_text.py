@@ -244,6 +244,17 @@ class TextControlUnit(ControlUnit):
                 else:
                     temperature = None
                 wrote = saved_full if files and not unchanged else self.domain.render("text_no_files")
+                is_test = requested is not None and requested.rsplit("/", 1)[-1].startswith("test_")
+                if requested is not None and requested not in pending and requested.endswith(".py") and not is_test:
+                    absent = missing_definitions(step.instruction.instruction, {requested: store.read_text(requested)})
+                    owned = [n for n in absent if n in _step_names_for(step.instruction.instruction, requested)]
+                    if owned:  # the file just written lacks what the step asks of it: ask for it again
+                        written.discard(requested)
+                        pending = [requested, *[p for p in pending if p != requested]]
+                        state.check_failures += 1
+                        if state.check_failures > self.limits.max_check_failures:
+                            return await self._fail(step, state, f"{requested} never defined {', '.join(owned)}")
+                        wrote += "\n" + self.domain.render("text_missing_definitions", names=", ".join(owned))
                 feedback = self.domain.render(
                     "text_next_file", saved=wrote, request=self._request_file(pending[0], to_write)
                 )
@@ -252,6 +263,10 @@ class TextControlUnit(ControlUnit):
             missing = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
             if missing:
                 note = self.domain.render("text_missing_files", files=", ".join(missing))
+                ok, report = False, f"{note}\n\n{report}".strip()
+            absent = missing_definitions(step.instruction.instruction, _python_files(store))
+            if absent and self.toolbox.env.python_checks:
+                note = self.domain.render("text_missing_definitions", names=", ".join(absent))
                 ok, report = False, f"{note}\n\n{report}".strip()
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
             if ok and (declared or not files or unchanged):
@@ -322,6 +337,45 @@ _TO_WRITE = re.compile(
     r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg))\b",
     re.IGNORECASE,
 )
+
+
+_CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
+_NOT_NAMES = frozenset(
+    {"print", "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "range", "open", "isinstance"}
+    | {"super", "type", "min", "max", "sum", "sorted", "enumerate", "zip", "map", "filter", "any", "all", "repr"}
+    | {"format", "input"}
+)
+
+
+def named_definitions(instruction: str) -> list[str]:
+    """Functions and classes an instruction names with a signature, e.g. ``load(path: Path) -> list``."""
+    return [n for n in dict.fromkeys(_CALLABLE.findall(instruction)) if n not in _NOT_NAMES]
+
+
+def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
+    """Named functions/classes that no non-test module of the project defines (at any level)."""
+    defined: set[str] = set()
+    for rel, source in sources.items():
+        if rel.rsplit("/", 1)[-1].startswith("test_"):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        defined |= {
+            n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+    return [n for n in named_definitions(instruction) if n not in defined]
+
+
+def _step_names_for(instruction: str, path: str) -> list[str]:
+    """The names with signatures in the part of the instruction about ``path`` (up to the next file it names)."""
+    start = instruction.find(path)
+    if start < 0:
+        return []
+    rest = instruction[start + len(path) :]
+    nxt = _TO_WRITE.search(rest)
+    return named_definitions(rest[: nxt.start()] if nxt else rest)
 
 
 def named_files(instruction: str) -> list[str]:

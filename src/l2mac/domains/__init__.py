@@ -35,6 +35,7 @@ REQUIRED_PROMPTS = (
     "text_no_files",
     "text_unchanged",
     "text_missing_files",
+    "text_missing_definitions",
     "text_checks_passed",
     "text_checks_failed",
 )
