@@ -344,3 +344,13 @@ def test_a_named_file_missing_the_functions_the_step_asks_of_it_is_asked_for_aga
     second = last_user_text(script.requests[1])
     assert "The step asks for pop" in second and "Write the complete file stack.py now" in second
     assert outcome.status is StepStatus.PASSED and outcome.check_failures == 1
+
+
+def test_a_test_file_redefining_a_builtin_fixture_gets_pytests_own_back(tmp_path: Path) -> None:
+    bad = "import pytest\n\n\n@pytest.fixture(scope='module')\ndef tmp_path():\n    return pytest.mktempdir()\n\n\n"
+    bad += "def test_dir(tmp_path):\n    assert tmp_path.is_dir()\n"
+    unit, _, store = make_unit(
+        tmp_path, [text(fenced(("stack.py", GOOD), ("tests/test_stack.py", bad)) + "\nSTEP COMPLETE")]
+    )
+    assert run_step(unit).status is StepStatus.PASSED
+    assert "def tmp_path" not in store.read_text("tests/test_stack.py")

@@ -23,7 +23,13 @@ import re
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
-from l2mac.checks.autofix import add_imports, drop_fixture_imports, project_definitions, undefined_names
+from l2mac.checks.autofix import (
+    add_imports,
+    drop_fixture_imports,
+    drop_fixture_overrides,
+    project_definitions,
+    undefined_names,
+)
 from l2mac.checks.output import trim_output
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
@@ -98,8 +104,13 @@ class TextControlUnit(ControlUnit):
         for path in paths:
             try:
                 cleaned, dropped = drop_fixture_imports(env.store.read_text(path))
+                cleaned, overridden = drop_fixture_overrides(cleaned)
             except (OSError, UnicodeError, ValueError, WorkspaceError):
                 continue
+            if overridden:
+                env.store.write_text(path, cleaned)
+                notes.append(f"Removed from {path}: redefinitions of pytest's own fixtures ({', '.join(overridden)})")
+                self._log("recovered", step=step.index, recovery="fixture_overrides_dropped", path=path)
             if dropped:
                 env.store.write_text(path, cleaned)
                 notes.append(

@@ -119,3 +119,23 @@ def drop_fixture_imports(source: str) -> tuple[str, list[str]]:
         new = [f"from pytest import {', '.join(ast.unparse(a) for a in keep)}"] if keep else []
         lines[node.lineno - 1 : node.end_lineno or node.lineno] = new
     return ("\n".join(lines) + "\n", sorted(dropped)) if dropped else (source, [])
+
+
+def drop_fixture_overrides(source: str) -> tuple[str, list[str]]:
+    """``source`` without top-level functions that redefine a built-in pytest fixture (``def tmp_path():``
+    under ``@pytest.fixture``), which breaks it; and the names removed."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    lines = source.splitlines()
+    removed: list[str] = []
+    for node in sorted(tree.body, key=lambda n: -n.lineno):
+        if not isinstance(node, ast.FunctionDef) or node.name not in PYTEST_FIXTURES:
+            continue
+        if not any("fixture" in ast.unparse(d) for d in node.decorator_list):
+            continue
+        first = min(d.lineno for d in node.decorator_list)
+        del lines[first - 1 : node.end_lineno or node.lineno]
+        removed.append(node.name)
+    return ("\n".join(lines) + "\n", sorted(removed)) if removed else (source, [])
