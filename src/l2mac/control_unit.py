@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
 )
 
 from l2mac.checks.output import trim_output
+from l2mac.checks.python import is_test_file
 from l2mac.checks.tests import run_tests
 from l2mac.context import ContextBudget
 from l2mac.domains import Domain
@@ -138,7 +139,7 @@ class ControlUnit:
             issues = [i for i in env.check_files(env.store.list_files()) if i.blocking]
             if issues:
                 problems.append("Code problems:\n" + "\n".join(str(i) for i in issues[:30]))
-        has_tests = any(_is_test_file(f) for f in env.store.list_files())
+        has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
         if self.run_tests and (step.instruction.requires_tests or has_tests):
             outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
             if outcome.status == "no_tests":
@@ -282,11 +283,6 @@ class ControlUnit:
     def _log(self, kind: str, **data: object) -> None:
         if self.record is not None:
             self.record.log(kind, **data)
-
-
-def _is_test_file(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
 def _args_dict(args: str | dict[str, object] | None) -> dict[str, object]:

@@ -23,14 +23,9 @@ import re
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
-from l2mac.checks.autofix import (
-    add_imports,
-    drop_fixture_imports,
-    drop_fixture_overrides,
-    project_definitions,
-    undefined_names,
-)
+from l2mac.checks.autofix import add_imports, project_definitions, repair_fixture_misuse, undefined_names
 from l2mac.checks.output import trim_output
+from l2mac.checks.python import is_test_file, module_name
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
 from l2mac.errors import WorkspaceError
@@ -83,17 +78,19 @@ class TextControlUnit(ControlUnit):
             "text_step_system",
             example_path=example,
             example_lang=_fence_lang(example),
-            example_module=example.removesuffix(".py").replace("/", ".") if example.endswith(".py") else "main",
+            example_module=module_name(example) if example.endswith(".py") else "main",
         )
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
     def _request_file(self, path: str, to_write: list[str]) -> str:
         """The request for one named file; for a test file, naming the modules it must import, not copy."""
-        name = path.rsplit("/", 1)[-1]
-        if path.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
-            code = [p for p in to_write if p.endswith(".py") and p != path and "test" not in p.rsplit("/", 1)[-1]]
-            code = code or [p for p in self.toolbox.env.store.list_files() if p.endswith(".py") and "test" not in p]
-            modules = ", ".join(p.removesuffix(".py").removesuffix("/__init__").replace("/", ".") for p in code)
+        if is_test_file(path):
+
+            def is_code(p: str) -> bool:
+                return p.endswith(".py") and not is_test_file(p) and not p.startswith("tests/")
+
+            code = [p for p in to_write if is_code(p)] or [p for p in self.toolbox.env.store.list_files() if is_code(p)]
+            modules = ", ".join(module_name(p) for p in code)
             return self.domain.render("text_request_test_file", path=path, modules=modules or "the project")
         return self.domain.render("text_request_file", path=path)
 
@@ -103,21 +100,20 @@ class TextControlUnit(ControlUnit):
         paths = [f["path"] for f in files if f["path"].endswith(".py")]
         for path in paths:
             try:
-                cleaned, dropped = drop_fixture_imports(env.store.read_text(path))
-                cleaned, overridden = drop_fixture_overrides(cleaned)
+                cleaned, dropped, overridden = repair_fixture_misuse(env.store.read_text(path))
             except (OSError, UnicodeError, ValueError, WorkspaceError):
                 continue
+            if not (dropped or overridden):
+                continue
+            env.store.write_text(path, cleaned)
             if overridden:
-                env.store.write_text(path, cleaned)
                 notes.append(f"Removed from {path}: redefinitions of pytest's own fixtures ({', '.join(overridden)})")
-                self._log("recovered", step=step.index, recovery="fixture_overrides_dropped", path=path)
             if dropped:
-                env.store.write_text(path, cleaned)
                 notes.append(
                     f"Removed from {path}: importing pytest fixtures ({', '.join(dropped)}); take them "
                     "as test parameters instead"
                 )
-                self._log("recovered", step=step.index, recovery="fixture_imports_dropped", path=path)
+            self._log("recovered", step=step.index, recovery="pytest_fixture_misuse_repaired", path=path)
         undefined = undefined_names(env.check_files(paths))
         if not undefined:
             return notes
@@ -129,7 +125,7 @@ class TextControlUnit(ControlUnit):
                 continue
         project = project_definitions(trees)
         for path, names in undefined.items():
-            own = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            own = module_name(path)
             try:
                 fixed, added = add_imports(env.store.read_text(path), names, project, own)
             except (OSError, UnicodeError, ValueError, WorkspaceError):
@@ -255,8 +251,12 @@ class TextControlUnit(ControlUnit):
                 else:
                     temperature = None
                 wrote = saved_full if files and not unchanged else self.domain.render("text_no_files")
-                is_test = requested is not None and requested.rsplit("/", 1)[-1].startswith("test_")
-                if requested is not None and requested not in pending and requested.endswith(".py") and not is_test:
+                if (
+                    requested is not None
+                    and requested not in pending
+                    and requested.endswith(".py")
+                    and not (is_test_file(requested))
+                ):
                     absent = missing_definitions(step.instruction.instruction, {requested: store.read_text(requested)})
                     owned = [n for n in absent if n in _step_names_for(step.instruction.instruction, requested)]
                     if owned:  # the file just written lacks what the step asks of it: ask for it again
@@ -367,7 +367,7 @@ def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
     """Named functions/classes that no non-test module of the project defines (at any level)."""
     defined: set[str] = set()
     for rel, source in sources.items():
-        if rel.rsplit("/", 1)[-1].startswith("test_"):
+        if is_test_file(rel):
             continue
         try:
             tree = ast.parse(source)
@@ -408,7 +408,7 @@ _NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|to
 def example_path(instruction: str, domain: str) -> str:
     """A file the step names (not a test), for the format example: small models copy the example's path."""
     named = [m.group(1) for m in _NAMED_FILE.finditer(instruction)]
-    own = [p for p in named if not p.rsplit("/", 1)[-1].startswith("test_")]
+    own = [p for p in named if not is_test_file(p)]
     if own or named:
         return (own or named)[0]
     return "chapters/01-chapter.md" if domain == "book" else "main.py"

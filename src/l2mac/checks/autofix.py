@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 
-from l2mac.checks.python import CodeIssue
+from l2mac.checks.python import CodeIssue, is_test_file, module_name
 
 _FROM = {
     "pathlib": ["Path"],
@@ -61,12 +61,9 @@ def project_definitions(trees: dict[str, ast.Module]) -> dict[str, str]:
     """Public top-level names defined by exactly one non-test module of the project: name -> dotted module."""
     seen: dict[str, set[str]] = {}
     for rel, tree in trees.items():
-        name = rel.rsplit("/", 1)[-1]
-        if not rel.endswith(".py") or name.startswith("test_") or name == "conftest.py":
+        if not rel.endswith(".py") or is_test_file(rel):
             continue
-        parts = rel.removesuffix(".py").split("/")
-        parts = parts[1:] if parts[0] == "src" else parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        module = module_name(rel)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and module:
                 seen.setdefault(node.name, set()).add(module)
@@ -100,42 +97,32 @@ def add_imports(
 PYTEST_FIXTURES = frozenset({"tmp_path", "tmpdir", "capsys", "capfd", "monkeypatch", "caplog", "tmp_path_factory"})
 
 
-def drop_fixture_imports(source: str) -> tuple[str, list[str]]:
-    """``source`` without fixture names in ``from pytest import ...`` lines, and the names dropped."""
+def repair_fixture_misuse(source: str) -> tuple[str, list[str], list[str]]:
+    """``source`` without the two ways small models break pytest's fixtures: fixture names in
+    ``from pytest import ...`` lines, and top-level ``@pytest.fixture`` functions redefining a built-in
+    fixture (``def tmp_path():``). Returns the source, the imports dropped and the redefinitions removed."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return source, []
+        return source, [], []
     lines = source.splitlines()
     dropped: list[str] = []
-    for node in sorted(tree.body, key=lambda n: -n.lineno):
-        if not (isinstance(node, ast.ImportFrom) and node.module == "pytest" and node.level == 0):
-            continue
-        bad = [a.name for a in node.names if a.name in PYTEST_FIXTURES]
-        if not bad:
-            continue
-        dropped += bad
-        keep = [a for a in node.names if a.name not in PYTEST_FIXTURES]
-        new = [f"from pytest import {', '.join(ast.unparse(a) for a in keep)}"] if keep else []
-        lines[node.lineno - 1 : node.end_lineno or node.lineno] = new
-    return ("\n".join(lines) + "\n", sorted(dropped)) if dropped else (source, [])
-
-
-def drop_fixture_overrides(source: str) -> tuple[str, list[str]]:
-    """``source`` without top-level functions that redefine a built-in pytest fixture (``def tmp_path():``
-    under ``@pytest.fixture``), which breaks it; and the names removed."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return source, []
-    lines = source.splitlines()
     removed: list[str] = []
-    for node in sorted(tree.body, key=lambda n: -n.lineno):
-        if not isinstance(node, ast.FunctionDef) or node.name not in PYTEST_FIXTURES:
-            continue
-        if not any("fixture" in ast.unparse(d) for d in node.decorator_list):
-            continue
-        first = min(d.lineno for d in node.decorator_list)
-        del lines[first - 1 : node.end_lineno or node.lineno]
-        removed.append(node.name)
-    return ("\n".join(lines) + "\n", sorted(removed)) if removed else (source, [])
+    for node in sorted(tree.body, key=lambda n: -n.lineno):  # bottom-up, so earlier line numbers hold
+        end = node.end_lineno or node.lineno
+        if isinstance(node, ast.ImportFrom) and node.module == "pytest" and node.level == 0:
+            bad = [a.name for a in node.names if a.name in PYTEST_FIXTURES]
+            keep = [ast.unparse(a) for a in node.names if a.name not in PYTEST_FIXTURES]
+            if bad:
+                dropped += bad
+                lines[node.lineno - 1 : end] = [f"from pytest import {', '.join(keep)}"] if keep else []
+        elif (
+            isinstance(node, ast.FunctionDef)
+            and node.name in PYTEST_FIXTURES
+            and any("fixture" in ast.unparse(d) for d in node.decorator_list)
+        ):
+            removed.append(node.name)
+            del lines[min(d.lineno for d in node.decorator_list) - 1 : end]
+    if not (dropped or removed):
+        return source, [], []
+    return "\n".join(lines) + "\n", sorted(dropped), sorted(removed)

@@ -238,9 +238,16 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     return sorted(syntax + lint + imports + copies, key=lambda i: (i.path, i.line, i.kind))
 
 
-def _is_test(rel: str) -> bool:
+def is_test_file(rel: str) -> bool:
+    """A file pytest treats as tests or test support (test_*.py, *_test.py, conftest.py)."""
     name = rel.rsplit("/", 1)[-1]
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py")
+
+
+def module_name(rel: str) -> str:
+    """The dotted module a project file is imported as (``src/`` layouts and packages included)."""
+    parts = _module_path(rel)
+    return ".".join(parts[:-1] if parts and parts[-1] == "__init__" else parts)
 
 
 def _copied_into_tests(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
@@ -249,18 +256,17 @@ def _copied_into_tests(trees: dict[str, ast.Module], check: list[str]) -> list[C
     defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     owners: dict[str, str] = {}
     for rel, tree in trees.items():
-        if not _is_test(rel):
+        if not is_test_file(rel):
             for node in tree.body:
                 if isinstance(node, defs) and not node.name.startswith("_") and node.name != "main":
                     owners.setdefault(node.name, rel)
     issues = []
     for rel in check:
-        if not _is_test(rel):
+        if not is_test_file(rel):
             continue
         for node in trees[rel].body:
             if isinstance(node, defs) and node.name in owners:
-                parts = _module_path(owners[node.name])
-                module = ".".join(parts[:-1] if parts and parts[-1] == "__init__" else parts)
+                module = module_name(owners[node.name])
                 issues.append(
                     CodeIssue(
                         rel,
