@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart
 
 from l2mac.checks.autofix import add_imports
 from l2mac.checks.runner import SubprocessRunner
@@ -30,6 +30,14 @@ STEP = Instruction(
 )
 GOOD = "def push(s, x):\n    s.append(x)\n\n\ndef pop(s):\n    return s.pop()\n"
 TEST = "from stack import pop, push\n\n\ndef test_push_pop():\n    s = []\n    push(s, 1)\n    assert pop(s) == 1\n"
+
+
+def system_text(messages: list[ModelMessage]) -> str:
+    return "".join(
+        p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, SystemPromptPart)
+    )
+
+
 BUGGY = GOOD.replace("return s.pop()", "return s[0] + 1")
 
 
@@ -319,12 +327,30 @@ def test_pytest_fixtures_imported_from_pytest_are_removed(tmp_path: Path) -> Non
 
 def test_named_files_written_ahead_are_set_aside_and_asked_for_in_turn(tmp_path: Path) -> None:
     ahead = text(fenced(("stack.py", BUGGY), ("tests/test_stack.py", "def test_nothing():\n    pass\n")))
-    replies = [ahead, text(fenced(("stack.py", GOOD))), text(fenced(("tests/test_stack.py", TEST))), text("Done.")]
+    replies = [ahead, text(fenced(("tests/test_stack.py", TEST))), text(fenced(("stack.py", GOOD))), text("Done.")]
     instruction = Instruction(title="S", instruction="Write stack.py. Write tests/test_stack.py.", requires_tests=True)
     unit, script, store = make_unit(tmp_path, replies)
     outcome = run_step(unit, instruction)
     assert "Next: Write the complete file tests/test_stack.py" in last_user_text(script.requests[1])
     assert store.read_text("tests/test_stack.py") == TEST and outcome.status is StepStatus.PASSED
+
+
+def test_a_saved_file_sent_again_instead_of_the_one_asked_for_is_set_aside(tmp_path: Path) -> None:
+    echo = "from pytest import tmp_path\n\n\n" + GOOD
+    replies = [
+        text(fenced(("stack.py", GOOD))),
+        text("STEP COMPLETE\n\n" + fenced(("stack.py", echo))),  # echoes the saved file, as a 1.5B model does
+        text(fenced(("tests/test_stack.py", TEST))),
+        text("Done."),
+    ]
+    instruction = Instruction(title="S", instruction="Write stack.py. Write tests/test_stack.py.", requires_tests=True)
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, instruction)
+    third = last_user_text(script.requests[2])
+    assert "You sent stack.py again instead of the file asked for" in third
+    assert "Write the complete file tests/test_stack.py" in third
+    assert "tests/test_stack.py\n```python" in system_text(script.requests[2])  # the example shows the file asked for
+    assert store.read_text("stack.py") == GOOD and outcome.status is StepStatus.PASSED
 
 
 def test_a_named_file_missing_the_functions_the_step_asks_of_it_is_asked_for_again(tmp_path: Path) -> None:

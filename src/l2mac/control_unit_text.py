@@ -64,7 +64,11 @@ class TextControlUnit(ControlUnit):
         parts = shown + ([("Other files:\n" + "\n".join(f"- {p}" for p in listed))] if listed else [])
         return "\n\n".join(parts) or "(no files yet)"
 
-    def fresh_context(self, step: Step, progress: str = "", feedback: str = "") -> list[ModelMessage]:
+    def fresh_context(
+        self, step: Step, progress: str = "", feedback: str = "", focus: str | None = None
+    ) -> list[ModelMessage]:
+        """The step, the files, and ``feedback``; the format example shows ``focus`` (the file asked for), since
+        a small model writes whatever path the example shows."""
         budget_chars = int(self.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
         prompt = self.domain.render(
             "text_step",
@@ -73,7 +77,7 @@ class TextControlUnit(ControlUnit):
             request=feedback or self.domain.render("text_request"),
             named_files=", ".join(named_files(step.instruction.instruction)) or "(as the step says)",
         )
-        example = example_path(step.instruction.instruction, self.domain.name)
+        example = focus or example_path(step.instruction.instruction, self.domain.name)
         system = self.domain.render(
             "text_step_system",
             example_path=example,
@@ -188,14 +192,15 @@ class TextControlUnit(ControlUnit):
         to_write = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
         written: set[str] = set()
         feedback = self._request_file(to_write[0], to_write) if to_write else ""
+        focus = to_write[0] if to_write else None
         temperature: float | None = None
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, state, f"turn budget spent ({self.limits.max_turns} model calls)")
-            state.messages = self.fresh_context(step, feedback=feedback)
+            state.messages = self.fresh_context(step, feedback=feedback, focus=focus)
             while not self.budget.fits(state.messages) and len(feedback) > 500:
                 feedback = trim_output(feedback, len(feedback) // 2)
-                state.messages = self.fresh_context(step, feedback=feedback)
+                state.messages = self.fresh_context(step, feedback=feedback, focus=focus)
             try:
                 response = await self.client.request(
                     state.messages, [], purpose=f"step {step.index}", temperature=temperature
@@ -210,6 +215,7 @@ class TextControlUnit(ControlUnit):
                 if call.tool_name == "write_files":
                     files += json_files(call.args if isinstance(call.args, str) else json.dumps(call.args or {}))
             declared = bool(_DONE.search(text))
+            set_aside: list[str] = []
             requested = next((p for p in to_write if p not in written), None)
             if self.recover:
                 files = self._resolve_bare_names(step, files, to_write)
@@ -219,7 +225,13 @@ class TextControlUnit(ControlUnit):
                 files = [
                     f for f in files if f["path"] == requested or f["path"] not in to_write or f["path"] in written
                 ]
+            elif requested is not None and (set_aside := sorted({f["path"] for f in files} & written)):
+                # a file of this step sent again instead of the one asked for: keep the saved one, ask again
+                self._log("recovered", step=step.index, recovery="rewrite_set_aside", paths=set_aside)
+                files = [f for f in files if f["path"] not in written]
             files, fragments = _split_fragments(store, files)
+            if set_aside:
+                fragments.append(self.domain.render("text_already_saved", paths=", ".join(set_aside)))
             written.update(f["path"] for f in files)
             pending = [p for p in to_write if p not in written]
             unchanged = bool(files) and all(_same(store, f["path"], f["content"]) for f in files)
@@ -250,7 +262,7 @@ class TextControlUnit(ControlUnit):
                     temperature = min(1.0, (temperature or 0.2) + 0.3)
                 else:
                     temperature = None
-                wrote = saved_full if files and not unchanged else self.domain.render("text_no_files")
+                wrote = saved_full if files and not unchanged else saved_full or self.domain.render("text_no_files")
                 if (
                     requested is not None
                     and requested not in pending
@@ -269,6 +281,7 @@ class TextControlUnit(ControlUnit):
                 feedback = self.domain.render(
                     "text_next_file", saved=wrote, request=self._request_file(pending[0], to_write)
                 )
+                focus = pending[0]
                 continue
             ok, report = await asyncio.to_thread(self._run_checks, step)
             missing = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
@@ -289,6 +302,7 @@ class TextControlUnit(ControlUnit):
                 if state.check_failures > self.limits.max_check_failures:
                     return await self._fail(step, state, f"checks still failing after {state.check_failures} attempts")
                 first = _FIRST_PROBLEM.search(report)
+                focus = first.group(1) if first and store.exists(first.group(1)) else None
                 feedback = self.domain.render(
                     "text_checks_failed",
                     first_file=first.group(1) if first else "the file the first error names",
