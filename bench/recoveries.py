@@ -180,8 +180,8 @@ def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     target = RESULTS / f"recoveries-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
     rows: list[dict[str, Any]] = []
-    for config in args.only.split(","):
-        for task_name in args.tasks.split(","):
+    for task_name in args.tasks.split(","):  # task outer: a partial run still compares configurations
+        for config in args.only.split(","):
             row = run_one(task_name, config, workspace, args.max_turns)
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -131,6 +131,13 @@ def run_command(
         bool | None,
         typer.Option("--recoveries/--no-recoveries", help="Recover code blocks and loose JSON from small models."),
     ] = None,
+    sandbox: Annotated[
+        str | None,
+        typer.Option(help="Where generated code runs: auto, bubblewrap or subprocess [default: auto]."),
+    ] = None,
+    require_sandbox: Annotated[
+        bool, typer.Option("--require-sandbox", help="Refuse to run generated code without bubblewrap.")
+    ] = False,
     config: Annotated[Path | None, typer.Option(help="Config file [default: ~/.l2mac/config.yaml].")] = None,
     init_config_: Annotated[bool, typer.Option("--init-config", help="Create the config file and exit.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
@@ -162,6 +169,7 @@ def run_command(
                 "reflect": reflect,
                 "protocol": protocol,
                 "recoveries": recoveries,
+                "sandbox": "bubblewrap" if require_sandbox else sandbox,
             },
         )
         from l2mac.run import run_l2mac

@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
-from l2mac.checks.runner import Runner, SubprocessRunner
+from l2mac.checks.runner import Runner
+from l2mac.checks.sandbox import choose_runner
 from l2mac.context import ContextBudget
 from l2mac.control_unit import StepLimits
 from l2mac.domains import load_domain
@@ -114,6 +115,7 @@ async def arun_l2mac(
     domain = load_domain(rs.domain, rs.prompts_file)
     info, note = _model_info(settings, model)
     program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
+    runner = runner or choose_runner(rs.sandbox, config_path=settings.config_path)
     try:
         root = project_dir(rs.workspace, rs.project_name or project_name_for(task))
         store = FileStore(root)
@@ -126,7 +128,7 @@ async def arun_l2mac(
     )
     env = ToolEnv(
         store=store,
-        runner=runner or SubprocessRunner(),
+        runner=runner,
         python_checks=domain.python_checks,
         command_timeout_s=rs.command_timeout_s,
         test_timeout_s=rs.test_timeout_s,

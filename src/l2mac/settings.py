@@ -88,6 +88,11 @@ class RunSettings(BaseModel):
         description="How the model writes files: tool calls, or fenced blocks (text; for small local models). "
         "auto: text for the embedded/GGUF models, tools otherwise.",
     )
+    sandbox: Literal["auto", "bubblewrap", "subprocess"] = Field(
+        default="auto",
+        description="Where generated code runs: bubblewrap (isolated; required by --require-sandbox), subprocess "
+        "(resource limits only) or auto (bubblewrap when it works here).",
+    )
     command_timeout_s: float = Field(default=60.0, gt=0, description="Timeout for run_python.")
     test_timeout_s: float = Field(default=180.0, gt=0, description="Timeout for one test run.")
 
@@ -95,6 +100,7 @@ class RunSettings(BaseModel):
 class Settings(BaseModel):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     run: RunSettings = Field(default_factory=RunSettings)
+    config_path: Path | None = Field(default=None, description="The config file these settings were read from.")
 
 
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -146,6 +152,7 @@ _ENV_RUN = {
     "L2MAC_MAX_TOKENS": "max_tokens",
     "L2MAC_DOMAIN": "domain",
     "L2MAC_PROTOCOL": "protocol",
+    "L2MAC_SANDBOX": "sandbox",
 }
 
 
@@ -182,7 +189,7 @@ def load_settings(
             llm_d.setdefault("api_type", "anthropic")
             llm_d["model"] = llm_d.get("model") or "claude-sonnet-4-5"
     try:
-        return Settings(llm=LLMSettings.model_validate(llm_d), run=RunSettings.model_validate(run_d))
+        return Settings(llm=LLMSettings.model_validate(llm_d), run=RunSettings.model_validate(run_d), config_path=path)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

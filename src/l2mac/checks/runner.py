@@ -1,5 +1,5 @@
-"""Runs generated programs in a subprocess: its own process group killed on timeout, resource limits, and an
-environment scrubbed of secrets. (Issue 5 adds bubblewrap isolation behind the same interface.)
+"""Runs generated programs in a subprocess: its own process group (or PID namespace) killed on timeout, resource
+limits, and an environment scrubbed of secrets. ``checks/sandbox.py`` adds bubblewrap isolation on top.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -55,38 +56,106 @@ def scrubbed_env(cwd: Path, environ: Mapping[str, str] | None = None) -> dict[st
     return env
 
 
-def _limits() -> None:  # pragma: no cover - runs in the child
-    import resource
+@dataclass(frozen=True)
+class ResourceLimits:
+    """Per-run limits. ``processes`` binds through a pids cgroup when one can be made, else RLIMIT_NPROC (which
+    the kernel does not apply to root)."""
 
-    gib = 1024**3
-    for what, value in (
-        (resource.RLIMIT_AS, 4 * gib),
-        (resource.RLIMIT_FSIZE, 256 * 1024**2),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(what, (value, value))
+    cpu_s: int = 300
+    memory_bytes: int = 4 * 1024**3
+    file_bytes: int = 256 * 1024**2
+    processes: int = 256
 
 
-class SubprocessRunner:
-    """A plain subprocess with limits. Not a security boundary; see issue 5 for the sandboxed runner."""
+class PidsCgroup:
+    """A pids cgroup (v2, or v1's pids hierarchy) holding one child process tree, when the system lets us make one.
 
-    isolation = "subprocess+rlimits"
+    Best effort: where cgroups are not writable, ``path`` is None and the caller falls back to RLIMIT_NPROC."""
 
-    def run(self, argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessResult:
-        use_limits = sys.platform != "win32"
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=scrubbed_env(cwd),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            preexec_fn=_limits if use_limits else None,
-        )
+    def __init__(self, limit: int, roots: Sequence[Path] = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))):
+        self.path: Path | None = None
+        for root in roots:
+            with contextlib.suppress(OSError):
+                if not (root / "cgroup.procs").exists():
+                    continue
+                if root.name != "pids" and "pids" not in (root / "cgroup.subtree_control").read_text():
+                    continue
+                path = root / f"l2mac-{uuid.uuid4().hex[:12]}"
+                path.mkdir()
+                try:
+                    (path / "pids.max").write_text(str(limit))
+                except OSError:
+                    path.rmdir()
+                    continue
+                self.path = path
+                return
+
+    def join(self) -> None:  # pragma: no cover - runs in the child
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def kill_all(self) -> None:
+        """SIGKILL whatever is still in the group (a fork bomb's orphans), then remove it."""
+        if self.path is None:
+            return
+        for _ in range(50):
+            try:
+                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            except OSError:
+                break
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
+def _limiter(limits: ResourceLimits, cgroup: PidsCgroup | None) -> Callable[[], None]:
+    def apply() -> None:  # pragma: no cover - runs in the child
+        import resource
+
+        if cgroup is not None:
+            cgroup.join()
+        for what, value in (
+            (resource.RLIMIT_CPU, limits.cpu_s),
+            (resource.RLIMIT_AS, limits.memory_bytes),
+            (resource.RLIMIT_FSIZE, limits.file_bytes),
+            (resource.RLIMIT_NPROC, limits.processes),
+            (resource.RLIMIT_CORE, 0),
+        ):
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(what, (value, value))
+
+    return apply
+
+
+def run_process(
+    argv: Sequence[str],
+    cwd: Path,
+    timeout_s: float,
+    *,
+    env: Mapping[str, str],
+    limits: ResourceLimits | None,
+) -> ProcessResult:
+    """Run ``argv`` in a new session under ``limits``; on timeout kill its whole process group (and cgroup)."""
+    posix = sys.platform != "win32"
+    cgroup = PidsCgroup(limits.processes) if posix and limits is not None else None
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        preexec_fn=_limiter(limits, cgroup) if posix and limits is not None else None,
+    )
+    try:
         try:
             out, err = proc.communicate(timeout=timeout_s)
             return ProcessResult(proc.returncode, out, err)
@@ -95,5 +164,33 @@ class SubprocessRunner:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 proc.kill()
-            out, err = proc.communicate()
+            if cgroup is not None:
+                cgroup.kill_all()
+            try:
+                out, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # a grandchild holds the pipes open
+                out, err = "", ""
             return ProcessResult(-9, out, err + f"\nTimed out after {timeout_s:g}s and was killed.", timed_out=True)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # nothing outlives its run, even a daemonised grandchild
+        if cgroup is not None:
+            cgroup.kill_all()
+
+
+class SubprocessRunner:
+    """A plain subprocess with resource limits and a scrubbed environment. Not a security boundary: it can read
+    and write what the user can. Use ``BubblewrapRunner`` (``checks/sandbox.py``) for that."""
+
+    def __init__(self, limits: ResourceLimits | None = None) -> None:
+        self.limits = limits or ResourceLimits()
+        self.isolation = "subprocess+rlimits"
+
+    def run(self, argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessResult:
+        limits = ResourceLimits(
+            cpu_s=max(1, int(timeout_s) + 5),
+            memory_bytes=self.limits.memory_bytes,
+            file_bytes=self.limits.file_bytes,
+            processes=self.limits.processes,
+        )
+        return run_process(argv, cwd, timeout_s, env=scrubbed_env(cwd), limits=limits)
