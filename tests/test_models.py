@@ -61,9 +61,9 @@ def test_non_retryable_errors_are_not_retried() -> None:
 
 
 def test_budgets_are_checked_before_each_call() -> None:
-    client = ModelClient(flaky([]), max_tokens=1)
-    asyncio.run(client.request(MSG, purpose="t"))
-    with pytest.raises(BudgetExceeded, match="token budget"):
+    model = flaky([])
+    client = ModelClient(model, max_tokens=1)
+    with pytest.raises(BudgetExceeded, match="token budget: 0 of 1 tokens used, and the next call could use"):
         asyncio.run(client.request(MSG, purpose="t"))
     client = ModelClient(flaky([]), max_cost=0.5)
     client.usage.add(1, 1, 0.6)

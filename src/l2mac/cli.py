@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,9 +21,12 @@ from l2mac.errors import L2MACError
 from l2mac.events import Event, ModelCalled, PlanReady, RunFinished, RunStarted, StepFinished, StepStarted, ToolUsed
 from l2mac.settings import default_config_path, init_config, load_settings
 
+if TYPE_CHECKING:
+    from l2mac.run import RunResult
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
 app.add_typer(models_app, name="models")
-SUBCOMMANDS = {"run", "models"}
+SUBCOMMANDS = {"run", "models", "resume"}
 
 
 @app.callback()
@@ -42,6 +46,7 @@ class Progress:
         self.step = "planning"
         self.tool = ""
         self.usage = ""
+        self.workspace = ""
 
     def _render(self) -> Text:
         return Text.assemble(
@@ -50,6 +55,7 @@ class Progress:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
+            self.workspace = event.workspace
             if event.note:
                 self.console.print(f"[yellow]note:[/] {event.note}", highlight=False)
             self.console.print(f"[bold]l2mac[/] {event.strategy} · model [cyan]{event.model}[/] · {event.workspace}")
@@ -123,6 +129,11 @@ def run_command(
     project_name: Annotated[str | None, typer.Option(help="Project folder name.")] = None,
     max_cost: Annotated[float | None, typer.Option(help="Stop after spending this many USD.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Stop after this many tokens.")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after running this many steps.", min=1)] = None,
+    max_wall_time: Annotated[float | None, typer.Option(help="Stop after this many seconds.", min=1)] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into --project-name even if that folder holds files.")
+    ] = False,
     reflect: Annotated[bool, typer.Option(help="Review and refine the plan once before running it.")] = False,
     protocol: Annotated[
         str | None, typer.Option(help="How files are written: tools, text (fenced blocks) or auto [default: auto].")
@@ -166,6 +177,9 @@ def run_command(
                 "project_name": project_name,
                 "max_cost": max_cost,
                 "max_tokens": max_tokens,
+                "max_steps": max_steps,
+                "max_wall_time_s": max_wall_time,
+                "force": force or None,
                 "reflect": reflect,
                 "protocol": protocol,
                 "recoveries": recoveries,
@@ -175,22 +189,64 @@ def run_command(
         from l2mac.run import run_l2mac
 
         progress = Progress(console)
+        _finish(console, err, progress, lambda: run_l2mac(prompt, settings, emit=progress), verbose)
+    except L2MACError as e:
+        _usage_error(err, e, verbose)
+
+
+def _usage_error(err: Console, e: L2MACError, verbose: bool) -> None:
+    if verbose:
+        err.print_exception()
+    err.print(f"[red]error:[/] {e}", highlight=False)
+    raise typer.Exit(EXIT_USAGE) from None
+
+
+def _finish(console: Console, err: Console, progress: Progress, go: Callable[[], RunResult], verbose: bool) -> None:
+    """Run ``go`` under live progress; print the summary; exit with the run's code (130 on Ctrl-C)."""
+    try:
         try:
-            result = run_l2mac(prompt, settings, emit=progress)
+            result = go()
         finally:
             progress.stop()
     except L2MACError as e:
-        if verbose:
-            err.print_exception()
-        err.print(f"[red]error:[/] {e}", highlight=False)
-        raise typer.Exit(EXIT_USAGE) from None
+        _usage_error(err, e, verbose)
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]; files written so far are kept in the workspace")
+        where = progress.workspace
+        hint = f"; resume with: l2mac resume {where}" if where else ""
+        err.print(f"[yellow]interrupted[/]: the work so far is saved{hint}", highlight=False)
         raise typer.Exit(130) from None
     console.print(summary_table(result.report))
     console.print(f"Report: {result.workspace / '.l2mac' / 'run_report.json'}")
     status = result.report["status"]
+    if status == "stopped":
+        err.print(f"[yellow]stopped[/]: {result.report['stopped_reason']}", highlight=False)
     raise typer.Exit(EXIT_OK if status == "passed" else EXIT_STOPPED if status == "stopped" else EXIT_FAILED)
+
+
+@app.command("resume")
+def resume_command(
+    project: Annotated[Path, typer.Argument(help="The project folder of the run to continue.", show_default=False)],
+    max_cost: Annotated[float | None, typer.Option(help="New cost limit (USD) for the whole run.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="New token limit for the whole run.")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="New limit on steps run.", min=1)] = None,
+    max_wall_time: Annotated[float | None, typer.Option(help="Seconds this invocation may take.", min=1)] = None,
+    config: Annotated[Path | None, typer.Option(help="Config file [default: ~/.l2mac/config.yaml].")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
+) -> None:
+    """Continue an interrupted or stopped run: journaled answers are replayed, no paid call is repeated."""
+    from l2mac.run import resume_l2mac
+
+    console, err = Console(), Console(stderr=True)
+    overrides = {"max_cost": max_cost, "max_tokens": max_tokens, "max_steps": max_steps}
+    overrides["max_wall_time_s"] = max_wall_time
+    progress = Progress(console)
+    _finish(
+        console,
+        err,
+        progress,
+        lambda: resume_l2mac(project, overrides=overrides, config_path=config, emit=progress),
+        verbose,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

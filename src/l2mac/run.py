@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,17 +22,18 @@ from l2mac.control_unit import StepLimits
 from l2mac.domains import load_domain
 from l2mac.errors import BudgetExceeded, ConfigError, ProviderError, WorkspaceError
 from l2mac.events import EventSink, ModelCalled, RunFinished, RunStarted, ignore
+from l2mac.journal import JOURNAL_FILE, Journal, JournaledCall, load_journal
 from l2mac.models.client import CallRecord, ModelClient, RetryPolicy
 from l2mac.models.local.catalog import DEFAULT_LOCAL_MODEL
 from l2mac.models.registry import DEFAULT_WINDOW, ModelInfo, build_model, model_settings
 from l2mac.planner import load_prompt_program
-from l2mac.record import RunRecord
+from l2mac.record import RECORD_DIR, RunRecord
 from l2mac.report import build_report
 from l2mac.settings import Settings, load_settings
 from l2mac.store import FileStore, GitHistory
 from l2mac.strategies import RunContext, get_strategy
 from l2mac.tools import Toolbox, ToolEnv, tools_named
-from l2mac.types import StepOutcome
+from l2mac.types import PromptProgram, StepOutcome
 
 NO_MODEL_HINT = (
     "no LLM is configured and the embedded local model is not installed. Either install it "
@@ -64,10 +68,13 @@ def project_name_for(task: str) -> str:
     return "_".join(kept)[:60]
 
 
-def project_dir(workspace: Path, name: str) -> Path:
-    """``workspace/name``, or ``name-2``, ``name-3``... if a non-empty folder is there: never overwrite work."""
+def project_dir(workspace: Path, name: str, *, force: bool = False) -> Path:
+    """``workspace/name``, or ``name-2``, ``name-3``... if a non-empty folder is there: never overwrite work.
+    With ``force``, ``workspace/name`` even when it holds files (the run commits them to its history first)."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "project"
     candidate = workspace / safe
+    if force:
+        return candidate
     n = 2
     while candidate.exists() and any(candidate.iterdir()):
         candidate = workspace / f"{safe}-{n}"
@@ -99,6 +106,57 @@ def protocol_for(setting: str, info: ModelInfo) -> str:
     return "text" if info.provider in {"local", "gguf"} else "tools"
 
 
+RUN_FILE = "run.json"
+RESUME_HINT = "resume with: l2mac resume {path}"
+
+
+@dataclass
+class _Start:
+    """Where a run starts: a new project folder, or an interrupted run's folder and its journal."""
+
+    root: Path
+    program: PromptProgram | None
+    replay: list[JournaledCall] = field(default_factory=list)
+    resumed: bool = False
+
+
+def _set_aside_for_resume(root: Path) -> Path:
+    """Move everything a replay re-creates (files, git history, logs) to ``.l2mac/before-resume-N/``: a resumed
+    run rebuilds the project from a clean folder, and nothing the interrupted run left is deleted."""
+    record_dir = root / RECORD_DIR
+    n = 1
+    while (record_dir / f"before-resume-{n}").exists():
+        n += 1
+    aside = record_dir / f"before-resume-{n}"
+    aside.mkdir()
+    for entry in sorted(root.iterdir()):
+        if entry.name != RECORD_DIR:
+            shutil.move(str(entry), aside / entry.name)
+    logs = aside / RECORD_DIR
+    for entry in sorted(record_dir.iterdir()):
+        if entry.is_file() and entry.name not in {JOURNAL_FILE, RUN_FILE}:
+            logs.mkdir(exist_ok=True)
+            shutil.move(str(entry), logs / entry.name)
+    return aside
+
+
+def _save_run_file(root: Path, task: str, settings: Settings, program: PromptProgram | None) -> None:
+    """What ``l2mac resume`` needs to run the task again: never the API key."""
+    data = {
+        "task": task,
+        "llm": settings.llm.model_dump(mode="json", exclude={"api_key"}),
+        "run": settings.run.model_dump(mode="json", exclude={"prompt_program"}),
+        "program": program.model_dump(mode="json") if program else None,
+    }
+    _atomic_json(root / RECORD_DIR / RUN_FILE, data)
+
+
+def _atomic_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 async def arun_l2mac(
     task: str,
     settings: Settings | None = None,
@@ -112,17 +170,72 @@ async def arun_l2mac(
         raise ConfigError('the prompt is empty: say what to build, e.g. l2mac "a CLI todo app with tests"')
     settings = settings or load_settings()
     rs = settings.run
+    program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
+    try:
+        root = project_dir(rs.workspace, rs.project_name or project_name_for(task), force=rs.force)
+    except OSError as e:
+        raise WorkspaceError(f"cannot use the workspace {rs.workspace}: {e.strerror}") from e
+    return await _execute(task.strip(), settings, _Start(root, program), model=model, runner=runner, emit=emit)
+
+
+def load_run(project: Path) -> tuple[str, dict[str, Any], dict[str, Any], PromptProgram | None]:
+    """The task, saved settings and prompt program of the run in ``project`` (a folder a run wrote)."""
+    path = project / RECORD_DIR / RUN_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        program = PromptProgram.model_validate(data["program"]) if data.get("program") else None
+        return str(data["task"]), dict(data["llm"]), dict(data["run"]), program
+    except FileNotFoundError:
+        raise ConfigError(f"{project} holds no l2mac run to resume (no {RECORD_DIR}/{RUN_FILE})") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path} is damaged ({e}); the run cannot be resumed") from e
+
+
+async def aresume_l2mac(
+    project: Path,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    config_path: Path | None = None,
+    model: Model | None = None,
+    runner: Runner | None = None,
+    emit: EventSink = ignore,
+) -> RunResult:
+    """Continue the interrupted (or stopped) run in ``project``: journaled answers are replayed without calling
+    the model, the files are rebuilt from them, and the run goes on live from where it stopped. ``overrides``
+    change run settings (e.g. a larger ``max_tokens``)."""
+    root = project.resolve()
+    task, llm, run, program = load_run(root)
+    replay = load_journal(root / RECORD_DIR / JOURNAL_FILE)  # before anything moves: a damaged journal stops here
+    run.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    settings = load_settings(config_path=config_path, llm=llm, run=run)
+    _set_aside_for_resume(root)
+    start = _Start(root, program, replay, resumed=True)
+    return await _execute(task, settings, start, model=model, runner=runner, emit=emit)
+
+
+async def _execute(
+    task: str,
+    settings: Settings,
+    start: _Start,
+    *,
+    model: Model | None,
+    runner: Runner | None,
+    emit: EventSink,
+) -> RunResult:
+    rs = settings.run
     domain = load_domain(rs.domain, rs.prompts_file)
     info, note = _model_info(settings, model)
-    program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
     runner = runner or choose_runner(rs.sandbox, config_path=settings.config_path)
     try:
-        root = project_dir(rs.workspace, rs.project_name or project_name_for(task))
-        store = FileStore(root)
+        store = FileStore(start.root)
+        record = RunRecord(store.root)
     except OSError as e:
-        raise WorkspaceError(f"cannot create the project folder in {rs.workspace}: {e.strerror}") from e
-    record = RunRecord(store.root)
+        raise WorkspaceError(f"cannot write to the project folder {start.root}: {e.strerror}") from e
+    _save_run_file(store.root, task, settings, start.program)
+    journal = Journal(record.dir / JOURNAL_FILE, start.replay)
     history = GitHistory(store.root)
+    if not start.resumed and store.list_files():  # --force into a folder with files: keep them in the history
+        history.commit("files present before the run")
     budget = ContextBudget(
         info.context_window, min(settings.llm.max_output_tokens, info.context_window // 4), rs.context_margin
     )
@@ -140,6 +253,9 @@ async def arun_l2mac(
         retry=RetryPolicy(max_retries=settings.llm.max_retries),
         max_tokens=rs.max_tokens,
         max_cost=rs.max_cost,
+        max_output_tokens=settings.llm.max_output_tokens,
+        deadline=time.monotonic() + rs.max_wall_time_s if rs.max_wall_time_s else None,
+        journal=journal,
     )
 
     def on_call(call: CallRecord) -> None:
@@ -153,7 +269,7 @@ async def arun_l2mac(
     if protocol == "text" and "max_check_failures" not in rs.model_fields_set:
         check_failures = TEXT_PROTOCOL_CHECK_FAILURES
     ctx = RunContext(
-        task=task.strip(),
+        task=task,
         domain=domain,
         client=client,
         toolbox=Toolbox(tools_named(domain.tools), env),
@@ -163,13 +279,14 @@ async def arun_l2mac(
         record=record,
         emit=emit,
         run_tests=rs.run_tests,
-        max_steps=rs.steps,
+        plan_steps=rs.steps,
+        step_budget=rs.max_steps,
         reflect=rs.reflect,
         recoveries=rs.recoveries,
         protocol=protocol,
-        program=program,
+        program=start.program,
     )
-    emit(RunStarted(root.name, str(store.root), info.label, strategy.name, note))
+    emit(RunStarted(store.root.name, str(store.root), info.label, strategy.name, note))
     record.log(
         "run_started",
         task=task,
@@ -179,34 +296,43 @@ async def arun_l2mac(
         isolation=env.runner.isolation,
         context_window=info.context_window,
         protocol=ctx.protocol,
+        resumed=start.resumed,
+        journaled_calls=len(start.replay),
     )
-    start = time.monotonic()
-    outcomes: list[StepOutcome] = []
+    began = time.monotonic()
     stopped: str | None = None
     try:
-        outcomes = await strategy.run(ctx)
+        await strategy.run(ctx)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        record.log("run_interrupted", hint=RESUME_HINT.format(path=store.root))
+        raise
     except (BudgetExceeded, ProviderError) as e:
-        stopped = str(e)
-        history.commit(f"stopped: {stopped}")
-        record.log("run_stopped", reason=stopped)
+        stopped = f"{e}; {RESUME_HINT.format(path=store.root)}"
+        history.commit(f"stopped: {e}")
+        record.log("run_stopped", reason=str(e))
     planned = len(ctx.program.steps) if ctx.program else 0
     report = build_report(
-        project=root.name,
+        project=store.root.name,
         model=info.label,
         strategy=strategy.name,
         domain=domain,
         env=env,
-        outcomes=outcomes,
+        outcomes=ctx.outcomes,
         planned_steps=planned,
         usage=client.usage,
-        wall_time_s=time.monotonic() - start,
+        wall_time_s=time.monotonic() - began,
         run_tests_enabled=rs.run_tests,
         stopped=stopped,
         tests_required=bool(ctx.program and any(s.requires_tests for s in ctx.program.steps)),
     )
+    report["journal"] = {
+        "resumed": start.resumed,
+        "replayed_calls": journal.replayed,
+        "diverged_at_call": journal.diverged_at,
+    }
     record.save_report(report)
     emit(RunFinished(report))
-    return RunResult(files=store.snapshot(), report=report, workspace=store.root, outcomes=outcomes)
+    return RunResult(files=store.snapshot(), report=report, workspace=store.root, outcomes=ctx.outcomes)
 
 
 def run_l2mac(
@@ -230,3 +356,18 @@ def settings_from_kwargs(domain: str, overrides: Mapping[str, Any]) -> Settings:
     run = {k: v for k, v in overrides.items() if k not in llm_keys and k != "model"}
     run["domain"] = domain
     return load_settings(llm=llm, run=run)
+
+
+def resume_l2mac(
+    project: Path,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    config_path: Path | None = None,
+    model: Model | None = None,
+    runner: Runner | None = None,
+    emit: EventSink = ignore,
+) -> RunResult:
+    """Synchronous ``aresume_l2mac``."""
+    return asyncio.run(
+        aresume_l2mac(project, overrides=overrides, config_path=config_path, model=model, runner=runner, emit=emit)
+    )

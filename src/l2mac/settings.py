@@ -73,6 +73,11 @@ class RunSettings(BaseModel):
     project_name: str | None = Field(default=None, description="Name of the project folder; derived if absent.")
     max_cost: float | None = Field(default=None, gt=0, description="Stop the run once this many USD are spent.")
     max_tokens: int | None = Field(default=None, gt=0, description="Stop the run once this many tokens are used.")
+    max_steps: int | None = Field(default=None, gt=0, description="Stop the run after this many steps have run.")
+    max_wall_time_s: float | None = Field(
+        default=None, gt=0, description="Stop the run after this many seconds (per invocation; resume goes on)."
+    )
+    force: bool = Field(default=False, description="Write into the named project folder even if it holds files.")
     max_check_failures: int = Field(
         default=4,
         ge=0,
@@ -153,6 +158,8 @@ _ENV_RUN = {
     "L2MAC_DOMAIN": "domain",
     "L2MAC_PROTOCOL": "protocol",
     "L2MAC_SANDBOX": "sandbox",
+    "L2MAC_MAX_STEPS": "max_steps",
+    "L2MAC_MAX_WALL_TIME": "max_wall_time_s",
 }
 
 

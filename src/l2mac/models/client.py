@@ -24,8 +24,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.usage import RequestUsage
 
+from l2mac.context import estimate_messages
 from l2mac.errors import BudgetExceeded, ProviderError
+from l2mac.journal import Journal, JournaledCall, request_key
 from l2mac.types import Usage
 
 RETRYABLE = (ModelRateLimitError, ModelUnavailableError, ModelServerError, ModelConnectionError, TimeoutError)
@@ -61,6 +64,7 @@ class CallRecord:
     retries: int
     tool_calls: list[str]
     response: list[dict[str, str]] = field(default_factory=list)
+    replayed: bool = False
 
 
 def _cost(response: ModelResponse) -> float | None:
@@ -83,30 +87,54 @@ def _response_parts(response: ModelResponse) -> list[dict[str, str]]:
     return out
 
 
+def _worst_case_cost(model: Model, input_tokens: int, output_tokens: int) -> float | None:
+    """The price of a call of this size, or None when the model's price is unknown."""
+    probe = ModelResponse(
+        parts=[],
+        usage=RequestUsage(input_tokens=input_tokens, output_tokens=output_tokens),
+        model_name=model.model_name,
+        provider_name=model.system,
+    )
+    return _cost(probe)
+
+
 @dataclass
 class ModelClient:
-    """Wraps a pydantic-ai ``Model``. ``on_call`` receives a ``CallRecord`` after every call."""
+    """Wraps a pydantic-ai ``Model``. ``on_call`` receives a ``CallRecord`` after every call.
+
+    Budgets bind before a call is made: its worst case (the prompt plus ``max_output_tokens`` of answer, at the
+    model's price) is reserved, and a call that could cross ``max_tokens`` or ``max_cost`` is not made. A
+    ``journal`` records every answer and serves journaled ones to a resumed run without calling the model."""
 
     model: Model
     settings: ModelSettings | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_tokens: int | None = None
     max_cost: float | None = None
+    max_output_tokens: int = 4096
+    deadline: float | None = None  # time.monotonic() after which no call is made (--max-wall-time)
+    journal: Journal | None = None
     on_call: Callable[[CallRecord], None] | None = None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     usage: Usage = field(default_factory=Usage)
 
-    def check_budget(self) -> None:
-        if self.max_tokens is not None and self.usage.total_tokens >= self.max_tokens:
+    def check_budget(self, prompt_tokens: int = 0) -> None:
+        """Raise BudgetExceeded if a call with ``prompt_tokens`` of prompt could cross a limit."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise BudgetExceeded("wall-time budget spent (raise --max-wall-time to go further)")
+        worst_out = self.max_output_tokens if prompt_tokens else 0
+        if self.max_tokens is not None and self.usage.total_tokens + prompt_tokens + worst_out > self.max_tokens:
             raise BudgetExceeded(
-                f"token budget spent: {self.usage.total_tokens:,} of {self.max_tokens:,} tokens used "
-                "(raise --max-tokens to go further)"
+                f"token budget: {self.usage.total_tokens:,} of {self.max_tokens:,} tokens used, and the next call "
+                f"could use {prompt_tokens + worst_out:,} more (raise --max-tokens to go further)"
             )
-        if self.max_cost is not None and self.usage.cost_usd >= self.max_cost:
-            raise BudgetExceeded(
-                f"cost budget spent: ${self.usage.cost_usd:.4f} of ${self.max_cost:.2f} "
-                "(raise --max-cost to go further)"
-            )
+        if self.max_cost is not None:
+            worst = _worst_case_cost(self.model, prompt_tokens, worst_out) if prompt_tokens else 0.0
+            if self.usage.cost_usd + (worst or 0.0) > self.max_cost or self.usage.cost_usd >= self.max_cost:
+                raise BudgetExceeded(
+                    f"cost budget: ${self.usage.cost_usd:.4f} of ${self.max_cost:.2f} spent, and the next call "
+                    f"could cost ${worst or 0.0:.4f} more (raise --max-cost to go further)"
+                )
 
     async def request(
         self,
@@ -121,7 +149,13 @@ class ModelClient:
 
         ``temperature`` overrides the configured one for this request (e.g. to get a different answer after
         a model repeated itself)."""
-        self.check_budget()
+        seq, key = 0, ""
+        if self.journal is not None:
+            seq = self.journal.next_seq()
+            key = request_key(messages, purpose, [t.name for t in tools])
+            if (hit := self.journal.lookup(seq, key)) is not None:
+                return self._replay(hit)
+        self.check_budget(estimate_messages(messages) + 1)
         settings = self.settings
         if temperature is not None:
             settings = cast(ModelSettings, {**(settings or {}), "temperature": temperature})
@@ -147,6 +181,8 @@ class ModelClient:
                 raise ProviderError(f"{self.model.model_name}: {e}") from e
         latency = time.monotonic() - start
         cost = _cost(response)
+        if self.journal is not None:  # before anything acts on the answer: a crash from here on keeps it
+            self.journal.append(JournaledCall(seq, key, purpose, response, cost))
         self.usage.add(response.usage.input_tokens, response.usage.output_tokens, cost)
         if self.on_call is not None:
             self.on_call(
@@ -160,6 +196,27 @@ class ModelClient:
                     retries=attempt,
                     tool_calls=[c.tool_name for c in response.tool_calls],
                     response=_response_parts(response),
+                )
+            )
+        return response
+
+    def _replay(self, call: JournaledCall) -> ModelResponse:
+        """A journaled answer: counted in the usage (it was paid for), recorded, and no model call made."""
+        response = call.response
+        self.usage.add(response.usage.input_tokens, response.usage.output_tokens, call.cost_usd)
+        if self.on_call is not None:
+            self.on_call(
+                CallRecord(
+                    purpose=call.purpose,
+                    model=response.model_name or self.model.model_name,
+                    input_tokens=response.usage.input_tokens,
+                    output_tokens=response.usage.output_tokens,
+                    cost_usd=call.cost_usd,
+                    latency_s=0.0,
+                    retries=0,
+                    tool_calls=[c.tool_name for c in response.tool_calls],
+                    response=_response_parts(response),
+                    replayed=True,
                 )
             )
         return response

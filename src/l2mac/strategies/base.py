@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from l2mac.context import ContextBudget
@@ -28,11 +28,13 @@ class RunContext:
     record: RunRecord
     emit: EventSink
     run_tests: bool = True
-    max_steps: int | None = None
+    plan_steps: int | None = None  # most steps the planner may make
+    step_budget: int | None = None  # most steps the run may execute (--max-steps)
     reflect: bool = False
     recoveries: bool = True
     protocol: str = "tools"
     program: PromptProgram | None = None
+    outcomes: list[StepOutcome] = field(default_factory=list)  # filled as steps finish, kept if the run stops
 
 
 class Strategy(Protocol):

@@ -1,0 +1,137 @@
+"""The journal of model calls (``<project>/.l2mac/journal.jsonl``): what makes an interrupted run resumable.
+
+Every answer is appended, flushed and fsynced the moment it arrives, before anything acts on it. ``l2mac resume``
+runs the task again from its start with the same settings: the n-th call of the new run is answered from the
+journal when its request matches the n-th journaled request, so no paid call is made twice, and the tools
+re-apply every write to a clean project folder, so none is lost or applied twice. From the first call that
+differs (or the end of the journal) the run goes on live.
+
+A kill can cut the last line short; that line is dropped on load. A damaged line before the end is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse, ToolCallPart
+
+from l2mac.errors import RunError
+
+JOURNAL_FILE = "journal.jsonl"
+FORMAT = 1
+# What differs between a run and its replay without changing what happens: test timings ("in 0.41s"), object
+# addresses in tracebacks ("at 0x7f53..."), pytest's numbered temporary folders ("pytest-3").
+_VOLATILE = re.compile(r"\b\d+(?:\.\d+)?s\b|\b0x[0-9a-fA-F]{4,}\b|(?<=pytest-)\d+\b")
+
+
+def request_key(messages: Sequence[ModelMessage], purpose: str, tools: Sequence[str] = ()) -> str:
+    """A digest of what a request says: each part's kind and text, tool names and arguments; not timestamps or
+    ids, which differ between a run and its replay."""
+    h = hashlib.sha256(f"{purpose}\x00{','.join(tools)}".encode())
+    for m in messages:
+        h.update(b"\x01" + (b"req" if isinstance(m, ModelRequest) else b"resp"))
+        for part in m.parts:
+            h.update(b"\x02" + part.part_kind.encode())
+            if isinstance(part, ToolCallPart):
+                args = part.args if isinstance(part.args, str) else json.dumps(part.args, sort_keys=True)
+                h.update(f"{part.tool_name}\x00{args}".encode())
+            else:
+                content = getattr(part, "content", "")
+                text = content if isinstance(content, str) else json.dumps(content, sort_keys=True, default=str)
+                h.update(_VOLATILE.sub("#", text).encode())
+                h.update(str(getattr(part, "tool_name", "")).encode())
+    return h.hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class JournaledCall:
+    seq: int
+    key: str
+    purpose: str
+    response: ModelResponse
+    cost_usd: float | None
+
+
+def _encode(call: JournaledCall) -> str:
+    response = ModelMessagesTypeAdapter.dump_python([call.response], mode="json")[0]
+    entry = {"v": FORMAT, "seq": call.seq, "key": call.key, "purpose": call.purpose, "cost_usd": call.cost_usd}
+    return json.dumps({**entry, "response": response}, separators=(",", ":"))
+
+
+def _decode(line: str) -> JournaledCall:
+    d: dict[str, Any] = json.loads(line)
+    response = ModelMessagesTypeAdapter.validate_python([d["response"]])[0]
+    if not isinstance(response, ModelResponse):
+        raise ValueError("not a model response")
+    return JournaledCall(int(d["seq"]), str(d["key"]), str(d["purpose"]), response, d.get("cost_usd"))
+
+
+def load_journal(path: Path) -> list[JournaledCall]:
+    """The calls in ``path`` in order. A torn last line (a kill mid-append) is dropped; other damage raises."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    calls: list[JournaledCall] = []
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            calls.append(_decode(raw.decode("utf-8")))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            if all(not rest.strip() for rest in lines[number:]):
+                break  # the torn tail of an interrupted append
+            raise RunError(
+                f"{path} line {number} is damaged ({type(e).__name__}); resume cannot trust the journal after it. "
+                f"Move the file away to start the task over, or truncate it before line {number} to resume up to there."
+            ) from e
+    return calls
+
+
+class Journal:
+    """Appends calls as they happen and serves the journaled ones to a resumed run."""
+
+    def __init__(self, path: Path, replay: Sequence[JournaledCall] = ()) -> None:
+        self.path = path
+        self._replay = list(replay)
+        self._seq = 0
+        self.replayed = 0
+        self.diverged_at: int | None = None
+        if self._replay:  # rewrite without a torn tail, so new entries start on a line of their own
+            self._rewrite(self._replay)
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def lookup(self, seq: int, key: str) -> JournaledCall | None:
+        """The journaled answer for call ``seq`` if the request is the one journaled, else None (from then on)."""
+        if self.diverged_at is not None or seq > len(self._replay):
+            return None
+        call = self._replay[seq - 1]
+        if call.key != key:
+            self.diverged_at = seq
+            self._rewrite(self._replay[: seq - 1])  # the journal now describes this run
+            return None
+        self.replayed += 1
+        return call
+
+    def append(self, call: JournaledCall) -> None:
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(_encode(call) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _rewrite(self, calls: Sequence[JournaledCall]) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(_encode(c) + "\n" for c in calls)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
