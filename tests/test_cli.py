@@ -118,3 +118,27 @@ def test_ctrl_c_mid_run_exits_130_and_keeps_the_files(tmp_path: Path, monkeypatc
     assert cli(args) == 130
     assert "interrupted" in capsys.readouterr().err
     assert (tmp_path / "hw" / "hello.py").read_text() == "print('hi')\n"
+
+
+def test_ctrl_c_prints_the_resume_command_and_resume_finishes_the_run(tmp_path: Path, monkeypatch, capsys) -> None:
+    def interrupt(_messages):
+        raise KeyboardInterrupt
+
+    use_script(monkeypatch, [ONE_STEP, WRITE, interrupt])
+    args = ["Create hello world", "--model", "gpt-4o", "--workspace", str(tmp_path), "--project-name", "hw"]
+    assert cli(args) == 130
+    err = capsys.readouterr().err
+    assert f"resume with: l2mac resume {tmp_path / 'hw'}" in err.replace("\n", "")
+    rest = use_script(monkeypatch, [call("step_complete", {"summary": "hello"})])  # only what is not journaled
+    assert cli(["resume", str(tmp_path / "hw")]) == 0
+    assert rest.remaining == 0 and len(rest.requests) == 1
+    report = json.loads((tmp_path / "hw" / ".l2mac" / "run_report.json").read_text())
+    assert report["status"] == "passed" and report["journal"]["replayed_calls"] == 2
+
+
+def test_require_sandbox_without_bubblewrap_exits_2_before_anything_runs(tmp_path: Path, monkeypatch, capsys) -> None:
+    script = use_script(monkeypatch, [ONE_STEP])
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert cli(["hello", "--model", "m", "--workspace", str(tmp_path / "ws"), "--require-sandbox"]) == 2
+    assert "--require-sandbox: bubblewrap (bwrap) is not installed" in capsys.readouterr().err.replace("\n", " ")
+    assert script.requests == [] and not (tmp_path / "ws").exists()

@@ -380,3 +380,16 @@ def test_a_test_file_redefining_a_builtin_fixture_gets_pytests_own_back(tmp_path
     )
     assert run_step(unit).status is StepStatus.PASSED
     assert "def tmp_path" not in store.read_text("tests/test_stack.py")
+
+
+def test_a_file_cut_off_by_the_length_limit_is_not_saved_and_is_asked_for_again(tmp_path: Path) -> None:
+    from pydantic_ai.messages import ModelResponse, TextPart
+
+    cut = ModelResponse(parts=[TextPart(fenced(("stack.py", GOOD))[:-12])], finish_reason="length")
+    replies = [cut, text(fenced(("stack.py", GOOD))), text(fenced(("tests/test_stack.py", TEST))), text("Done.")]
+    instruction = Instruction(title="S", instruction="Write stack.py. Write tests/test_stack.py.", requires_tests=True)
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, instruction)
+    assert "cut off at the length limit" in last_user_text(script.requests[1])
+    assert "Write the complete file stack.py" in last_user_text(script.requests[1])
+    assert store.read_text("stack.py") == GOOD and outcome.status is StepStatus.PASSED

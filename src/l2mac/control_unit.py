@@ -181,7 +181,8 @@ class ControlUnit:
                     self._log("recovered", step=step.index, recovery="fenced_code_to_write_files")
                     response = state.messages[-1] = recovered
             if not response.tool_calls:
-                state.messages.append(ModelRequest(parts=[UserPromptPart(self.domain.render("no_tool_call"))]))
+                nudge = self.domain.render("cut_off" if response.finish_reason == "length" else "no_tool_call")
+                state.messages.append(ModelRequest(parts=[UserPromptPart(nudge)]))
                 continue
             parts, completed_with = await self._answer_calls(step, state, response)
             state.messages.append(ModelRequest(parts=parts))
@@ -218,6 +219,8 @@ class ControlUnit:
                     completed_with = summary
             else:
                 result = await self._call_tool(state, call)
+            if not result.ok and response.finish_reason == "length":  # truncated arguments, most likely
+                result = ToolResult(self.domain.render("cut_off") + "\n" + result.content, ok=False)
             self.emit(ToolUsed(step.index, call.tool_name, result.ok))
             self._log(
                 "tool_call",

@@ -215,6 +215,10 @@ class TextControlUnit(ControlUnit):
                 if call.tool_name == "write_files":
                     files += json_files(call.args if isinstance(call.args, str) else json.dumps(call.args or {}))
             declared = bool(_DONE.search(text))
+            cut = response.finish_reason == "length" and not text.rstrip().endswith("```")
+            if cut and files:  # the last block was cut off mid-file: never save half a file
+                self._log("recovered", step=step.index, recovery="cut_off_file_dropped", path=files[-1]["path"])
+                files = files[:-1]
             set_aside: list[str] = []
             requested = next((p for p in to_write if p not in written), None)
             if self.recover:
@@ -232,6 +236,8 @@ class TextControlUnit(ControlUnit):
             files, fragments = _split_fragments(store, files)
             if set_aside:
                 fragments.append(self.domain.render("text_already_saved", paths=", ".join(set_aside)))
+            if cut:
+                fragments.append(self.domain.render("text_cut_off"))
             written.update(f["path"] for f in files)
             pending = [p for p in to_write if p not in written]
             unchanged = bool(files) and all(_same(store, f["path"], f["content"]) for f in files)

@@ -17,7 +17,7 @@ from pydantic_ai.models import Model
 
 from l2mac.checks.runner import Runner
 from l2mac.checks.sandbox import choose_runner
-from l2mac.context import ContextBudget
+from l2mac.context import ContextBudget, estimate_tokens
 from l2mac.control_unit import StepLimits
 from l2mac.domains import load_domain
 from l2mac.errors import BudgetExceeded, ConfigError, ProviderError, WorkspaceError
@@ -225,6 +225,13 @@ async def _execute(
     rs = settings.run
     domain = load_domain(rs.domain, rs.prompts_file)
     info, note = _model_info(settings, model)
+    prompt_tokens, room = estimate_tokens(task), info.context_window // 4
+    if prompt_tokens > room:
+        raise ConfigError(
+            f"the prompt is about {prompt_tokens:,} tokens, more than a quarter of {info.label}'s "
+            f"{info.context_window:,}-token context window, which every step must also hold. Shorten it, or "
+            "give the details as a prompt program (--prompt-program) whose steps each carry their part."
+        )
     runner = runner or choose_runner(rs.sandbox, config_path=settings.config_path)
     try:
         store = FileStore(start.root)
@@ -250,7 +257,7 @@ async def _execute(
     client = ModelClient(
         info.model,
         settings=model_settings(settings.llm),
-        retry=RetryPolicy(max_retries=settings.llm.max_retries),
+        retry=RetryPolicy(max_retries=settings.llm.max_retries, base_delay_s=settings.llm.retry_base_delay_s),
         max_tokens=rs.max_tokens,
         max_cost=rs.max_cost,
         max_output_tokens=settings.llm.max_output_tokens,

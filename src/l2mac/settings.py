@@ -52,6 +52,9 @@ class LLMSettings(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     timeout_s: float = Field(default=180.0, gt=0, description="Seconds before one request times out.")
     max_retries: int = Field(default=5, ge=0, description="Retries of a failed request (rate limit, 5xx, timeout).")
+    retry_base_delay_s: float = Field(
+        default=1.0, gt=0, description="First retry's delay; doubles each time (a Retry-After header wins)."
+    )
 
     @property
     def configured(self) -> bool:

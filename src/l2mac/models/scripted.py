@@ -87,6 +87,7 @@ class ScriptedModel:
             parts=response.parts,
             usage=RequestUsage(input_tokens=estimate_messages(messages), output_tokens=out),
             model_name=self.name,
+            finish_reason=response.finish_reason,
         )
 
     def __post_init__(self) -> None:
