@@ -93,7 +93,7 @@ def test_init_config_creates_the_file(tmp_path: Path, monkeypatch, capsys) -> No
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("L2MAC_CONFIG")
     assert cli(["--init-config", ""]) == 0
-    assert (tmp_path / ".l2mac" / "config.yaml").exists()
+    assert (tmp_path / ".l2mac" / "config.yaml").stat().st_mode & 0o777 == 0o600
     assert cli(["--init-config", ""]) == 0
     assert "already exists" in capsys.readouterr().out
 

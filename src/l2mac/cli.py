@@ -103,6 +103,7 @@ def summary_table(report: dict[str, Any]) -> Table:
         ),
         ("tests", f"{tests['status']}: {tests['passed']} passed, {tests['failed']} failed"),
         ("tokens", f"{report['tokens']['total']:,} ({report['requests']} requests)"),
+        ("generated code ran in", report.get("isolation", "?")),
         ("cost", cost),
         ("wall time", f"{report['wall_time_s']:.1f}s"),
     ]
