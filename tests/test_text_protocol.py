@@ -393,3 +393,11 @@ def test_a_file_cut_off_by_the_length_limit_is_not_saved_and_is_asked_for_again(
     assert "cut off at the length limit" in last_user_text(script.requests[1])
     assert "Write the complete file stack.py" in last_user_text(script.requests[1])
     assert store.read_text("stack.py") == GOOD and outcome.status is StepStatus.PASSED
+
+
+def test_a_path_differing_only_in_letter_case_means_the_existing_file(tmp_path: Path) -> None:
+    replies = [text(fenced(("stack.py", GOOD))), text(fenced(("Tests/test_stack.py", TEST))), text("STEP COMPLETE")]
+    instruction = Instruction(title="S", instruction="Write stack.py. Write tests/test_stack.py.", requires_tests=True)
+    unit, _, store = make_unit(tmp_path, replies)
+    assert run_step(unit, instruction).status is StepStatus.PASSED
+    assert store.list_files() == ["stack.py", "tests/test_stack.py"]

@@ -142,14 +142,18 @@ class TextControlUnit(ControlUnit):
 
     def _resolve_bare_names(self, step: Step, files: list[dict[str, str]], to_write: list[str]) -> list[dict[str, str]]:
         """A bare file name ("test_core.py") that is not a file but the name of exactly one project file (or
-        of a file the step must write) means that file ("tests/test_core.py")."""
+        of a file the step must write) means that file ("tests/test_core.py"); so does a path that differs from
+        one only in letter case ("Tests/test_core.py")."""
         store = self.toolbox.env.store
         known = list(dict.fromkeys([*store.list_files(), *to_write]))
         out = []
         for f in files:
             path = f["path"]
-            if "/" not in path and not store.exists(path):
-                same = [k for k in known if k.rsplit("/", 1)[-1] == path and k != path]
+            if not store.exists(path) and path not in known:
+                if "/" in path:
+                    same = [k for k in known if k.lower() == path.lower()]
+                else:
+                    same = [k for k in known if k.rsplit("/", 1)[-1] == path]
                 if len(same) == 1:
                     self._log("recovered", step=step.index, recovery="bare_name_resolved", path=same[0])
                     f = {"path": same[0], "content": f["content"]}
