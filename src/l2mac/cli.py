@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from l2mac.cli_bench import bench_app
 from l2mac.cli_models import models_app
 from l2mac.errors import L2MACError
 from l2mac.events import Event, ModelCalled, PlanReady, RunFinished, RunStarted, StepFinished, StepStarted, ToolUsed
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
 app.add_typer(models_app, name="models")
-SUBCOMMANDS = {"run", "models", "resume"}
+app.add_typer(bench_app, name="bench")
+SUBCOMMANDS = {"run", "models", "resume", "bench"}
 
 
 @app.callback()

@@ -82,7 +82,7 @@ def project_dir(workspace: Path, name: str, *, force: bool = False) -> Path:
     return candidate
 
 
-def _model_info(settings: Settings, model: Model | None) -> tuple[ModelInfo, str]:
+def resolve_model(settings: Settings, model: Model | None) -> tuple[ModelInfo, str]:
     """The model to use, and a one-line note for the user when it was chosen for them."""
     if model is not None:
         window = settings.llm.context_window or DEFAULT_WINDOW
@@ -224,7 +224,7 @@ async def _execute(
 ) -> RunResult:
     rs = settings.run
     domain = load_domain(rs.domain, rs.prompts_file)
-    info, note = _model_info(settings, model)
+    info, note = resolve_model(settings, model)
     prompt_tokens, room = estimate_tokens(task), info.context_window // 4
     if prompt_tokens > room:
         raise ConfigError(

@@ -1,0 +1,241 @@
+"""HumanEval+ at function level: generate a solution per task with a strategy, score them all with evalplus.
+
+The generator sees only the task's prompt (signature and docstring): never its tests or canonical solution.
+Runs are resumable: every finished task is written to the results file at once, and a rerun with the same
+results file skips the tasks it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import json
+import os
+import platform
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import yaml
+from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
+from pydantic_ai.models import Model
+
+from l2mac.benchmarks.scorer import CEILING, KNOWN_BROKEN, TaskScore
+from l2mac.errors import ConfigError
+from l2mac.models.client import ModelClient
+from l2mac.recovery import fenced_blocks
+from l2mac.settings import Settings
+
+DATA_FILE = "HumanEvalPlus-v0.1.10.jsonl.gz"
+DATA_MD5 = "924d06df44399bb3c99d9196cb43018f"
+STRATEGIES = ("single", "l2mac")
+CEILING_NOTE = f"ceiling {CEILING}/164: evalplus 0.3.1 fails the canonical solution of {', '.join(KNOWN_BROKEN)}"
+
+
+@dataclass(frozen=True)
+class Task:
+    task_id: str
+    prompt: str
+    entry_point: str
+
+
+@dataclass(frozen=True)
+class Generation:
+    solution: str
+    tokens: int
+    requests: int
+    error: str | None = None
+
+
+def default_data_path() -> Path:
+    """``bench/data/`` of the source checkout this package runs from."""
+    return Path(__file__).resolve().parents[3] / "bench" / "data" / DATA_FILE
+
+
+def load_tasks(path: Path) -> list[Task]:
+    """The tasks in ``path``, after checking its md5 against the released file's."""
+    if not path.is_file():
+        raise ConfigError(f"no HumanEval+ data at {path}: pass --data, or run from a source checkout")
+    digest = hashlib.md5(path.read_bytes()).hexdigest()
+    if digest != DATA_MD5:
+        raise ConfigError(f"{path} has md5 {digest}, not the HumanEval+ v0.1.10 release's {DATA_MD5}")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return [Task(r["task_id"], r["prompt"], r["entry_point"]) for r in rows]
+
+
+def select(tasks: Sequence[Task], limit: int | None, ids: Sequence[str] | None) -> list[Task]:
+    chosen = list(tasks)
+    if ids:
+        wanted = {i if i.startswith("HumanEval/") else f"HumanEval/{i}" for i in ids}
+        unknown = wanted - {t.task_id for t in tasks}
+        if unknown:
+            raise ConfigError(f"unknown task ids: {', '.join(sorted(unknown))}")
+        chosen = [t for t in chosen if t.task_id in wanted]
+    return chosen[:limit] if limit else chosen
+
+
+def _prompts() -> dict[str, str]:
+    text = resources.files("l2mac.benchmarks").joinpath("prompts.yaml").read_text(encoding="utf-8")
+    data: dict[str, str] = yaml.safe_load(text)
+    return data
+
+
+def render(key: str, **values: str) -> str:
+    return Template(_prompts()[key]).safe_substitute(values).strip()
+
+
+_IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+.+)$", re.MULTILINE)
+
+
+def as_solution(code: str, task: Task) -> str:
+    """Whole-module code for evalplus: the model's code, with the prompt's imports it left out."""
+    missing = [line for line in _IMPORT.findall(task.prompt) if line not in code]
+    return "\n".join([*missing, code]).strip() + "\n" if missing else code.strip() + "\n"
+
+
+def code_from_answer(text: str, task: Task) -> str:
+    """The fenced block that defines the entry point (else the first block, else the whole answer)."""
+    blocks = [body for _, body in fenced_blocks(text)]
+    defining = [b for b in blocks if re.search(rf"^\s*def {re.escape(task.entry_point)}\s*\(", b, re.MULTILINE)]
+    return (defining or blocks or [text])[0]
+
+
+async def generate_single(client: ModelClient, task: Task) -> Generation:
+    """One call, no tools: the answer's code is the solution."""
+    messages = [
+        ModelRequest(
+            parts=[SystemPromptPart(render("single_system")), UserPromptPart(render("single_user", prompt=task.prompt))]
+        )
+    ]
+    response = await client.request(messages, purpose=f"single {task.task_id}")
+    code = code_from_answer(response.text or "", task)
+    return Generation(as_solution(code, task), client.usage.total_tokens, client.usage.requests)
+
+
+def generate_l2mac(task: Task, settings: Settings, model: Model | None, workspace: Path) -> Generation:
+    """The engine end to end (plan, steps, tools, checks, its own tests) in a fresh project folder; the solution
+    is the project file that defines the entry point (solution.py first)."""
+    from l2mac.run import run_l2mac
+
+    rs = settings.run.model_copy(update={"workspace": workspace, "project_name": task.task_id.replace("/", "_")})
+    result = run_l2mac(render("l2mac_task", prompt=task.prompt), settings.model_copy(update={"run": rs}), model=model)
+    pattern = re.compile(rf"^\s*def {re.escape(task.entry_point)}\s*\(", re.MULTILINE)
+    candidates = sorted(
+        (p for p, text in result.files.items() if p.endswith(".py") and pattern.search(text) and "test" not in p),
+        key=lambda p: (p != "solution.py", len(p)),
+    )
+    tokens, requests = result.report["tokens"]["total"], result.report["requests"]
+    if not candidates:
+        return Generation("", tokens, requests, error=f"no file defines {task.entry_point}")
+    return Generation(as_solution(result.files[candidates[0]], task), tokens, requests)
+
+
+def results_path(results_dir: Path, model_label: str, strategy: str, day: str | None = None) -> Path:
+    day = day or datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", model_label)
+    return results_dir / f"{day}-humanevalplus-{model}-{strategy}.json"
+
+
+def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    scored = [t for t in tasks.values() if t.get("base") is not None]
+    n = len(scored)
+    base, plus = sum(bool(t["base"]) for t in scored), sum(bool(t["plus"]) for t in scored)
+    return {
+        "tasks": len(tasks),
+        "scored": n,
+        "base_passed": base,
+        "plus_passed": plus,
+        "pass@1_base": round(base / n, 4) if n else None,
+        "pass@1_plus": round(plus / n, 4) if n else None,
+        "tokens": sum(t["tokens"] for t in tasks.values()),
+        "requests": sum(t["requests"] for t in tasks.values()),
+        "generation_wall_time_s": round(sum(t["wall_time_s"] for t in tasks.values()), 1),
+        "note": CEILING_NOTE,
+    }
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+Generator = Callable[[Task], Generation]
+Scorer = Callable[[dict[str, str]], dict[str, TaskScore]]
+
+
+def run_benchmark(
+    tasks: Sequence[Task],
+    *,
+    strategy: str,
+    generate: Generator,
+    score: Scorer,
+    out: Path,
+    meta: dict[str, Any],
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Generate every task not yet in ``out`` (saving after each), then score all of them; returns the data."""
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    if data and (data.get("strategy") != strategy or data.get("data_md5") != meta.get("data_md5")):
+        raise ConfigError(f"{out} holds a different run ({data.get('strategy')}); pass another --out")
+    data = {**meta, "strategy": strategy, **{k: v for k, v in data.items() if k == "tasks"}}
+    done: dict[str, dict[str, Any]] = data.setdefault("tasks", {})
+    for i, task in enumerate(tasks, 1):
+        if task.task_id in done:
+            continue
+        start = time.monotonic()
+        try:
+            gen = generate(task)
+        except Exception as e:  # a task's failure is its outcome, not the benchmark's end
+            gen = Generation("", 0, 0, error=f"{type(e).__name__}: {e}")
+        done[task.task_id] = {
+            "solution": gen.solution,
+            "tokens": gen.tokens,
+            "requests": gen.requests,
+            "wall_time_s": round(time.monotonic() - start, 1),
+            "error": gen.error,
+            "base": None,
+            "plus": None,
+        }
+        _save(out, {**data, "summary": summarise(done)})
+        say(f"[{i}/{len(tasks)}] {task.task_id}: {done[task.task_id]['wall_time_s']}s, {gen.tokens} tokens")
+    chosen = {t.task_id for t in tasks}
+    say(f"scoring {len(chosen)} solutions with evalplus")
+    start = time.monotonic()
+    scores = score({tid: t["solution"] for tid, t in done.items() if tid in chosen})
+    for tid, s in scores.items():
+        done[tid]["base"], done[tid]["plus"] = s.base, s.plus
+    data["scoring_wall_time_s"] = round(time.monotonic() - start, 1)
+    data["summary"] = summarise({tid: t for tid, t in done.items() if tid in chosen})
+    _save(out, data)
+    return data
+
+
+def machine() -> dict[str, Any]:
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()}
+
+
+def single_generator(client_for: Callable[[], ModelClient]) -> Generator:
+    def generate(task: Task) -> Generation:
+        return asyncio.run(generate_single(client_for(), task))
+
+    return generate
+
+
+def l2mac_generator(settings: Settings, model: Model | None, workspace: Path | None = None) -> Generator:
+    root = workspace or Path(tempfile.mkdtemp(prefix="l2mac-humaneval-"))
+
+    def generate(task: Task) -> Generation:
+        return generate_l2mac(task, settings, model, root)
+
+    return generate

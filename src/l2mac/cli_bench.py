@@ -1,0 +1,115 @@
+"""``l2mac bench``: measure generation quality with the same model across strategies."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from l2mac.errors import L2MACError
+from l2mac.models.client import ModelClient
+from l2mac.settings import Settings, load_settings
+
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: HumanEval+ (function level).")
+
+
+@bench_app.command("humaneval")
+def humaneval_command(
+    strategy: Annotated[str, typer.Option(help="single (one call, no tools) or l2mac (the engine).")] = "single",
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.", min=1)] = None,
+    tasks: Annotated[str | None, typer.Option(help="Task ids, comma-separated (e.g. 0,1,HumanEval/2).")] = None,
+    model: Annotated[str | None, typer.Option(help="Model [default: as configured; else the local model].")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed, where the model supports one.")] = None,
+    task_tokens: Annotated[int, typer.Option(help="Token budget per task (both strategies).")] = 40_000,
+    data: Annotated[Path | None, typer.Option(help="HumanEval+ v0.1.10 .jsonl.gz [default: bench/data].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Results file [default: bench/results/<date>-...json].")] = None,
+    self_test: Annotated[
+        bool, typer.Option("--self-test", help="Score the canonical solutions (expect the ceiling) and exit.")
+    ] = False,
+) -> None:
+    """HumanEval+ pass@1 (base and plus) of one strategy, scored by evalplus 0.3.1; resumable."""
+    from l2mac.benchmarks import humaneval as he
+    from l2mac.benchmarks import scorer
+
+    console = Console()
+    try:
+        if strategy not in he.STRATEGIES:
+            raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
+        data_path = data or he.default_data_path()
+        all_tasks = he.load_tasks(data_path)
+        python = scorer.ensure_scorer()
+        runner = scorer.scoring_runner(python)
+
+        def score(solutions: dict[str, str]) -> dict[str, scorer.TaskScore]:
+            return scorer.score(solutions, data_path, python=python, runner=runner)
+
+        if self_test:
+            with gzip.open(data_path, "rt", encoding="utf-8") as f:
+                canon = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in map(json.loads, f)}
+            results = score(canon)
+            passed = sum(s.base and s.plus for s in results.values())
+            console.print(f"canonical solutions: {passed}/{len(results)} pass base and plus ({he.CEILING_NOTE})")
+            raise typer.Exit(0 if passed == scorer.CEILING else 1)
+        chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
+        settings, label, client_for = _model(model, base_url, seed, task_tokens)
+        generate = he.single_generator(client_for) if strategy == "single" else he.l2mac_generator(settings, None)
+        target = out or he.results_path(Path("bench/results"), label, strategy)
+        meta = {
+            "benchmark": "HumanEval+ v0.1.10",
+            "data_md5": he.DATA_MD5,
+            "scorer": scorer.EVALPLUS,
+            "model": label,
+            "seed": seed,
+            "task_tokens": task_tokens,
+            "machine": he.machine(),
+            "command": "l2mac " + shlex.join(sys.argv[1:]),
+        }
+        result = he.run_benchmark(
+            chosen, strategy=strategy, generate=generate, score=score, out=target, meta=meta, say=console.print
+        )
+        s = result["summary"]
+        console.print(
+            f"{strategy} · {label}: base {s['base_passed']}/{s['scored']} (pass@1 {s['pass@1_base']}), "
+            f"plus {s['plus_passed']}/{s['scored']} (pass@1 {s['pass@1_plus']}); {s['note']}. Written to {target}"
+        )
+    except L2MACError as e:
+        Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _model(
+    model: str | None, base_url: str | None, seed: int | None, task_tokens: int
+) -> tuple[Settings, str, Callable[[], ModelClient]]:
+    """Settings for the l2mac strategy, the model's label, and a per-task client for the single strategy."""
+    from l2mac.models.client import RetryPolicy
+    from l2mac.models.registry import model_settings
+    from l2mac.run import resolve_model
+
+    settings = load_settings(
+        llm={"model": model, "base_url": base_url},
+        run={"max_tokens": task_tokens, "steps": 2, "max_turns": 12},
+    )
+    info, _ = resolve_model(settings, None)
+    ms = model_settings(settings.llm)
+    if seed is not None:
+        ms["seed"] = seed
+
+    def client_for() -> ModelClient:
+        return ModelClient(
+            info.model,
+            settings=ms,
+            retry=RetryPolicy(max_retries=settings.llm.max_retries),
+            max_tokens=task_tokens,
+            max_output_tokens=settings.llm.max_output_tokens,
+        )
+
+    llm = settings.llm.model_copy(update={"model": f"{info.provider}:{info.name}"})
+    return settings.model_copy(update={"llm": llm}), info.label, client_for

@@ -1,0 +1,149 @@
+"""The HumanEval+ harness, offline: data checks, answer extraction, resumable runs; and (slow) the real scorer,
+which must give a perfect fake model the ceiling, an empty one 0 and a half-right one half."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from l2mac.benchmarks import humaneval as he
+from l2mac.benchmarks import scorer
+from l2mac.benchmarks.scorer import TaskScore
+from l2mac.errors import ConfigError
+from l2mac.models.client import ModelClient
+from l2mac.models.scripted import last_user_text
+
+DATA = he.default_data_path()
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[he.Task]:
+    return he.load_tasks(DATA)
+
+
+def canonical() -> dict[str, str]:
+    with gzip.open(DATA, "rt", encoding="utf-8") as f:
+        return {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in map(json.loads, f)}
+
+
+def test_data_is_the_release_and_a_changed_file_is_refused(tasks: list[he.Task], tmp_path: Path) -> None:
+    assert len(tasks) == 164 and tasks[0].task_id == "HumanEval/0" and tasks[0].entry_point == "has_close_elements"
+    bad = tmp_path / he.DATA_FILE
+    bad.write_bytes(DATA.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(ConfigError, match=r"not the HumanEval\+ v0\.1\.10 release"):
+        he.load_tasks(bad)
+
+
+def test_select_by_ids_and_limit(tasks: list[he.Task]) -> None:
+    assert [t.task_id for t in he.select(tasks, 3, None)] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
+    assert [t.task_id for t in he.select(tasks, None, ["5", "HumanEval/7"])] == ["HumanEval/5", "HumanEval/7"]
+    with pytest.raises(ConfigError, match="unknown task ids: HumanEval/999"):
+        he.select(tasks, None, ["999"])
+
+
+def _answer_with(text: str) -> FunctionModel:
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(text)])
+
+    return FunctionModel(answer, model_name="fake")
+
+
+def test_single_takes_the_block_defining_the_function_and_keeps_the_prompts_imports(tasks: list[he.Task]) -> None:
+    task = tasks[0]  # from typing import List; def has_close_elements(numbers: List[float], ...)
+    body = "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n    return False\n"
+    answer = f"Here:\n```python\nprint('example')\n```\nSolution:\n```python\n{body}```\n"
+    seen: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(last_user_text(messages))
+        return ModelResponse(parts=[TextPart(answer)])
+
+    gen = asyncio.run(he.generate_single(ModelClient(FunctionModel(model, model_name="fake")), task))
+    assert gen.solution == "from typing import List\n" + body and gen.requests == 1
+    # the generator saw the prompt only: not the tests or the canonical solution
+    assert task.prompt.strip()[:40] in seen[0] and "canonical" not in seen[0] and "assert candidate" not in seen[0]
+
+
+def test_a_run_is_resumable_and_a_failing_task_is_recorded_not_fatal(tasks: list[he.Task], tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    calls: list[str] = []
+
+    def generate(task: he.Task) -> he.Generation:
+        calls.append(task.task_id)
+        if task.task_id == "HumanEval/1":
+            raise RuntimeError("model fell over")
+        return he.Generation(f"# {task.task_id}\n", tokens=10, requests=1)
+
+    def score(solutions: dict[str, str]) -> dict[str, TaskScore]:
+        return {tid: TaskScore(base=tid != "HumanEval/2", plus=tid == "HumanEval/0") for tid in solutions}
+
+    meta = {"data_md5": he.DATA_MD5, "model": "fake"}
+    first = he.run_benchmark(tasks[:3], strategy="single", generate=generate, score=score, out=out, meta=meta)
+    assert first["tasks"]["HumanEval/1"]["error"] == "RuntimeError: model fell over"
+    assert first["summary"]["base_passed"] == 2
+    assert first["summary"]["plus_passed"] == 1 and first["summary"]["pass@1_plus"] == round(1 / 3, 4)
+    assert "163/164" in first["summary"]["note"]
+    calls.clear()
+    second = he.run_benchmark(tasks[:5], strategy="single", generate=generate, score=score, out=out, meta=meta)
+    assert calls == ["HumanEval/3", "HumanEval/4"]  # finished tasks are skipped
+    assert second["summary"]["tasks"] == 5 and json.loads(out.read_text())["summary"]["scored"] == 5
+    with pytest.raises(ConfigError, match="holds a different run"):
+        he.run_benchmark(tasks[:1], strategy="l2mac", generate=generate, score=score, out=out, meta=meta)
+
+
+# -- the real scorer (slow: installs evalplus once, about 3 minutes per scoring on 2 cores) -------------------
+
+
+@pytest.fixture(scope="module")
+def real_score() -> Any:
+    if shutil.which("pip") is None and not Path(scorer.scorer_python()).exists():
+        pytest.skip("no pip to install the scorer")
+    python = scorer.ensure_scorer()
+    runner = scorer.scoring_runner(python)
+
+    def score(solutions: dict[str, str]) -> dict[str, TaskScore]:
+        return scorer.score(solutions, DATA, python=python, runner=runner)
+
+    return score
+
+
+def _run(tasks: list[he.Task], text_for: Any, score: Any, out: Path) -> dict[str, Any]:
+    def generate(task: he.Task) -> he.Generation:
+        model = _answer_with(text_for(task))
+        return asyncio.run(he.generate_single(ModelClient(model), task))
+
+    return he.run_benchmark(tasks, strategy="single", generate=generate, score=score, out=out, meta={})
+
+
+@pytest.mark.slow
+def test_a_perfect_model_scores_the_ceiling(tasks: list[he.Task], real_score: Any, tmp_path: Path) -> None:
+    canon = canonical()
+    data = _run(tasks, lambda t: f"```python\n{canon[t.task_id]}```", real_score, tmp_path / "perfect.json")
+    assert data["summary"]["base_passed"] == scorer.CEILING and data["summary"]["plus_passed"] == scorer.CEILING
+    assert [tid for tid, t in data["tasks"].items() if not t["plus"]] == list(scorer.KNOWN_BROKEN)
+
+
+@pytest.mark.slow
+def test_an_empty_model_scores_0_and_a_half_right_one_half(
+    tasks: list[he.Task], real_score: Any, tmp_path: Path
+) -> None:
+    empty = _run(tasks[:10], lambda t: "I cannot help with that.", real_score, tmp_path / "empty.json")
+    assert empty["summary"]["scored"] == 10 and empty["summary"]["base_passed"] == 0
+    canon = canonical()
+    half = {t.task_id for t in tasks[:20:2]}
+
+    def half_right(t: he.Task) -> str:
+        if t.task_id in half:
+            return f"```python\n{canon[t.task_id]}```"
+        return f"```python\n{t.prompt}    return None\n```"
+
+    data = _run(tasks[:20], half_right, real_score, tmp_path / "half.json")
+    assert data["summary"]["base_passed"] == 10 and data["summary"]["plus_passed"] == 10
