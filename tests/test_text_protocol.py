@@ -401,3 +401,25 @@ def test_a_path_differing_only_in_letter_case_means_the_existing_file(tmp_path: 
     unit, _, store = make_unit(tmp_path, replies)
     assert run_step(unit, instruction).status is StepStatus.PASSED
     assert store.list_files() == ["stack.py", "tests/test_stack.py"]
+
+
+def test_failing_tests_that_use_api_the_step_never_asked_for_are_named_as_the_problem(tmp_path: Path) -> None:
+    queue = "class Queue:\n    def __init__(self):\n        self.items = []\n\n    def enqueue(self, x):\n"
+    queue += "        self.items.append(x)\n\n    def __len__(self):\n        return len(self.items)\n"
+    bad_test = "from queue_ds import Queue\n\n\ndef test_enqueue():\n    q = Queue()\n    q.enqueue(1)\n"
+    bad_test += "    assert q.peek() == 1\n"
+    good_test = bad_test.replace("q.peek() == 1", "len(q) == 1")
+    replies = [
+        text(fenced(("queue_ds.py", queue))),
+        text(fenced(("tests/test_queue_ds.py", bad_test))),
+        text(fenced(("tests/test_queue_ds.py", good_test))),
+        text("STEP COMPLETE"),
+    ]
+    instruction = Instruction(
+        title="Q",
+        instruction="Write queue_ds.py with class Queue (enqueue(x), __len__). Write tests/test_queue_ds.py.",
+        requires_tests=True,
+    )
+    unit, script, _ = make_unit(tmp_path, replies)
+    assert run_step(unit, instruction).status is StepStatus.PASSED
+    assert "The failing tests use Queue.peek, which this step does not ask for" in last_user_text(script.requests[2])

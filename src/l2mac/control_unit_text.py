@@ -321,6 +321,8 @@ class TextControlUnit(ControlUnit):
                     report=report,
                     saved=saved or "(no file was changed)",
                 )
+                if invented := invented_attributes(report, step.instruction.instruction, _python_files(store)):
+                    feedback += "\n\n" + self.domain.render("text_invented_api", names=", ".join(invented))
             if unchanged:  # the same answer again: say so, and sample more freely next time
                 feedback = self.domain.render("text_unchanged") + "\n\n" + feedback
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
@@ -380,6 +382,21 @@ _NOT_NAMES = frozenset(
     | {"super", "type", "min", "max", "sum", "sorted", "enumerate", "zip", "map", "filter", "any", "all", "repr"}
     | {"format", "input"}
 )
+
+
+_NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
+
+
+def invented_attributes(report: str, instruction: str, sources: dict[str, str]) -> list[str]:
+    """``Class.name`` the failing tests use that neither the step asks for nor the code defines: a small model's
+    tests invent API (``Queue.peek``), then it rewrites the code instead of the test."""
+    code = "\n".join(src for path, src in sources.items() if not is_test_file(path))
+    out: list[str] = []
+    for cls, name in _NO_ATTRIBUTE.findall(report):
+        defined = re.search(rf"^\s*def {re.escape(name)}\b|^\s*{re.escape(name)}\s*[:=]", code, re.MULTILINE)
+        if not re.search(rf"\b{re.escape(name)}\b", instruction) and not defined and f"{cls}.{name}" not in out:
+            out.append(f"{cls}.{name}")
+    return out
 
 
 def named_definitions(instruction: str) -> list[str]:
