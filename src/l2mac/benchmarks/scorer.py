@@ -74,7 +74,7 @@ def ensure_scorer(root: Path | None = None, *, say: bool = True) -> Path:
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     try:
         subprocess.run([*pip, "--no-deps", EVALPLUS], check=True)
-        subprocess.run([*pip, *EVALPLUS_DEPS], check=True)
+        subprocess.run([*pip, "--no-warn-conflicts", *EVALPLUS_DEPS], check=True)  # its other deps are skipped
     except subprocess.CalledProcessError as e:
         raise ConfigError(f"could not install the scorer into {root}: pip exited {e.returncode}") from e
     stamp.touch()
