@@ -17,7 +17,7 @@ from l2mac.errors import L2MACError
 from l2mac.models.client import ModelClient
 from l2mac.settings import Settings, load_settings
 
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: HumanEval+ (function level).")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: HumanEval+ (function level), system-design projects.")
 
 
 @bench_app.command("humaneval")
@@ -113,3 +113,66 @@ def _model(
 
     llm = settings.llm.model_copy(update={"model": f"{info.provider}:{info.name}"})
     return settings.model_copy(update={"llm": llm}), info.label, client_for
+
+
+@bench_app.command("project")
+def project_command(
+    task: Annotated[str, typer.Option(help="url_shortener, twitter or whatsapp.")] = "url_shortener",
+    strategy: Annotated[str, typer.Option(help="single (one call writes the project) or l2mac.")] = "single",
+    model: Annotated[str | None, typer.Option(help="Generator [default: as configured; else the local model].")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    judge: Annotated[str | None, typer.Option(help="Judge model [default: the generator].")] = None,
+    repeats: Annotated[int, typer.Option(help="Judge repeats, averaged.", min=1)] = 3,
+    task_tokens: Annotated[int, typer.Option(help="Token budget for the generation.")] = 400_000,
+    out: Annotated[Path | None, typer.Option(help="Results file [default: bench/results/<date>-...json].")] = None,
+) -> None:
+    """One of the paper's system-design tasks: files, LOC, syntax errors, own tests, Features % (LLM-judged)."""
+    import asyncio
+    import json
+    import tempfile
+    from datetime import datetime, timezone
+
+    from l2mac.benchmarks import humaneval as he
+    from l2mac.benchmarks import projects as pj
+    from l2mac.benchmarks import scorer
+
+    console = Console()
+    try:
+        if strategy not in he.STRATEGIES:
+            raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
+        spec = pj.load_project_task(task)
+        settings, label, client_for = _model(model, base_url, None, task_tokens)
+        judge_label, judge_client = label, client_for
+        if judge:
+            _, judge_label, judge_client = _model(judge, base_url, None, 10**9)
+        workspace = Path(tempfile.mkdtemp(prefix=f"l2mac-{task}-"))
+        python = scorer.ensure_scorer()
+        runner = scorer.scoring_runner(python)
+
+        def generate(t: pj.ProjectTask) -> Path:
+            if strategy == "single":
+                return asyncio.run(pj.generate_single_project(client_for(), t, workspace / t.name))
+            plan_free = settings.model_copy(update={"run": settings.run.model_copy(update={"steps": None})})
+            return pj.generate_l2mac_project(t, plan_free, None, workspace)
+
+        result = pj.run_project_benchmark(
+            spec,
+            generate=generate,
+            measure_root=lambda root: pj.measure(root, runner=runner, pylint_python=python),
+            judge=pj.judge_with(judge_client, spec, repeats),
+        )
+        result.update(strategy=strategy, model=label, judge=judge_label, machine=he.machine())
+        result["command"] = "l2mac " + shlex.join(sys.argv[1:])
+        day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        target = out or Path("bench/results") / f"{day}-l2mac-{task}-{label.replace(':', '_')}-{strategy}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        f = result["features"]
+        console.print(
+            f"{task} · {strategy} · {label}: {result['files']} files, {result['loc']} LOC, pylint E "
+            f"{result['pylint_errors']}, ruff {result['ruff_errors']}, tests {result['tests']}, Features % "
+            f"(LLM-judged by {judge_label}) {f.get('features_pct')}. Written to {target}"
+        )
+    except L2MACError as e:
+        Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from None

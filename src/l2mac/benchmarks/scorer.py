@@ -9,6 +9,7 @@ runner (bubblewrap when available), and its JSON results are read back.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
 import subprocess
@@ -41,6 +42,7 @@ EVALPLUS_DEPS = (
     "tree-sitter>=0.22",
     "tree-sitter-python>=0.21",
     "datasets",
+    "pylint",  # not evalplus's: the project-level benchmark's syntax-error count, as in the paper
 )
 # evalplus 0.3.1 fails HumanEval/32's canonical solution (a known upstream bug): the most any run can score
 CEILING = 163
@@ -65,12 +67,14 @@ def ensure_scorer(root: Path | None = None, *, say: bool = True) -> Path:
     """The scorer's Python, creating its environment the first time (a few minutes; needs the package index)."""
     root = root or scorer_dir()
     python = scorer_python(root)
-    stamp = root / ".ready"
+    wanted = hashlib.sha256(" ".join((EVALPLUS, *EVALPLUS_DEPS)).encode()).hexdigest()[:12]
+    stamp = root / f".ready-{wanted}"
     if stamp.exists() and python.exists():
         return python
     if say:
         print(f"[bench] installing the scorer ({EVALPLUS}, minimal) into {root}", file=sys.stderr, flush=True)
-    venv.EnvBuilder(with_pip=True, clear=True).create(root)
+    if not python.exists():
+        venv.EnvBuilder(with_pip=True).create(root)
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     try:
         subprocess.run([*pip, "--no-deps", EVALPLUS], check=True)
