@@ -53,6 +53,7 @@ class Generation:
     tokens: int
     requests: int
     error: str | None = None
+    cost_usd: float | None = None  # None: the model's price is unknown (local models)
 
 
 def default_data_path() -> Path:
@@ -118,7 +119,9 @@ async def generate_single(client: ModelClient, task: Task) -> Generation:
     ]
     response = await client.request(messages, purpose=f"single {task.task_id}")
     code = code_from_answer(response.text or "", task)
-    return Generation(as_solution(code, task), client.usage.total_tokens, client.usage.requests)
+    usage = client.usage
+    cost = usage.cost_usd if usage.cost_known else None
+    return Generation(as_solution(code, task), usage.total_tokens, usage.requests, cost_usd=cost)
 
 
 def generate_l2mac(task: Task, settings: Settings, model: Model | None, workspace: Path) -> Generation:
@@ -133,10 +136,10 @@ def generate_l2mac(task: Task, settings: Settings, model: Model | None, workspac
         (p for p, text in result.files.items() if p.endswith(".py") and pattern.search(text) and "test" not in p),
         key=lambda p: (p != "solution.py", len(p)),
     )
-    tokens, requests = result.report["tokens"]["total"], result.report["requests"]
+    tokens, requests, cost = result.report["tokens"]["total"], result.report["requests"], result.report["cost_usd"]
     if not candidates:
-        return Generation("", tokens, requests, error=f"no file defines {task.entry_point}")
-    return Generation(as_solution(result.files[candidates[0]], task), tokens, requests)
+        return Generation("", tokens, requests, error=f"no file defines {task.entry_point}", cost_usd=cost)
+    return Generation(as_solution(result.files[candidates[0]], task), tokens, requests, cost_usd=cost)
 
 
 def results_path(results_dir: Path, model_label: str, strategy: str, day: str | None = None) -> Path:
@@ -158,6 +161,9 @@ def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "pass@1_plus": round(plus / n, 4) if n else None,
         "tokens": sum(t["tokens"] for t in tasks.values()),
         "requests": sum(t["requests"] for t in tasks.values()),
+        "cost_usd": None
+        if any(t.get("cost_usd") is None for t in tasks.values())
+        else round(sum(t["cost_usd"] for t in tasks.values()), 4),
         "generation_wall_time_s": round(sum(t["wall_time_s"] for t in tasks.values()), 1),
         "note": CEILING_NOTE,
     }
@@ -202,6 +208,7 @@ def run_benchmark(
             "solution": gen.solution,
             "tokens": gen.tokens,
             "requests": gen.requests,
+            "cost_usd": gen.cost_usd,
             "wall_time_s": round(time.monotonic() - start, 1),
             "error": gen.error,
             "base": None,
