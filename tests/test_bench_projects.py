@@ -15,7 +15,8 @@ from l2mac.models.client import ModelClient
 from l2mac.models.scripted import ScriptedModel, last_user_text, text
 
 APP = "def shorten(url):\n    return 'abc'\n"
-TESTS = "from app import shorten\n\n\ndef test_shorten():\n    assert shorten('x') == 'abc'\n\n\ndef test_bad():\n    assert 1 == 2\n"
+TESTS = "from app import shorten\n\n\ndef test_shorten():\n    assert shorten('x') == 'abc'\n"
+TESTS += "\n\ndef test_bad():\n    assert 1 == 2\n"
 BROKEN = "def oops(:\n"
 
 
