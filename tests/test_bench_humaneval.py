@@ -147,3 +147,33 @@ def test_an_empty_model_scores_0_and_a_half_right_one_half(
 
     data = _run(tasks[:20], half_right, real_score, tmp_path / "half.json")
     assert data["summary"]["base_passed"] == 10 and data["summary"]["plus_passed"] == 10
+
+
+def test_the_l2mac_strategy_runs_the_engine_and_takes_the_file_defining_the_function(
+    tasks: list[he.Task], tmp_path: Path
+) -> None:
+    from l2mac.models.scripted import ScriptedModel, call
+
+    from conftest import make_settings
+
+    task = tasks[2]  # truncate_number(number: float) -> float
+    code = "def truncate_number(number: float) -> float:\n    return number % 1.0\n"
+    tests = "from solution import truncate_number\n\n\ndef test_it():\n    assert truncate_number(3.5) == 0.5\n"
+    script = ScriptedModel(
+        [
+            call("submit_plan", {"steps": [{"title": "Solve", "instruction": "Write solution.py and its tests."}]}),
+            call(
+                "write_files",
+                {
+                    "files": [
+                        {"path": "solution.py", "content": code},
+                        {"path": "tests/test_solution.py", "content": tests},
+                    ]
+                },
+            ),
+            call("step_complete", {"summary": "done"}),
+        ]
+    )
+    gen = he.l2mac_generator(make_settings(tmp_path), script.model, tmp_path / "runs")(task)
+    assert gen.error is None and gen.solution == code and gen.requests == 3 and gen.tokens > 0
+    assert task.prompt.strip()[:30] in last_user_text(script.requests[0])  # the planner got the task's prompt
