@@ -19,7 +19,17 @@ from rich.text import Text
 from l2mac.cli_bench import bench_app
 from l2mac.cli_models import models_app
 from l2mac.errors import L2MACError
-from l2mac.events import Event, ModelCalled, PlanReady, RunFinished, RunStarted, StepFinished, StepStarted, ToolUsed
+from l2mac.events import (
+    AgentChanged,
+    Event,
+    ModelCalled,
+    PlanReady,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+    ToolUsed,
+)
 from l2mac.settings import default_config_path, init_config, load_settings
 
 if TYPE_CHECKING:
@@ -49,6 +59,7 @@ class Progress:
         self.tool = ""
         self.usage = ""
         self.workspace = ""
+        self.agents: dict[int, str] = {}
 
     def _render(self) -> Text:
         return Text.assemble(
@@ -80,6 +91,17 @@ class Progress:
             mark = "[green]✓[/]" if o.passed else "[red]✗[/]"
             why = f" — {o.reason}" if o.reason else ""
             self.console.print(f"{mark} step {o.index}/{event.total}: {o.title}{why}", highlight=False)
+        elif isinstance(event, AgentChanged):
+            self.agents[event.id] = event.state
+            counts = {s: list(self.agents.values()).count(s) for s in dict.fromkeys(self.agents.values())}
+            self.step = f"{len(self.agents)} agents: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+            if event.state in ("done", "failed"):
+                mark = "[green]✓[/]" if event.state == "done" else "[red]✗[/]"
+                note = f" — {event.note}" if event.note else ""
+                indent = "  " * event.depth
+                self.console.print(
+                    f"{indent}{mark} agent {event.id}: {event.owns} ({event.tokens:,} tokens){note}", highlight=False
+                )
         elif isinstance(event, RunFinished):
             self.live.stop()
         self.live.update(self._render())
@@ -138,6 +160,12 @@ def run_command(
         bool, typer.Option("--force", help="Write into --project-name even if that folder holds files.")
     ] = False,
     reflect: Annotated[bool, typer.Option(help="Review and refine the plan once before running it.")] = False,
+    strategy: Annotated[
+        str | None, typer.Option(help="l2mac (plan, then steps) or soa (self-organised agents) [default: l2mac].")
+    ] = None,
+    max_agents: Annotated[int | None, typer.Option(help="soa: most agents.", min=1)] = None,
+    max_depth: Annotated[int | None, typer.Option(help="soa: most levels below the first agent.", min=1)] = None,
+    concurrency: Annotated[int | None, typer.Option(help="soa: model calls in flight at once.", min=1)] = None,
     protocol: Annotated[
         str | None, typer.Option(help="How files are written: tools, text (fenced blocks) or auto [default: auto].")
     ] = None,
@@ -184,6 +212,10 @@ def run_command(
                 "max_wall_time_s": max_wall_time,
                 "force": force or None,
                 "reflect": reflect,
+                "strategy": strategy,
+                "max_agents": max_agents,
+                "max_depth": max_depth,
+                "concurrency": concurrency,
                 "protocol": protocol,
                 "recoveries": recoveries,
                 "sandbox": "bubblewrap" if require_sandbox else sandbox,

@@ -55,7 +55,20 @@ class RunFinished:
     report: dict[str, Any]
 
 
-Event = RunStarted | PlanReady | StepStarted | ToolUsed | ModelCalled | StepFinished | RunFinished
+@dataclass(frozen=True)
+class AgentChanged:
+    """A self-organised agent changed state (waiting, writing, testing, done, failed)."""
+
+    id: int
+    parent: int | None
+    depth: int
+    owns: str
+    state: str
+    tokens: int
+    note: str = ""
+
+
+Event = RunStarted | PlanReady | StepStarted | ToolUsed | ModelCalled | StepFinished | RunFinished | AgentChanged
 EventSink = Callable[[Event], None]
 
 

@@ -30,6 +30,7 @@ from l2mac.planner import load_prompt_program
 from l2mac.record import RECORD_DIR, RunRecord
 from l2mac.report import build_report
 from l2mac.settings import Settings, load_settings
+from l2mac.soa.organization import AgentLimits
 from l2mac.store import FileStore, GitHistory
 from l2mac.strategies import RunContext, get_strategy
 from l2mac.tools import Toolbox, ToolEnv, tools_named
@@ -270,7 +271,7 @@ async def _execute(
         emit(ModelCalled(call.purpose, client.usage))
 
     client.on_call = on_call
-    strategy = get_strategy("l2mac")
+    strategy = get_strategy(rs.strategy)
     protocol = protocol_for(rs.protocol, info)
     check_failures = rs.max_check_failures
     if protocol == "text" and "max_check_failures" not in rs.model_fields_set:
@@ -292,6 +293,7 @@ async def _execute(
         recoveries=rs.recoveries,
         protocol=protocol,
         program=start.program,
+        agent_limits=AgentLimits(rs.max_agents, rs.max_depth, rs.concurrency),
     )
     emit(RunStarted(store.root.name, str(store.root), info.label, strategy.name, note))
     record.log(

@@ -67,6 +67,12 @@ class RunSettings(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     domain: str = Field(default="codebase", description="codebase, book or custom.")
+    strategy: Literal["l2mac", "soa"] = Field(
+        default="l2mac", description="l2mac (plan, then steps in fresh contexts) or soa (self-organised agents)."
+    )
+    max_agents: int = Field(default=50, gt=0, description="soa: most agents in the tree.")
+    max_depth: int = Field(default=3, gt=0, description="soa: most levels below the first agent.")
+    concurrency: int = Field(default=4, gt=0, description="soa: model calls in flight at once.")
     prompts_file: Path | None = Field(default=None, description="Prompt set (YAML) for the custom domain.")
     steps: int | None = Field(default=None, gt=0, description="Most steps the planner may produce.")
     reflect: bool = Field(default=False, description="Ask the model to review and refine its plan once.")

@@ -11,6 +11,7 @@ from l2mac.domains import Domain
 from l2mac.events import EventSink
 from l2mac.models.client import ModelClient
 from l2mac.record import RunRecord
+from l2mac.soa.organization import AgentLimits
 from l2mac.store import GitHistory
 from l2mac.tools import Toolbox
 from l2mac.types import PromptProgram, StepOutcome
@@ -35,6 +36,7 @@ class RunContext:
     protocol: str = "tools"
     program: PromptProgram | None = None
     outcomes: list[StepOutcome] = field(default_factory=list)  # filled as steps finish, kept if the run stops
+    agent_limits: AgentLimits | None = None  # the soa strategy's limits
 
 
 class Strategy(Protocol):

@@ -1,0 +1,376 @@
+"""Self-organised agents: a mother designs a module and its tests, one child per stubbed function implements it
+(and becomes a mother in turn when it splits its function), children of one mother work in parallel against
+frozen contracts, test failures go back down to the children they involve, and contract changes go up.
+
+Every agent's context holds the task, its module's outline (signatures and docstrings, no bodies) and its one
+contract, so what an agent handles stays the same size however large the codebase grows.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from importlib import resources
+from string import Template
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.tools import ToolDefinition
+
+from l2mac.checks.tests import run_tests
+from l2mac.events import AgentChanged, EventSink, ignore
+from l2mac.models.client import ModelClient
+from l2mac.soa.contracts import Contract, ContractError, changed_contract, put_function, replace_signature, stubs
+from l2mac.tools import ToolEnv
+
+
+class AgentState(str, Enum):
+    WAITING = "waiting"
+    WRITING = "writing"
+    TESTING = "testing"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass
+class Agent:
+    id: int
+    owns: str  # "module app/core.py" or "app/core.py:function"
+    depth: int
+    parent: int | None
+    contract: Contract | None = None
+    state: AgentState = AgentState.WAITING
+    tokens: int = 0
+    calls: int = 0
+    children: list[int] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    max_agents: int = 50
+    max_depth: int = 3
+    concurrency: int = 4
+    repair_rounds: int = 2
+    attempts: int = 3  # answers an agent may give before it fails
+
+
+class ModuleArgs(BaseModel):
+    path: str = Field(description="Path of the module, e.g. app/core.py")
+    code: str = Field(description="The complete module; functions left to the team have a `...` body")
+
+
+class SkeletonArgs(BaseModel):
+    modules: list[ModuleArgs] = Field(min_length=1, description="The modules of the design")
+    tests: str = Field(description="pytest tests of the modules' behaviour")
+
+
+class FunctionArgs(BaseModel):
+    code: str = Field(description="The complete function, with any new helper functions (stubs are delegated)")
+
+
+class ContractChangeArgs(BaseModel):
+    signature: str = Field(description="The signature needed, e.g. def f(a: int, b: int) -> int:")
+    reason: str
+
+
+class DecisionArgs(BaseModel):
+    accept: bool
+    reason: str
+
+
+def _tool(name: str, description: str, args: type[BaseModel]) -> ToolDefinition:
+    schema = args.model_json_schema()
+    schema.pop("title", None)
+    return ToolDefinition(name=name, description=description, parameters_json_schema=schema)
+
+
+WRITE_SKELETON = _tool("write_skeleton", "Write the module's design and its tests.", SkeletonArgs)
+WRITE_FUNCTION = _tool("write_function", "Write your function (and helper stubs to delegate).", FunctionArgs)
+REQUEST_CHANGE = _tool("request_contract_change", "Ask your lead to change your signature.", ContractChangeArgs)
+DECIDE = _tool("decide_contract", "Accept or reject an agent's signature change.", DecisionArgs)
+
+
+def _prompts() -> dict[str, str]:
+    data: dict[str, str] = yaml.safe_load(
+        resources.files("l2mac.soa").joinpath("prompts.yaml").read_text(encoding="utf-8")
+    )
+    return data
+
+
+def outline(source: str) -> str:
+    """The module with every function body cut to its docstring and ``...``: what a child sees of its module."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node)
+            node.body = [ast.Expr(ast.Constant(doc))] if doc else []
+            node.body.append(ast.Expr(ast.Constant(Ellipsis)))
+    return ast.unparse(tree)
+
+
+def test_path_for(module: str) -> str:
+    return "tests/test_" + module.rsplit("/", 1)[-1]
+
+
+class Organization:
+    """Runs one task with self-organised agents on the engine's model client, tools environment and store."""
+
+    def __init__(
+        self,
+        client: ModelClient,
+        env: ToolEnv,
+        limits: AgentLimits,
+        *,
+        emit: EventSink = ignore,
+        log: Callable[..., None] = lambda *a, **k: None,
+    ) -> None:
+        self.client, self.env, self.limits = client, env, limits
+        self.emit, self.log = emit, log
+        self.agents: list[Agent] = []
+        self.prompts = _prompts()
+        self._slots = asyncio.Semaphore(limits.concurrency)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.task = ""
+
+    # -- bookkeeping ---------------------------------------------------------------------------------------
+    def _new(self, owns: str, depth: int, parent: int | None, contract: Contract | None = None) -> Agent:
+        agent = Agent(len(self.agents), owns, depth, parent, contract)
+        self.agents.append(agent)
+        if parent is not None:
+            self.agents[parent].children.append(agent.id)
+        self._set(agent, AgentState.WAITING)
+        return agent
+
+    def _set(self, agent: Agent, state: AgentState, note: str = "") -> None:
+        agent.state, agent.note = state, note or agent.note
+        self.emit(AgentChanged(agent.id, agent.parent, agent.depth, agent.owns, state.value, agent.tokens, agent.note))
+        self.log("agent", id=agent.id, owns=agent.owns, state=state.value, tokens=agent.tokens, note=note)
+
+    def render(self, key: str, **values: Any) -> str:
+        return Template(self.prompts[key]).safe_substitute({k: str(v) for k, v in values.items()}).strip()
+
+    def _can_spawn(self, depth: int, count: int) -> bool:
+        return depth <= self.limits.max_depth and len(self.agents) + count <= self.limits.max_agents
+
+    async def _ask(
+        self, agent: Agent, system: str, user: str, tools: list[ToolDefinition], history: list[ModelMessage]
+    ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
+        messages = history or [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
+        if history:
+            messages = [*history, ModelRequest(parts=[UserPromptPart(user)])]
+        async with self._slots:
+            response: ModelResponse = await self.client.request(
+                messages, tools, purpose=f"agent {agent.id}", allow_text=False
+            )
+        agent.calls += 1
+        agent.tokens += response.usage.input_tokens + response.usage.output_tokens
+        call = next(iter(response.tool_calls), None)
+        return call, [*messages, response]
+
+    def _lock(self, module: str) -> asyncio.Lock:
+        return self._locks.setdefault(module, asyncio.Lock())
+
+    # -- the run -------------------------------------------------------------------------------------------
+    async def run(self, task: str) -> list[Agent]:
+        self.task = task
+        root = self._new("the task", 0, None)
+        await self._mother(root)
+        return self.agents
+
+    async def _mother(self, agent: Agent) -> None:
+        """The root: design the module and its tests, delegate its stubs, then test and repair."""
+        self._set(agent, AgentState.WRITING)
+        history: list[ModelMessage] = []
+        user = self.render("mother_task", task=self.task)
+        for _ in range(self.limits.attempts):
+            call, history = await self._ask(agent, self.render("mother_system"), user, [WRITE_SKELETON], history)
+            try:
+                args = SkeletonArgs.model_validate(_args(call, "write_skeleton"))
+                contracts = [c for m in args.modules for c in stubs(m.code, m.path)]
+                for m in args.modules:
+                    self.env.store.write_text(m.path, m.code)
+                self.env.store.write_text(test_path_for(args.modules[0].path), args.tests)
+                break
+            except (ValidationError, ContractError, ValueError, OSError) as e:
+                user = self.render("rejected_code", error=_short(e))
+        else:
+            self._set(agent, AgentState.FAILED, "no usable skeleton")
+            return
+        agent.owns = ", ".join(m.path for m in args.modules)
+        await self._delegate(agent, contracts)
+        await self._test_and_repair(agent, test_path_for(args.modules[0].path))
+
+    async def _delegate(self, mother: Agent, contracts: list[Contract]) -> None:
+        children = []
+        for contract in contracts:
+            if self._can_spawn(mother.depth + 1, 1):
+                children.append(self._new(f"{contract.module}:{contract.name}", mother.depth + 1, mother.id, contract))
+            else:  # no agent left: the mother implements it herself, completely
+                await self._implement(mother, contract, leaf=True)
+        self._set(mother, AgentState.WAITING, f"waiting for {len(children)} agents")
+        await asyncio.gather(*(self._child(c) for c in children))
+
+    async def _implement(self, agent: Agent, contract: Contract, *, leaf: bool, extra: str = "") -> list[Contract]:
+        """One agent writes one function; returns the helper stubs it delegated (none when ``leaf``)."""
+        history: list[ModelMessage] = []
+        extra = "\n".join(x for x in (extra, self.render("no_more_agents") if leaf else "") if x)
+        tools = [WRITE_FUNCTION, *([REQUEST_CHANGE] if agent.parent is not None else [])]
+        for _ in range(self.limits.attempts):
+            async with self._lock(contract.module):
+                module_now = self.env.store.read_text(contract.module)
+            user = self.render(
+                "child_task",
+                task=self.task,
+                module=contract.module,
+                outline=outline(module_now),
+                contract=contract.text(),
+                extra=extra,
+            )
+            call, history = await self._ask(agent, self.render("child_system"), user, tools, history)
+            if call is not None and call.tool_name == "request_contract_change":
+                contract, extra = await self._change_contract(agent, contract, call)
+                continue
+            try:
+                code = FunctionArgs.model_validate(_args(call, "write_function")).code
+                async with self._lock(contract.module):
+                    merged = put_function(self.env.store.read_text(contract.module), contract, code)
+                    helpers = [s for s in stubs(merged, contract.module) if s.name in _defined(code)]
+                    if any(h.name == contract.name for h in helpers):
+                        raise ContractError(f"{contract.name} is still a stub: write its body")
+                    if helpers and leaf:
+                        raise ContractError("no agents are left to delegate to: implement every helper fully")
+                    self.env.store.write_text(contract.module, merged)
+                return helpers
+            except (ValidationError, ContractError, ValueError, OSError) as e:
+                extra = self.render("rejected_code", error=_short(e))
+        raise ContractError(f"{contract.name}: no usable function after {self.limits.attempts} answers")
+
+    async def _child(self, agent: Agent) -> None:
+        assert agent.contract is not None
+        self._set(agent, AgentState.WRITING)
+        leaf = not self._can_spawn(agent.depth + 1, 1)
+        try:
+            helpers = await self._implement(agent, agent.contract, leaf=leaf)
+        except ContractError as e:
+            self._set(agent, AgentState.FAILED, str(e))
+            return
+        if helpers:  # it split its function: it is a mother now
+            await self._delegate(agent, helpers)
+        self._set(agent, AgentState.DONE)
+
+    async def _change_contract(self, child: Agent, contract: Contract, call: ToolCallPart) -> tuple[Contract, str]:
+        """The child asks its mother; the mother (the model, in the mother's role) decides."""
+        assert child.parent is not None
+        mother = self.agents[child.parent]
+        try:
+            req = ContractChangeArgs.model_validate(_args(call, "request_contract_change"))
+            proposed = changed_contract(contract, req.signature)
+        except (ValidationError, ContractError, ValueError) as e:
+            return contract, self.render("rejected_code", error=_short(e))
+        outline_now = outline(self.env.store.read_text(contract.module))
+        user = self.render(
+            "decide_task",
+            module=contract.module,
+            outline=outline_now,
+            name=contract.name,
+            signature=proposed.signature,
+            reason=req.reason,
+        )
+        decision_call, _ = await self._ask(mother, self.render("decide_system"), user, [DECIDE], [])
+        try:
+            decision = DecisionArgs.model_validate(_args(decision_call, "decide_contract"))
+        except (ValidationError, ValueError):
+            decision = DecisionArgs(accept=False, reason="no decision could be read")
+        self.log("contract_change", child=child.id, signature=proposed.signature, accepted=decision.accept)
+        if not decision.accept:
+            return contract, self.render("contract_rejected", reason=decision.reason)
+        async with self._lock(contract.module):
+            source = self.env.store.read_text(contract.module)
+            self.env.store.write_text(contract.module, replace_signature(source, contract, proposed))
+        child.contract = proposed
+        return proposed, self.render("contract_accepted", contract=proposed.text())
+
+    async def _test_and_repair(self, mother: Agent, test_file: str) -> None:
+        """Run the mother's tests; send failures down to the children they involve; repeat a bounded number of
+        times. The mother is done when its tests pass."""
+        for round_ in range(self.limits.repair_rounds + 1):
+            self._set(mother, AgentState.TESTING)
+            outcome = await asyncio.to_thread(
+                run_tests, self.env.runner, self.env.store.root, self.env.test_timeout_s, [test_file]
+            )
+            if outcome.ok:
+                self._set(mother, AgentState.DONE, outcome.headline())
+                return
+            if round_ == self.limits.repair_rounds:
+                break
+            involved = self._involved(mother, outcome.output)
+            self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
+            await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
+        self._set(mother, AgentState.FAILED, f"its tests still fail after {self.limits.repair_rounds} repair rounds")
+
+    def _involved(self, mother: Agent, report: str) -> list[Agent]:
+        """The agents under ``mother`` whose function appears in the failure; all of them if none does."""
+        under = [a for a in self.agents if a.contract is not None and self._descends(a, mother.id)]
+        named = [a for a in under if a.contract is not None and f"{a.contract.name}(" in report]
+        return named or under
+
+    def _descends(self, agent: Agent, ancestor: int) -> bool:
+        while agent.parent is not None:
+            if agent.parent == ancestor:
+                return True
+            agent = self.agents[agent.parent]
+        return False
+
+    async def _repair(self, agent: Agent, report: str) -> None:
+        assert agent.contract is not None
+        self._set(agent, AgentState.WRITING, "repairing")
+        try:
+            extra = self.render("repair", name=agent.contract.name, report=report[-3000:])
+            await self._implement(agent, agent.contract, leaf=True, extra=extra)
+            self._set(agent, AgentState.DONE)
+        except ContractError as e:
+            self._set(agent, AgentState.FAILED, str(e))
+
+
+def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:
+    if call is None:
+        raise ValueError(f"no tool was called; call {expected}")
+    if call.tool_name != expected:
+        raise ValueError(f"unknown tool {call.tool_name!r} here; call {expected}")
+    args = call.args
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"the arguments are not valid JSON ({e.msg})") from e
+    if not isinstance(args, dict):
+        raise ValueError("the arguments must be a JSON object")
+    return args
+
+
+def _defined(code: str) -> set[str]:
+    try:
+        return {n.name for n in ast.parse(code).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    except SyntaxError:
+        return set()
+
+
+def _short(e: Exception) -> str:
+    return str(e).splitlines()[0][:500] if str(e) else type(e).__name__

@@ -1,0 +1,231 @@
+"""Self-organised agents against a fake model that plays each agent by its role (children answer concurrently,
+so replies are chosen by whom the request is for, not by order)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from l2mac.models.scripted import last_user_text
+from l2mac.run import run_l2mac
+from l2mac.soa.contracts import Contract, ContractError, put_function, stubs
+
+from conftest import make_settings
+
+OPS = '''def add(a: float, b: float) -> float:
+    """a + b."""
+    return a + b
+
+
+def mul(a: float, b: float) -> float:
+    """a times b."""
+    ...
+'''
+STATS = '''from calc.ops import add
+
+
+def mean(xs: list[float]) -> float:
+    """The arithmetic mean of xs; 0.0 for an empty list."""
+    ...
+'''
+TESTS = """from calc.ops import add, mul
+from calc.stats import mean
+
+
+def test_ops():
+    assert add(2, 3) == 5 and mul(2, 3) == 6
+
+
+def test_mean():
+    assert mean([1.0, 2.0, 6.0]) == 3.0 and mean([]) == 0.0
+"""
+SKELETON = {
+    "modules": [
+        {"path": "calc/__init__.py", "code": ""},
+        {"path": "calc/ops.py", "code": OPS},
+        {"path": "calc/stats.py", "code": STATS},
+    ],
+    "tests": TESTS,
+}
+MUL = 'def mul(a: float, b: float) -> float:\n    """a times b."""\n    return a * b\n'
+MUL_WRONG = MUL.replace("a * b", "a * b + 1")
+MEAN_SPLIT = '''def mean(xs: list[float]) -> float:
+    """The arithmetic mean of xs; 0.0 for an empty list."""
+    return _total(xs) / len(xs) if xs else 0.0
+
+
+def _total(xs: list[float]) -> float:
+    """The sum of xs."""
+    ...
+'''
+TOTAL = '''def _total(xs: list[float]) -> float:
+    """The sum of xs."""
+    result = 0.0
+    for x in xs:
+        result = add(result, x)
+    return result
+'''
+
+
+class Team:
+    """Plays the lead and every agent. ``answers[name]`` are the replies for the agent implementing ``name``."""
+
+    def __init__(self, answers: dict[str, list[Any]], latency: float = 0.0) -> None:
+        self.answers = answers
+        self.asked: dict[str, list[str]] = {}
+        self.latency = latency
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.model = FunctionModel(self._answer, model_name="team")
+
+    async def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.latency)
+            tools = [t.name for t in info.function_tools]
+            user = last_user_text(messages)
+            if "write_skeleton" in tools:
+                role = "lead"
+            elif "decide_contract" in tools:
+                role = "decide"
+            else:
+                m = re.search(r"Implement this function:\n```python\n(?:async )?def (\w+)\(", user)
+                role = m.group(1) if m else "?"
+            self.asked.setdefault(role, []).append(user)
+            reply = self.answers[role].pop(0)
+            name, args = reply
+            return ModelResponse(parts=[ToolCallPart(name, json.dumps(args))])
+        finally:
+            self.in_flight -= 1
+
+
+def run_team(tmp_path: Path, team: Team, **run: Any) -> Any:
+    settings = make_settings(tmp_path, strategy="soa", **run)
+    return run_l2mac("a small calculator package with tests", settings, model=team.model)
+
+
+def test_a_two_level_tree_builds_a_working_multi_module_project(tmp_path: Path) -> None:
+    team = Team(
+        {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": MEAN_SPLIT})],  # splits: _total goes to a grandchild
+            "_total": [("write_function", {"code": TOTAL})],
+        }
+    )
+    result = run_team(tmp_path, team)
+    assert result.ok, result.report
+    assert result.report["tests"]["passed"] == 2
+    assert "return a * b" in result.files["calc/ops.py"] and "def _total" in result.files["calc/stats.py"]
+    titles = [o.title for o in result.outcomes]
+    assert titles == ["agent 0: calc/__init__.py, calc/ops.py, calc/stats.py", "agent 1: calc/ops.py:mul",
+                      "agent 2: calc/stats.py:mean", "agent 3: calc/stats.py:_total"]  # fmt: skip
+    assert all(o.passed for o in result.outcomes)
+    # each child saw its module's outline and its own contract, not the other functions' bodies
+    total_prompt = team.asked["_total"][0]
+    assert "def _total(xs: list[float]) -> float:" in total_prompt and "return _total(xs)" not in total_prompt
+
+
+def test_a_child_whose_code_fails_the_mothers_tests_is_repaired_from_her_feedback(tmp_path: Path) -> None:
+    team = Team(
+        {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL_WRONG}), ("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": MEAN_SPLIT.replace("_total(xs)", "sum(xs)").split("\n\n\n")[0]})],
+        }
+    )
+    result = run_team(tmp_path, team)
+    assert result.ok, result.report
+    repair = team.asked["mul"][1]
+    assert "Your lead's tests fail, and the failure involves your function mul" in repair and "assert" in repair
+    assert len(team.asked["mean"]) == 1  # the failure did not involve mean: it was not asked again
+
+
+def test_a_contract_change_is_asked_of_the_mother_and_applied_when_she_accepts(tmp_path: Path) -> None:
+    new_sig = "def mean(xs: list[float], default: float = 0.0) -> float:"
+    mean_new = f'{new_sig}\n    """The arithmetic mean of xs; 0.0 for an empty list."""\n'
+    mean_new += "    return sum(xs) / len(xs) if xs else default\n"
+    team = Team(
+        {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [
+                ("request_contract_change", {"signature": new_sig, "reason": "callers need a default"}),
+                ("write_function", {"code": mean_new}),
+            ],
+            "decide": [("decide_contract", {"accept": True, "reason": "fine"})],
+        }
+    )
+    result = run_team(tmp_path, team)
+    assert result.ok, result.report
+    frozen = "def mean(xs: list[float], default: float=0.0) -> float:"  # the contract as ast writes it
+    assert frozen in result.files["calc/stats.py"] or new_sig in result.files["calc/stats.py"]
+    assert "accepted the new signature" in team.asked["mean"][1] and frozen in team.asked["mean"][1]
+    assert "callers need a default" in team.asked["decide"][0]
+
+
+def test_children_of_one_mother_run_concurrently_up_to_the_limit(tmp_path: Path) -> None:
+    def answers() -> dict[str, list[Any]]:
+        return {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": MEAN_SPLIT.replace("_total(xs)", "sum(xs)").split("\n\n\n")[0]})],
+        }
+
+    parallel = Team(answers(), latency=0.3)
+    assert run_team(tmp_path / "a", parallel, concurrency=4).ok
+    assert parallel.max_in_flight == 2  # mul and mean at once
+    serial = Team(answers(), latency=0.3)
+    assert run_team(tmp_path / "b", serial, concurrency=1).ok
+    assert serial.max_in_flight == 1
+
+
+def test_agent_and_depth_limits_hold(tmp_path: Path) -> None:
+    mean_whole = MEAN_SPLIT.replace("_total(xs)", "sum(xs)").split("\n\n\n")[0]
+    team = Team(
+        {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            # mean's agent may not split (depth limit 1): its split is refused and it writes the whole function
+            "mean": [("write_function", {"code": MEAN_SPLIT}), ("write_function", {"code": mean_whole})],
+        }
+    )
+    result = run_team(tmp_path / "depth", team, max_depth=1)
+    assert result.ok and len(result.outcomes) == 3
+    assert "No more agents are available" in team.asked["mean"][0]
+    assert "no agents are left to delegate to" in team.asked["mean"][1]
+
+    team = Team(
+        {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": mean_whole})],
+        }
+    )
+    result = run_team(tmp_path / "agents", team, max_agents=2)  # the lead and one child
+    assert result.ok and [o.title for o in result.outcomes] == [
+        "agent 0: calc/__init__.py, calc/ops.py, calc/stats.py",
+        "agent 1: calc/ops.py:mul",
+    ]
+    # no agent was made for mean: the lead implemented it herself, told to leave no stubs
+    assert "No more agents are available" in team.asked["mean"][0]
+
+
+def test_put_function_keeps_contracts_frozen() -> None:
+    contract = stubs(OPS, "calc/ops.py")[0]
+    assert contract == Contract("calc/ops.py", "mul", "def mul(a: float, b: float) -> float:", "a times b.")
+    merged = put_function(OPS, contract, MUL)
+    assert "return a * b" in merged and "def add" in merged
+    try:
+        put_function(OPS, contract, MUL.replace("b: float)", "b: float, c: float = 1.0)"))
+    except ContractError as e:
+        assert "the signature changed" in str(e) and "request_contract_change" in str(e)
+    else:
+        raise AssertionError("a changed signature was merged")
