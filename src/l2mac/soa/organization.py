@@ -2,8 +2,9 @@
 (and becomes a mother in turn when it splits its function), children of one mother work in parallel against
 frozen contracts, test failures go back down to the children they involve, and contract changes go up.
 
-Every agent's context holds the task, its module's outline (signatures and docstrings, no bodies) and its one
-contract, so what an agent handles stays the same size however large the codebase grows.
+Every agent's context holds the task, the part of its module's outline around it (imports, the lead's own
+functions, its mother's and siblings' signatures and docstrings, no bodies) and its one contract, so what an
+agent handles stays the same size however large the codebase grows.
 """
 
 from __future__ import annotations
@@ -111,12 +112,16 @@ def _prompts() -> dict[str, str]:
     return data
 
 
-def outline(source: str) -> str:
-    """The module with every function body cut to its docstring and ``...``: what a child sees of its module."""
+def outline(source: str, hide: set[str] | None = None) -> str:
+    """The module with every function body cut to its docstring and ``...``, without the top-level functions
+    in ``hide``: what an agent sees of its module (so its context does not grow with the codebase)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return source
+    if hide:
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+        tree.body = [n for n in tree.body if not (isinstance(n, defs) and n.name in hide)]
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node)
@@ -184,6 +189,17 @@ class Organization:
         call = next(iter(response.tool_calls), None)
         return call, [*messages, response]
 
+    def _hidden_from(self, agent: Agent, contract: Contract) -> set[str]:
+        """What an agent does not see of its module: functions other agents own, except its siblings' and its
+        mother's (the interfaces around it). The lead's own functions and the imports stay visible."""
+        mother = self.agents[agent.parent] if agent.parent is not None else None
+        near = {contract.name}
+        if mother is not None:
+            kin = [self.agents[c].contract for c in mother.children]
+            near |= {k.name for k in [*kin, mother.contract] if k is not None}
+        owned = {a.contract.name for a in self.agents if a.contract and a.contract.module == contract.module}
+        return owned - near
+
     def _lock(self, module: str) -> asyncio.Lock:
         return self._locks.setdefault(module, asyncio.Lock())
 
@@ -239,7 +255,7 @@ class Organization:
                 "child_task",
                 task=self.task,
                 module=contract.module,
-                outline=outline(module_now),
+                outline=outline(module_now, self._hidden_from(agent, contract)),
                 contract=contract.text(),
                 extra=extra,
             )
