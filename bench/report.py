@@ -54,6 +54,52 @@ def plot(rows: list[dict[str, Any]], target: Path) -> bool:
     return True
 
 
+def soa_section() -> list[str]:
+    files = sorted(RESULTS.glob("soa-scaling-*.json"))
+    if not files:
+        return []
+    data = json.loads(files[-1].read_text(encoding="utf-8"))
+    lines = [
+        "## Self-organised agents: scaling (fake team, `bench/soa_scaling.py`)",
+        "",
+        f"From `results/{files[-1].name}`. A scripted team builds a tree of functions (branching "
+        f"{data['size'][0]['branching']}); tokens are what the engine counted per model call.",
+        "",
+        "| functions | agents | LOC | tokens per child agent (mean / max) | lead's tokens | total tokens |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in data["size"]:
+        lines.append(
+            f"| {r['functions']:,} | {r['agents']:,} | {r['loc']:,} | {r['tokens_per_child_mean']:.0f} / "
+            f"{r['tokens_per_child_max']:,} | {r['tokens_lead']:,} | {r['tokens_total']:,} |"
+        )
+    lines += ["", "| concurrency | agents | fake latency per call | wall time |", "|---|---|---|---|"]
+    for r in data["concurrency"]:
+        lines.append(f"| {r['concurrency']} | {r['agents']} | {r['latency_s']} s | {r['wall_time_s']} s |")
+    lines.append("")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        xs = [r["functions"] for r in data["size"]]
+        ax.plot(xs, [r["tokens_per_child_mean"] for r in data["size"]], "o-", label="tokens per child agent (mean)")
+        ax.plot(xs, [r["tokens_total"] / r["agents"] for r in data["size"]], "s--", label="total tokens / agents")
+        ax.plot(xs, [r["loc"] for r in data["size"]], "^-", label="total LOC")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("functions in the codebase")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(BENCH / "soa_scaling.png", dpi=100)
+        lines += ["![SoA scaling](soa_scaling.png)", ""]
+    except ImportError:
+        pass
+    return lines
+
+
 def main() -> int:
     rows = humaneval_rows()
     lines = [
@@ -84,6 +130,7 @@ def main() -> int:
         lines.append("")
         if plot(rows, BENCH / "humanevalplus.png"):
             lines += ["![HumanEval+ pass@1 by strategy](humanevalplus.png)", ""]
+    lines += soa_section()
     (BENCH / "RESULTS.md").write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {BENCH / 'RESULTS.md'} ({len(rows)} runs)")
     return 0

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from l2mac.models.scripted import last_user_text
@@ -76,8 +76,9 @@ TOTAL = '''def _total(xs: list[float]) -> float:
 class Team:
     """Plays the lead and every agent. ``answers[name]`` are the replies for the agent implementing ``name``."""
 
-    def __init__(self, answers: dict[str, list[Any]], latency: float = 0.0) -> None:
+    def __init__(self, answers: dict[str, list[Any]], latency: float = 0.0, text: bool = False) -> None:
         self.answers = answers
+        self.text = text
         self.asked: dict[str, list[str]] = {}
         self.latency = latency
         self.in_flight = 0
@@ -91,9 +92,10 @@ class Team:
             await asyncio.sleep(self.latency)
             tools = [t.name for t in info.function_tools]
             user = last_user_text(messages)
-            if "write_skeleton" in tools:
+            system = str(messages[0].parts[0].content) if messages and messages[0].parts else ""
+            if "write_skeleton" in tools or "You are the lead agent of a team of Python" in system:
                 role = "lead"
-            elif "decide_contract" in tools:
+            elif "decide_contract" in tools or "asks to change the signature" in system:
                 role = "decide"
             else:
                 m = re.search(r"Implement this function:\n```python\n(?:async )?def (\w+)\(", user)
@@ -101,9 +103,21 @@ class Team:
             self.asked.setdefault(role, []).append(user)
             reply = self.answers[role].pop(0)
             name, args = reply
+            if self.text:
+                return ModelResponse(parts=[TextPart(as_text(name, args))])
             return ModelResponse(parts=[ToolCallPart(name, json.dumps(args))])
         finally:
             self.in_flight -= 1
+
+
+def as_text(tool: str, args: dict[str, Any]) -> str:
+    """What a model answering in the text protocol would write for that call."""
+    if tool == "write_skeleton":
+        files = [(m["path"], m["code"]) for m in args["modules"]] + [("tests/test_init.py", args["tests"])]
+        return "\n\n".join(f"{p}\n```python\n{c}\n```" for p, c in files)
+    if tool == "write_function":
+        return f"```python\n{args['code']}```"
+    raise AssertionError(tool)
 
 
 def run_team(tmp_path: Path, team: Team, **run: Any) -> Any:
@@ -229,3 +243,39 @@ def test_put_function_keeps_contracts_frozen() -> None:
         assert "the signature changed" in str(e) and "request_contract_change" in str(e)
     else:
         raise AssertionError("a changed signature was merged")
+
+
+def test_the_text_protocol_reads_fenced_blocks_and_markers_as_the_agents_calls(tmp_path: Path) -> None:
+    from l2mac.soa.organization import text_to_call
+
+    lead = "calc/ops.py\n```python\n" + OPS + "```\n\ntests/test_ops.py\n```python\n" + TESTS + "```\n"
+    call = text_to_call(lead, ["write_skeleton"])
+    assert call is not None and call.tool_name == "write_skeleton"
+    args = json.loads(str(call.args))
+    assert args["modules"] == [{"path": "calc/ops.py", "code": OPS}] and args["tests"] == TESTS
+    child = text_to_call("Here it is:\n```python\n" + MUL + "```", ["write_function", "request_contract_change"])
+    assert child is not None and json.loads(str(child.args)) == {"code": MUL}
+    change = text_to_call(
+        "CONTRACT CHANGE: def mul(a: float, b: float, c: float) -> float: BECAUSE three factors",
+        ["write_function", "request_contract_change"],
+    )
+    assert change is not None and change.tool_name == "request_contract_change"
+    assert json.loads(str(change.args))["signature"] == "def mul(a: float, b: float, c: float) -> float:"
+    decision = text_to_call("REJECT: callers pass two numbers", ["decide_contract"])
+    assert decision is not None and json.loads(str(decision.args))["accept"] is False
+    assert text_to_call("I think it is done.", ["write_function"]) is None
+
+
+def test_the_same_tree_builds_in_the_text_protocol_used_for_small_local_models(tmp_path: Path) -> None:
+    team = Team(
+        {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": MEAN_SPLIT})],
+            "_total": [("write_function", {"code": TOTAL})],
+        },
+        text=True,
+    )
+    result = run_team(tmp_path, team, protocol="text")
+    assert result.ok, result.report
+    assert len(result.outcomes) == 4 and result.report["tests"]["passed"] == 2

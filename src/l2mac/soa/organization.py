@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -34,6 +35,7 @@ from pydantic_ai.tools import ToolDefinition
 from l2mac.checks.tests import run_tests
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.models.client import ModelClient
+from l2mac.recovery import fenced_blocks, fenced_files
 from l2mac.soa.contracts import Contract, ContractError, changed_contract, put_function, replace_signature, stubs
 from l2mac.tools import ToolEnv
 
@@ -145,8 +147,10 @@ class Organization:
         *,
         emit: EventSink = ignore,
         log: Callable[..., None] = lambda *a, **k: None,
+        protocol: str = "tools",
     ) -> None:
         self.client, self.env, self.limits = client, env, limits
+        self.protocol = protocol
         self.emit, self.log = emit, log
         self.agents: list[Agent] = []
         self.prompts = _prompts()
@@ -175,18 +179,25 @@ class Organization:
         return depth <= self.limits.max_depth and len(self.agents) + count <= self.limits.max_agents
 
     async def _ask(
-        self, agent: Agent, system: str, user: str, tools: list[ToolDefinition], history: list[ModelMessage]
+        self, agent: Agent, system_key: str, user: str, tools: list[ToolDefinition], history: list[ModelMessage]
     ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
+        """One model call for ``agent``; its answer as the tool call it makes (in the text protocol, the answer's
+        fenced blocks and markers read as that call)."""
+        text_mode = self.protocol == "text"
+        system = self.render(system_key + ("_text" if text_mode else ""))
         messages = history or [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
         if history:
             messages = [*history, ModelRequest(parts=[UserPromptPart(user)])]
         async with self._slots:
             response: ModelResponse = await self.client.request(
-                messages, tools, purpose=f"agent {agent.id}", allow_text=False
+                messages, [] if text_mode else tools, purpose=f"agent {agent.id}", allow_text=text_mode
             )
         agent.calls += 1
         agent.tokens += response.usage.input_tokens + response.usage.output_tokens
-        call = next(iter(response.tool_calls), None)
+        if text_mode:
+            call = text_to_call(response.text or "", [t.name for t in tools])
+        else:
+            call = next(iter(response.tool_calls), None)
         return call, [*messages, response]
 
     def _hidden_from(self, agent: Agent, contract: Contract) -> set[str]:
@@ -216,13 +227,16 @@ class Organization:
         history: list[ModelMessage] = []
         user = self.render("mother_task", task=self.task)
         for _ in range(self.limits.attempts):
-            call, history = await self._ask(agent, self.render("mother_system"), user, [WRITE_SKELETON], history)
+            call, history = await self._ask(agent, "mother_system", user, [WRITE_SKELETON], history)
             try:
                 args = SkeletonArgs.model_validate(_args(call, "write_skeleton"))
                 contracts = [c for m in args.modules for c in stubs(m.code, m.path)]
                 for m in args.modules:
                     self.env.store.write_text(m.path, m.code)
-                self.env.store.write_text(test_path_for(args.modules[0].path), args.tests)
+                test_file = test_path_for(
+                    next((m.path for m in args.modules if not m.path.endswith("__init__.py")), args.modules[0].path)
+                )
+                self.env.store.write_text(test_file, args.tests)
                 break
             except (ValidationError, ContractError, ValueError, OSError) as e:
                 user = self.render("rejected_code", error=_short(e))
@@ -231,7 +245,7 @@ class Organization:
             return
         agent.owns = ", ".join(m.path for m in args.modules)
         await self._delegate(agent, contracts)
-        await self._test_and_repair(agent, test_path_for(args.modules[0].path))
+        await self._test_and_repair(agent, test_file)
 
     async def _delegate(self, mother: Agent, contracts: list[Contract]) -> None:
         children = []
@@ -259,7 +273,7 @@ class Organization:
                 contract=contract.text(),
                 extra=extra,
             )
-            call, history = await self._ask(agent, self.render("child_system"), user, tools, history)
+            call, history = await self._ask(agent, "child_system", user, tools, history)
             if call is not None and call.tool_name == "request_contract_change":
                 contract, extra = await self._change_contract(agent, contract, call)
                 continue
@@ -309,7 +323,7 @@ class Organization:
             signature=proposed.signature,
             reason=req.reason,
         )
-        decision_call, _ = await self._ask(mother, self.render("decide_system"), user, [DECIDE], [])
+        decision_call, _ = await self._ask(mother, "decide_system", user, [DECIDE], [])
         try:
             decision = DecisionArgs.model_validate(_args(decision_call, "decide_contract"))
         except (ValidationError, ValueError):
@@ -365,9 +379,40 @@ class Organization:
             self._set(agent, AgentState.FAILED, str(e))
 
 
+_CHANGE = re.compile(r"CONTRACT CHANGE:\s*((?:async\s+)?def .+?:)\s*BECAUSE\s*(.+)", re.IGNORECASE | re.DOTALL)
+
+
+def text_to_call(text: str, tools: list[str]) -> ToolCallPart | None:
+    """A text-protocol answer read as the tool call it stands for (None when it holds none)."""
+    if "write_skeleton" in tools:
+        files = fenced_files(text)
+        modules = [{"path": f["path"], "code": f["content"]} for f in files if not f["path"].startswith("tests/")]
+        modules = [m for m in modules if m["path"].endswith(".py")]
+        tests = next((f["content"] for f in files if f["path"].startswith("tests/")), "")
+        if not modules:
+            return None
+        return ToolCallPart("write_skeleton", json.dumps({"modules": modules, "tests": tests}))
+    if "decide_contract" in tools:
+        accept = bool(re.search(r"\bACCEPT", text)) and not re.search(r"\bREJECT", text)
+        return ToolCallPart("decide_contract", json.dumps({"accept": accept, "reason": text.strip()[:500]}))
+    if "request_contract_change" in tools and (m := _CHANGE.search(text)):
+        args = {"signature": m.group(1).strip(), "reason": m.group(2).strip()[:500]}
+        return ToolCallPart("request_contract_change", json.dumps(args))
+    blocks = [body for _, body in fenced_blocks(text)]
+    code = next((b for b in blocks if re.search(r"^\s*(?:async\s+)?def \w+", b, re.MULTILINE)), None)
+    return ToolCallPart("write_function", json.dumps({"code": code})) if code else None
+
+
+_WHAT = {
+    "write_skeleton": "modules (write_skeleton, or each module as its path and a fenced block)",
+    "write_function": "function (write_function, or the function in a ```python fenced block)",
+    "decide_contract": "decision",
+}
+
+
 def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:
     if call is None:
-        raise ValueError(f"no tool was called; call {expected}")
+        raise ValueError(f"the answer gave no {_WHAT.get(expected, expected)}")
     if call.tool_name != expected:
         raise ValueError(f"unknown tool {call.tool_name!r} here; call {expected}")
     args = call.args

@@ -13,7 +13,9 @@ class SoAStrategy:
     async def run(self, ctx: RunContext) -> list[StepOutcome]:
         """One outcome per agent, in creation order: the report counts agents as its steps."""
         limits = ctx.agent_limits or AgentLimits()
-        org = Organization(ctx.client, ctx.toolbox.env, limits, emit=ctx.emit, log=ctx.record.log)
+        org = Organization(
+            ctx.client, ctx.toolbox.env, limits, emit=ctx.emit, log=ctx.record.log, protocol=ctx.protocol
+        )
         try:
             agents = await org.run(ctx.task)
         finally:
