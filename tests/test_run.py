@@ -156,3 +156,31 @@ def test_existing_project_folder_is_never_overwritten(tmp_path: Path) -> None:
     result, _ = run_scripted(tmp_path, replies)
     assert result.workspace.name == "proj-2"
     assert (existing / "keep.txt").read_text() == "mine"
+
+
+def test_an_in_process_model_is_freed_when_its_run_ends_even_on_ctrl_c(tmp_path: Path, monkeypatch) -> None:
+    import pytest
+
+    import l2mac.run
+    from l2mac.models.registry import ModelInfo
+    from l2mac.models.scripted import ScriptedModel
+    from l2mac.run import run_l2mac
+
+    from conftest import make_settings
+
+    closed: list[str] = []
+
+    def interrupt(_messages):
+        raise KeyboardInterrupt
+
+    for name, replies in (("ok", full_run_replies()), ("interrupted", [interrupt])):
+        script = ScriptedModel(list(replies))
+        info = ModelInfo(script.model, "local", "fake", 16000, close=lambda n=name: closed.append(n))
+        monkeypatch.setattr(l2mac.run, "build_model", lambda llm, info=info: info)
+        settings = make_settings(tmp_path / name, llm={"model": "local:fake"}, protocol="tools")
+        if name == "ok":
+            assert run_l2mac("Build a todo app", settings).ok
+        else:
+            with pytest.raises(KeyboardInterrupt):
+                run_l2mac("Build a todo app", settings)
+    assert closed == ["ok", "interrupted"]

@@ -19,7 +19,7 @@ from l2mac.checks.runner import Runner
 from l2mac.checks.sandbox import choose_runner
 from l2mac.context import ContextBudget, estimate_tokens
 from l2mac.control_unit import StepLimits
-from l2mac.domains import load_domain
+from l2mac.domains import Domain, load_domain
 from l2mac.errors import BudgetExceeded, ConfigError, ProviderError, WorkspaceError
 from l2mac.events import EventSink, ModelCalled, RunFinished, RunStarted, ignore
 from l2mac.journal import JOURNAL_FILE, Journal, JournaledCall, load_journal
@@ -223,9 +223,27 @@ async def _execute(
     runner: Runner | None,
     emit: EventSink,
 ) -> RunResult:
-    rs = settings.run
-    domain = load_domain(rs.domain, rs.prompts_file)
+    domain = load_domain(settings.run.domain, settings.run.prompts_file)  # a bad domain fails before a model loads
     info, note = resolve_model(settings, model)
+    try:
+        return await _execute_with(task, settings, start, domain, info, note, runner=runner, emit=emit)
+    finally:
+        if info.close is not None:  # the embedded model: free its memory, so runs in one process do not pile up
+            info.close()
+
+
+async def _execute_with(
+    task: str,
+    settings: Settings,
+    start: _Start,
+    domain: Domain,
+    info: ModelInfo,
+    note: str,
+    *,
+    runner: Runner | None,
+    emit: EventSink,
+) -> RunResult:
+    rs = settings.run
     prompt_tokens, room = estimate_tokens(task), info.context_window // 4
     if prompt_tokens > room:
         raise ConfigError(

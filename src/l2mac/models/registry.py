@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +57,7 @@ class ModelInfo:
     provider: str
     name: str
     context_window: int
+    close: Callable[[], None] | None = None  # frees an in-process model (the embedded one) when a run ends
 
     @property
     def label(self) -> str:
@@ -158,7 +159,11 @@ def _local_info(llm: LLMSettings, provider: str, name: str, environ: Mapping[str
         temperature=0.2 if llm.temperature is None else llm.temperature,
     )
     return ModelInfo(
-        model=chat.as_model(f"{provider}:{name}"), provider=provider, name=name, context_window=chat.context_window
+        model=chat.as_model(f"{provider}:{name}"),
+        provider=provider,
+        name=name,
+        context_window=chat.context_window,
+        close=chat.close,
     )
 
 

@@ -175,6 +175,7 @@ class LocalChat:
         meta = self.llm.metadata
         trained = int(meta.get(f"{meta.get('general.architecture', 'llama')}.context_length", 0))
         if 0 < trained < self.context_cap:  # never ask for more context than the model was trained with
+            self.llm.close()
             self.llm = Llama(model_path=str(self.path), n_ctx=trained, n_threads=threads, seed=self.seed, verbose=False)
         self.context_window = self.llm.n_ctx()
         template = self.llm.metadata.get("tokenizer.chat_template")
@@ -241,6 +242,11 @@ class LocalChat:
             parts=list(parse_reply(text, {t.name for t in tools})),
             usage=RequestUsage(input_tokens=stats.prompt_tokens, output_tokens=stats.completion_tokens),
         )
+
+    def close(self) -> None:
+        """Free the model's memory now (about 1.2 GB), rather than whenever the garbage collector gets to it."""
+        with self.lock:
+            self.llm.close()
 
     def as_model(self, name: str) -> FunctionModel:
         return FunctionModel(self, model_name=name)
