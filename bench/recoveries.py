@@ -174,14 +174,18 @@ def main() -> int:
     ap.add_argument("--only", default=",".join(CONFIGS), help="configurations to run, comma-separated")
     ap.add_argument("--tasks", default=",".join(TASKS), help="tasks to run, comma-separated")
     ap.add_argument("--workspace", type=Path, default=None, help="where the projects go (default: a temp dir)")
+    ap.add_argument("--resume", type=Path, default=None, help="a results file to continue: its runs are kept")
     args = ap.parse_args()
     workspace = args.workspace or Path(tempfile.mkdtemp(prefix="l2mac-bench-"))
     workspace.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(exist_ok=True)
-    target = RESULTS / f"recoveries-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
-    rows: list[dict[str, Any]] = []
+    target = args.resume or RESULTS / f"recoveries-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
+    rows: list[dict[str, Any]] = json.loads(target.read_text())["runs"] if args.resume else []
+    done = {(r["task"], r["config"]) for r in rows}
     for task_name in args.tasks.split(","):  # task outer: a partial run still compares configurations
         for config in args.only.split(","):
+            if (task_name, config) in done:
+                continue
             row = run_one(task_name, config, workspace, args.max_turns)
             rows.append(row)
             print(json.dumps(row), flush=True)
