@@ -1,10 +1,10 @@
 """The journal of model calls (``<project>/.l2mac/journal.jsonl``): what makes an interrupted run resumable.
 
 Every answer is appended, flushed and fsynced the moment it arrives, before anything acts on it. ``l2mac resume``
-runs the task again from its start with the same settings: the n-th call of the new run is answered from the
-journal when its request matches the n-th journaled request, so no paid call is made twice, and the tools
-re-apply every write to a clean project folder, so none is lost or applied twice. From the first call that
-differs (or the end of the journal) the run goes on live.
+runs the task again from its start with the same settings: each request the journal holds (same digest) is
+answered from it, so no paid call is made twice, and the tools re-apply every write to a clean project folder,
+so none is lost or applied twice. Requests the journal does not hold (the run went differently, or got further)
+are made live and journaled.
 
 A kill can cut the last line short; that line is dropped on load. A damaged line before the end is an error.
 """
@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,32 +96,36 @@ def load_journal(path: Path) -> list[JournaledCall]:
 
 
 class Journal:
-    """Appends calls as they happen and serves the journaled ones to a resumed run."""
+    """Appends calls as they happen and serves the journaled ones to a resumed run.
+
+    A journaled answer is served to a request with the same digest, in the order they were journaled (so
+    agents that ran concurrently, in another order this time, still get their own answers); a request the
+    journal does not hold is made live and journaled."""
 
     def __init__(self, path: Path, replay: Sequence[JournaledCall] = ()) -> None:
         self.path = path
-        self._replay = list(replay)
+        self._pending: dict[str, deque[JournaledCall]] = {}
+        for call in replay:
+            self._pending.setdefault(call.key, deque()).append(call)
         self._seq = 0
         self.replayed = 0
         self.diverged_at: int | None = None
-        if self._replay:  # rewrite without a torn tail, so new entries start on a line of their own
-            self._rewrite(self._replay)
+        if replay:  # rewrite without a torn tail, so new entries start on a line of their own
+            self._rewrite(replay)
 
     def next_seq(self) -> int:
         self._seq += 1
         return self._seq
 
     def lookup(self, seq: int, key: str) -> JournaledCall | None:
-        """The journaled answer for call ``seq`` if the request is the one journaled, else None (from then on)."""
-        if self.diverged_at is not None or seq > len(self._replay):
-            return None
-        call = self._replay[seq - 1]
-        if call.key != key:
-            self.diverged_at = seq
-            self._rewrite(self._replay[: seq - 1])  # the journal now describes this run
+        """The journaled answer to this request, if the journal holds one not served yet; else None."""
+        waiting = self._pending.get(key)
+        if not waiting:
+            if self.diverged_at is None and any(self._pending.values()):
+                self.diverged_at = seq  # the first request the journal did not hold while it still had answers
             return None
         self.replayed += 1
-        return call
+        return waiting.popleft()
 
     def append(self, call: JournaledCall) -> None:
         with self.path.open("a", encoding="utf-8") as f:
