@@ -423,3 +423,18 @@ def test_failing_tests_that_use_api_the_step_never_asked_for_are_named_as_the_pr
     unit, script, _ = make_unit(tmp_path, replies)
     assert run_step(unit, instruction).status is StepStatus.PASSED
     assert "The failing tests use Queue.peek, which this step does not ask for" in last_user_text(script.requests[2])
+
+
+def test_a_helper_called_but_never_defined_is_named_with_where_to_define_it(tmp_path: Path) -> None:
+    uses = "def push(s, x):\n    s.append(x)\n    save(s)\n\n\ndef pop(s):\n    return s.pop()\n"
+    fixed = uses.replace("    save(s)\n", "")
+    replies = [
+        text(fenced(("stack.py", uses))),
+        text(fenced(("tests/test_stack.py", TEST))),
+        text(fenced(("stack.py", fixed))),
+        text("STEP COMPLETE"),
+    ]
+    instruction = Instruction(title="S", instruction="Write stack.py. Write tests/test_stack.py.", requires_tests=True)
+    unit, script, _ = make_unit(tmp_path, replies)
+    assert run_step(unit, instruction).status is StepStatus.PASSED
+    assert "stack.py calls save, which no file defines" in last_user_text(script.requests[2])

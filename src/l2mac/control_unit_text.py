@@ -321,8 +321,11 @@ class TextControlUnit(ControlUnit):
                     report=report,
                     saved=saved or "(no file was changed)",
                 )
-                if invented := invented_attributes(report, step.instruction.instruction, _python_files(store)):
+                sources = _python_files(store)
+                if invented := invented_attributes(report, step.instruction.instruction, sources):
                     feedback += "\n\n" + self.domain.render("text_invented_api", names=", ".join(invented))
+                for path, names in undefined_calls(report, sources).items():
+                    feedback += "\n\n" + self.domain.render("text_define_missing", path=path, names=", ".join(names))
             if unchanged:  # the same answer again: say so, and sample more freely next time
                 feedback = self.domain.render("text_unchanged") + "\n\n" + feedback
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
@@ -396,6 +399,23 @@ def invented_attributes(report: str, instruction: str, sources: dict[str, str]) 
         defined = re.search(rf"^\s*def {re.escape(name)}\b|^\s*{re.escape(name)}\s*[:=]", code, re.MULTILINE)
         if not re.search(rf"\b{re.escape(name)}\b", instruction) and not defined and f"{cls}.{name}" not in out:
             out.append(f"{cls}.{name}")
+    return out
+
+
+_UNDEFINED = re.compile(r"^([\w./-]+\.py):\d+: lint: F821 Undefined name `(\w+)`", re.MULTILINE)
+
+
+def undefined_calls(report: str, sources: dict[str, str]) -> dict[str, list[str]]:
+    """Per file, the undefined names it calls as functions and no project file defines: helpers a small model
+    uses without writing them (``save_todos(...)``). Said plainly, it then writes them."""
+    defined = set()
+    for src in sources.values():
+        defined |= set(re.findall(r"^\s*(?:def|class)\s+(\w+)", src, re.MULTILINE))
+    out: dict[str, list[str]] = {}
+    for path, name in _UNDEFINED.findall(report):
+        called = re.search(rf"(?<![\w.]){re.escape(name)}\(", sources.get(path, ""))
+        if called and name not in defined and name not in out.get(path, []):
+            out.setdefault(path, []).append(name)
     return out
 
 
