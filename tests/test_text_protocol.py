@@ -438,3 +438,13 @@ def test_a_helper_called_but_never_defined_is_named_with_where_to_define_it(tmp_
     unit, script, _ = make_unit(tmp_path, replies)
     assert run_step(unit, instruction).status is StepStatus.PASSED
     assert "stack.py calls save, which no file defines" in last_user_text(script.requests[2])
+
+
+def test_a_missing_import_is_not_added_when_it_would_make_an_import_cycle(tmp_path: Path) -> None:
+    cli = "from todo.core import Todo\n\n\ndef save_todos(todos):\n    return list(todos)\n"
+    core = "class Todo:\n    pass\n\n\ndef add(todos):\n    return save_todos(todos)\n"
+    replies = [text(fenced(("todo/cli.py", cli))), text(fenced(("todo/core.py", core)))]
+    instruction = Instruction(title="S", instruction="Write todo/cli.py. Write todo/core.py.", requires_tests=False)
+    unit, _, store = make_unit(tmp_path, [*replies, *[text(fenced(("todo/core.py", core)))] * 12])
+    run_step(unit, instruction)  # it fails (save_todos stays undefined in core); what matters is the import
+    assert "from todo.cli import" not in store.read_text("todo/core.py")  # cli imports core: no cycle added

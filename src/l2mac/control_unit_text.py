@@ -130,8 +130,11 @@ class TextControlUnit(ControlUnit):
         project = project_definitions(trees)
         for path, names in undefined.items():
             own = module_name(path)
+            # never import from a module that imports this one: that makes a circular import (seen in the demo)
+            importers = {module_name(rel) for rel, tree in trees.items() if own in _imported_modules(tree)}
+            safe = {n: m for n, m in project.items() if m not in importers}
             try:
-                fixed, added = add_imports(env.store.read_text(path), names, project, own)
+                fixed, added = add_imports(env.store.read_text(path), names, safe, own)
             except (OSError, UnicodeError, ValueError, WorkspaceError):
                 continue
             if added:
@@ -331,6 +334,16 @@ class TextControlUnit(ControlUnit):
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
             else:
                 temperature = None
+
+
+def _imported_modules(tree: ast.Module) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return out
 
 
 def _python_files(store: FileStore) -> dict[str, str]:
