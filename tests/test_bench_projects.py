@@ -55,3 +55,14 @@ def test_single_writes_the_project_and_it_is_measured_and_judged(tmp_path: Path)
     shown = last_user_text(judge.requests[0])
     assert "app.py" in shown and APP.strip() in shown and "5.3. Administrators can monitor" in shown
     assert task.prompt.strip()[:40] in last_user_text(writer.requests[0])
+
+
+def test_an_empty_codebase_scores_0_without_asking_the_judge_and_unnamed_blocks_are_kept(tmp_path: Path) -> None:
+    task = pj.load_project_task("url_shortener")
+    judge = ScriptedModel([])  # asking it would fail the test
+    scored = asyncio.run(pj.judge_features(ModelClient(judge.model), task, {}))
+    assert scored["features_pct"] == 0.0 and judge.requests == []
+    writer = ScriptedModel([text("Here is the app:\n```python\n" + APP + "```\n")])
+    root = asyncio.run(pj.generate_single_project(ModelClient(writer.model), task, tmp_path / "p"))
+    assert (root / "module_1.py").read_text() == APP
+    assert (tmp_path / "p.single_answer.md").read_text().startswith("Here is the app:")

@@ -27,7 +27,7 @@ from l2mac.checks.runner import Runner
 from l2mac.checks.tests import run_tests
 from l2mac.errors import ConfigError
 from l2mac.models.client import ModelClient
-from l2mac.recovery import fenced_files
+from l2mac.recovery import fenced_files, unnamed_blocks
 from l2mac.report import count_loc
 from l2mac.settings import Settings
 from l2mac.store import FileStore
@@ -72,7 +72,13 @@ async def generate_single_project(client: ModelClient, task: ProjectTask, root: 
     ]
     response = await client.request(messages, purpose=f"single {task.name}")
     store = FileStore(root)
-    for f in fenced_files(response.text or ""):
+    text = response.text or ""
+    # the raw answer, beside (not in) the project: what the model said when no file came of it
+    (root.parent / f"{root.name}.single_answer.md").write_text(text, encoding="utf-8")
+    files = fenced_files(text)
+    if not files:  # blocks without file names: keep the code, numbered, rather than lose the answer
+        files = [{"path": f"module_{i}.py", "content": b} for i, b in enumerate(unnamed_blocks(text), 1)]
+    for f in files:
         try:
             store.write_text(f["path"], f["content"])
         except (OSError, ConfigError, ValueError) as e:  # a refused path is the model's loss, not the run's end
@@ -120,7 +126,11 @@ def codebase_text(files: dict[str, str], limit_chars: int) -> str:
 async def judge_features(
     client: ModelClient, task: ProjectTask, files: dict[str, str], repeats: int = 3, limit_chars: int = 200_000
 ) -> dict[str, Any]:
-    """Features % (LLM-judged): the mean over ``repeats`` of the judge's count, over the checklist's size."""
+    """Features % (LLM-judged): the mean over ``repeats`` of the judge's count, over the checklist's size. An
+    empty codebase implements nothing: it scores 0 without asking the judge (a small judge gave one 5 of 17)."""
+    if not any(text.strip() for text in files.values()):
+        return {"label": "Features % (LLM-judged)", "counts": [], "features": task.features, "features_pct": 0.0,
+                "note": "no code: not sent to the judge"}  # fmt: skip
     counts: list[int | None] = []
     for i in range(repeats):
         messages = [
