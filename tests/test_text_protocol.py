@@ -448,3 +448,13 @@ def test_a_missing_import_is_not_added_when_it_would_make_an_import_cycle(tmp_pa
     unit, _, store = make_unit(tmp_path, [*replies, *[text(fenced(("todo/core.py", core)))] * 12])
     run_step(unit, instruction)  # it fails (save_todos stays undefined in core); what matters is the import
     assert "from todo.cli import" not in store.read_text("todo/core.py")  # cli imports core: no cycle added
+
+
+def test_an_absolute_path_in_an_answer_is_refused_to_the_model_not_raised(tmp_path: Path) -> None:
+    outside = str(tmp_path / "elsewhere" / "stack.py")
+    replies = [text(fenced((outside, GOOD))), text(fenced(("stack.py", GOOD), ("tests/test_stack.py", TEST)))]
+    instruction = Instruction(title="S", instruction="Write stack.py with tests.", requires_tests=True)
+    unit, script, store = make_unit(tmp_path, [*replies, text("STEP COMPLETE")])
+    run_step(unit, instruction)  # before the fix, PathOutsideWorkspace escaped here and ended the whole run
+    assert len(script.requests) >= 2  # the run went on to the next answer
+    assert not (tmp_path / "elsewhere").exists() and store.read_text("stack.py") == GOOD

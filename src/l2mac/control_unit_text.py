@@ -152,7 +152,7 @@ class TextControlUnit(ControlUnit):
         out = []
         for f in files:
             path = f["path"]
-            if not store.exists(path) and path not in known:
+            if not _exists(store, path) and path not in known:
                 if "/" in path:
                     same = [k for k in known if k.lower() == path.lower()]
                 else:
@@ -315,7 +315,7 @@ class TextControlUnit(ControlUnit):
                 if state.check_failures > self.limits.max_check_failures:
                     return await self._fail(step, state, f"checks still failing after {state.check_failures} attempts")
                 first = _FIRST_PROBLEM.search(report)
-                focus = first.group(1) if first and store.exists(first.group(1)) else None
+                focus = first.group(1) if first and _exists(store, first.group(1)) else None
                 feedback = self.domain.render(
                     "text_checks_failed",
                     first_file=first.group(1) if first else "the file the first error names",
@@ -466,6 +466,15 @@ def _step_names_for(instruction: str, path: str) -> list[str]:
 def named_files(instruction: str) -> list[str]:
     """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
     return list(dict.fromkeys(m.group(1) for m in _TO_WRITE.finditer(instruction)))
+
+
+def _exists(store: FileStore, path: str) -> bool:
+    """Whether ``path`` (as the model gave it) is a project file; a path outside the project is not, and is
+    refused later, when written, with an answer to the model rather than an exception."""
+    try:
+        return store.exists(path)
+    except WorkspaceError:
+        return False
 
 
 def _same(store: FileStore, path: str, content: str) -> bool:
