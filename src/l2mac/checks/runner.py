@@ -66,6 +66,10 @@ class ResourceLimits:
     file_bytes: int = 256 * 1024**2
     processes: int = 256
 
+    def for_timeout(self, timeout_s: float) -> ResourceLimits:
+        """These limits with the CPU limit set just above a run's timeout."""
+        return ResourceLimits(max(1, int(timeout_s) + 5), self.memory_bytes, self.file_bytes, self.processes)
+
 
 class PidsCgroup:
     """A pids cgroup (v2, or v1's pids hierarchy) holding one child process tree, when the system lets us make one.
@@ -187,10 +191,5 @@ class SubprocessRunner:
         self.isolation = "subprocess+rlimits"
 
     def run(self, argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessResult:
-        limits = ResourceLimits(
-            cpu_s=max(1, int(timeout_s) + 5),
-            memory_bytes=self.limits.memory_bytes,
-            file_bytes=self.limits.file_bytes,
-            processes=self.limits.processes,
-        )
+        limits = self.limits.for_timeout(timeout_s)
         return run_process(argv, cwd, timeout_s, env=scrubbed_env(cwd), limits=limits)

@@ -53,12 +53,7 @@ class BubblewrapRunner:
         return args + list(argv)
 
     def run(self, argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessResult:
-        limits = ResourceLimits(
-            cpu_s=max(1, int(timeout_s) + 5),
-            memory_bytes=self.limits.memory_bytes,
-            file_bytes=self.limits.file_bytes,
-            processes=self.limits.processes,
-        )
+        limits = self.limits.for_timeout(timeout_s)
         return run_process(self.argv(argv, cwd), cwd, timeout_s, env=scrubbed_env(cwd.resolve()), limits=limits)
 
 

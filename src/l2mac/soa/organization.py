@@ -37,7 +37,7 @@ from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.models.client import ModelClient
 from l2mac.recovery import fenced_blocks, fenced_files
 from l2mac.soa.contracts import Contract, ContractError, changed_contract, put_function, replace_signature, stubs
-from l2mac.tools import ToolEnv
+from l2mac.tools import ToolEnv, parse_arguments
 
 
 class AgentState(str, Enum):
@@ -415,15 +415,7 @@ def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:
         raise ValueError(f"the answer gave no {_WHAT.get(expected, expected)}")
     if call.tool_name != expected:
         raise ValueError(f"unknown tool {call.tool_name!r} here; call {expected}")
-    args = call.args
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"the arguments are not valid JSON ({e.msg})") from e
-    if not isinstance(args, dict):
-        raise ValueError("the arguments must be a JSON object")
-    return args
+    return parse_arguments(call.args)
 
 
 def _defined(code: str) -> set[str]:
