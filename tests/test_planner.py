@@ -109,3 +109,21 @@ def test_prompt_program_files_yaml_json_and_bare_lists(tmp_path: Path) -> None:
         load_prompt_program(bad, "t")
     with pytest.raises(PromptProgramError, match="cannot read"):
         load_prompt_program(tmp_path / "missing.yaml", "t")
+
+
+def test_a_plan_gets_back_the_tasks_code_and_files_it_dropped() -> None:
+    from l2mac.planner import carry_task_details
+    from l2mac.types import Instruction
+
+    code = 'def count(s: str) -> int:\n    """Distinct characters.\n    >>> count("aA")\n    1\n    """\n'
+    task = f"Implement the function below in solution.py. Test it in tests/test_solution.py.\n\n```python\n{code}```"
+    steps = [
+        Instruction(title="Setup", instruction="Create the project layout."),
+        Instruction(title="Function", instruction="Write a function `count` that counts distinct characters."),
+    ]
+    out = carry_task_details(steps, task)
+    assert code.rstrip() in out[1].instruction and code.rstrip() not in out[0].instruction  # where count is meant
+    assert out[0].instruction.endswith("write solution.py, write tests/test_solution.py.")
+    # a plan that already carries them is left as it is
+    assert carry_task_details(out, task) == out
+    assert carry_task_details(steps, "a todo app stored in a JSON file") == steps

@@ -17,7 +17,7 @@ from l2mac.domains import load_domain
 from l2mac.models.client import ModelClient
 from l2mac.models.registry import ModelInfo
 from l2mac.models.scripted import ScriptedModel, call, last_user_text, text
-from l2mac.recovery import json_files, lenient_json, merge_definitions, recover_arguments
+from l2mac.recovery import fenced_files, json_files, lenient_json, merge_definitions, recover_arguments, unnamed_blocks
 from l2mac.run import protocol_for
 from l2mac.store import FileStore
 from l2mac.tools import Toolbox, ToolEnv, tools_named
@@ -458,3 +458,56 @@ def test_an_absolute_path_in_an_answer_is_refused_to_the_model_not_raised(tmp_pa
     run_step(unit, instruction)  # before the fix, PathOutsideWorkspace escaped here and ended the whole run
     assert len(script.requests) >= 2  # the run went on to the next answer
     assert not (tmp_path / "elsewhere").exists() and store.read_text("stack.py") == GOOD
+
+
+def test_a_block_indented_as_in_a_markdown_list_is_saved_without_the_indent() -> None:
+    # the 1.5B model's answer in a HumanEval+ run: every line indented by 3, copied from its own list-item answer
+    body = "   from solution import f\n   import pytest\n\n   def test_f():\n       assert f(1) == 2\n"
+    answer = f"test_solution.py\n```python\n{body}```"
+    assert fenced_files(answer) == [
+        {
+            "path": "test_solution.py",
+            "content": "from solution import f\nimport pytest\n\ndef test_f():\n    assert f(1) == 2\n",
+        }
+    ]
+    listed = "1. Add this:\n   ```python\n   def f(x):\n       return x + 1\n   ```\n"
+    assert unnamed_blocks(listed) == ["def f(x):\n    return x + 1\n"]
+
+
+def test_a_function_left_as_its_signature_and_docstring_is_not_yet_defined() -> None:
+    from l2mac.control_unit_text import missing_definitions
+
+    step = "Write solution.py with intersperse(numbers: list[int], delimiter: int) -> list[int]."
+    stub = 'def intersperse(numbers: list[int], delimiter: int) -> list[int]:\n    """Insert delimiter."""\n'
+    assert missing_definitions(step, {"solution.py": stub}) == ["intersperse"]
+    for body in ("    pass\n", "    ...\n", "    raise NotImplementedError\n"):
+        assert missing_definitions(step, {"solution.py": stub + body}) == ["intersperse"]
+    done = stub + "    return [x for n in numbers for x in (n, delimiter)][:-1]\n"
+    assert missing_definitions(step, {"solution.py": done}) == []
+    # an interface's methods may be stubs
+    protocol = "from typing import Protocol\n\n\nclass Joiner(Protocol):\n" + stub.replace(
+        "\n    ", "\n        "
+    ).replace("def ", "    def ")
+    assert missing_definitions(step, {"solution.py": protocol}) == []
+
+
+def test_a_function_echoed_as_its_stub_is_shown_back_to_be_completed(tmp_path: Path) -> None:
+    # seen on HumanEval+: the plan dropped solution.py, and the 1.5B model answered with the task's signature and
+    # docstring copied back, four times, while being told the function was not defined yet
+    step = Instruction(
+        title="Count", instruction="Write count_chars(s: str) -> int, with pytest tests.", requires_tests=True
+    )
+    stub = 'def count_chars(s: str) -> int:\n    """How many distinct characters s has."""\n'
+    done = stub + "    return len(set(s))\n"
+    test = "from main import count_chars\n\n\ndef test_it():\n    assert count_chars('aab') == 2\n"
+
+    def complete(messages: list[ModelMessage]):
+        asked = last_user_text(messages)
+        assert "In main.py this function is still only its signature and docstring" in asked and stub.strip() in asked
+        return text(fenced(("main.py", done)))
+
+    replies = [text(fenced(("main.py", stub), ("tests/test_main.py", test))), complete, text("STEP COMPLETE")]
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, step)
+    assert outcome.status is StepStatus.PASSED and store.read_text("main.py") == done  # type: ignore[attr-defined]
+    assert len(script.requests) == 3

@@ -23,9 +23,9 @@ import re
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
-from l2mac.checks.autofix import add_imports, project_definitions, repair_fixture_misuse, undefined_names
 from l2mac.checks.output import trim_output
 from l2mac.checks.python import is_test_file, module_name
+from l2mac.checks.repairs import python_files, repair_written
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
 from l2mac.errors import WorkspaceError
@@ -99,49 +99,15 @@ class TextControlUnit(ControlUnit):
         return self.domain.render("text_request_file", path=path)
 
     def _add_missing_imports(self, step: Step, files: list[dict[str, str]]) -> list[str]:
-        """Add the imports the model forgot for names whose module is certain (Path, json, dataclass...)."""
-        env, notes = self.toolbox.env, []
+        """Add the imports the model forgot for names whose module is certain (Path, json, dataclass...), and
+        drop its misuse of pytest fixtures."""
+        env = self.toolbox.env
         paths = [f["path"] for f in files if f["path"].endswith(".py")]
-        for path in paths:
-            try:
-                cleaned, dropped, overridden = repair_fixture_misuse(env.store.read_text(path))
-            except (OSError, UnicodeError, ValueError, WorkspaceError):
-                continue
-            if not (dropped or overridden):
-                continue
-            env.store.write_text(path, cleaned)
-            if overridden:
-                notes.append(f"Removed from {path}: redefinitions of pytest's own fixtures ({', '.join(overridden)})")
-            if dropped:
-                notes.append(
-                    f"Removed from {path}: importing pytest fixtures ({', '.join(dropped)}); take them "
-                    "as test parameters instead"
-                )
-            self._log("recovered", step=step.index, recovery="pytest_fixture_misuse_repaired", path=path)
-        undefined = undefined_names(env.check_files(paths))
-        if not undefined:
-            return notes
-        trees: dict[str, ast.Module] = {}
-        for rel, source in _python_files(env.store).items():
-            try:
-                trees[rel] = ast.parse(source)
-            except SyntaxError:
-                continue
-        project = project_definitions(trees)
-        for path, names in undefined.items():
-            own = module_name(path)
-            # never import from a module that imports this one: that makes a circular import (seen in the demo)
-            importers = {module_name(rel) for rel, tree in trees.items() if own in _imported_modules(tree)}
-            safe = {n: m for n, m in project.items() if m not in importers}
-            try:
-                fixed, added = add_imports(env.store.read_text(path), names, safe, own)
-            except (OSError, UnicodeError, ValueError, WorkspaceError):
-                continue
-            if added:
-                env.store.write_text(path, fixed)
-                notes.append(f"Added the missing imports to {path}: {'; '.join(added)}")
-                self._log("recovered", step=step.index, recovery="missing_imports_added", path=path, imports=added)
-        return notes
+
+        def log(recovery: str, **fields: object) -> None:
+            self._log("recovered", step=step.index, recovery=recovery, **fields)
+
+        return repair_written(env.store, env.check_files, paths, log)
 
     def _resolve_bare_names(self, step: Step, files: list[dict[str, str]], to_write: list[str]) -> list[dict[str, str]]:
         """A bare file name ("test_core.py") that is not a file but the name of exactly one project file (or
@@ -176,7 +142,7 @@ class TextControlUnit(ControlUnit):
             self._log("recovered", step=step.index, recovery="unnamed_block_is_the_requested_file", path=requested)
             return [{"path": requested, "content": blocks[0]}]
         out: list[dict[str, str]] = []
-        sources = _python_files(self.toolbox.env.store)
+        sources = python_files(self.toolbox.env.store)
         for block in blocks:
             merged = {p: m for p, src in sources.items() if p not in named and (m := merge_definitions(src, block))}
             if len(merged) == 1:
@@ -301,7 +267,7 @@ class TextControlUnit(ControlUnit):
             if missing:
                 note = self.domain.render("text_missing_files", files=", ".join(missing))
                 ok, report = False, f"{note}\n\n{report}".strip()
-            absent = missing_definitions(step.instruction.instruction, _python_files(store))
+            absent = missing_definitions(step.instruction.instruction, python_files(store))
             if absent and self.toolbox.env.python_checks:
                 note = self.domain.render("text_missing_definitions", names=", ".join(absent))
                 ok, report = False, f"{note}\n\n{report}".strip()
@@ -324,7 +290,10 @@ class TextControlUnit(ControlUnit):
                     report=report,
                     saved=saved or "(no file was changed)",
                 )
-                sources = _python_files(store)
+                sources = python_files(store)
+                for path, stub in stubbed(absent, sources).items():  # the model echoed a signature and docstring
+                    feedback += "\n\n" + self.domain.render("text_complete_stub", path=path, stub=stub)
+                    focus = path
                 if invented := invented_attributes(report, step.instruction.instruction, sources):
                     feedback += "\n\n" + self.domain.render("text_invented_api", names=", ".join(invented))
                 for path, names in undefined_calls(report, sources).items():
@@ -334,27 +303,6 @@ class TextControlUnit(ControlUnit):
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
             else:
                 temperature = None
-
-
-def _imported_modules(tree: ast.Module) -> set[str]:
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            out.add(node.module)
-        elif isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-    return out
-
-
-def _python_files(store: FileStore) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for path in store.list_files():
-        if path.endswith(".py"):
-            try:
-                out[path] = store.read_text(path)
-            except (OSError, UnicodeError, ValueError, WorkspaceError):
-                continue
-    return out
 
 
 #: a block with fewer than this share of an existing file's lines (of at least FRAGMENT_MIN_LINES) is a fragment
@@ -438,7 +386,10 @@ def named_definitions(instruction: str) -> list[str]:
 
 
 def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
-    """Named functions/classes that no non-test module of the project defines (at any level)."""
+    """Named functions/classes that no non-test module of the project defines (at any level), or defines as a
+    stub only (a docstring, ``pass``, ``...`` or ``raise NotImplementedError``: the 1.5B model often answers
+    a "write f" with the signature and docstring it was given). Interface methods (of a Protocol or an ABC, or
+    marked abstract) may be stubs."""
     defined: set[str] = set()
     for rel, source in sources.items():
         if is_test_file(rel):
@@ -447,10 +398,56 @@ def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
             tree = ast.parse(source)
         except SyntaxError:
             continue
+        interfaces = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and _is_interface(c) for f in c.body}
+        defined |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
         defined |= {
-            n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (id(n) in interfaces or _is_abstract(n) or not _is_stub(n))
         }
     return [n for n in named_definitions(instruction) if n not in defined]
+
+
+def stubbed(names: list[str], sources: dict[str, str]) -> dict[str, str]:
+    """For each named function that a non-test module defines as a stub only: its file and the stub's source
+    (the first such file per name; one stub per file)."""
+    out: dict[str, str] = {}
+    for rel, source in sources.items():
+        if is_test_file(rel) or rel in out:
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names and _is_stub(node):
+                out[rel] = ast.get_source_segment(source, node) or ""
+                break
+    return out
+
+
+def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    for node in body:
+        if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            continue
+        if isinstance(node, ast.Raise) and "NotImplementedError" in ast.unparse(node):
+            continue
+        return False
+    return True
+
+
+def _is_abstract(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any("abstract" in ast.unparse(d) or "overload" in ast.unparse(d) for d in fn.decorator_list)
+
+
+def _is_interface(cls: ast.ClassDef) -> bool:
+    return any(ast.unparse(b).split(".")[-1] in {"Protocol", "ABC", "ABCMeta"} for b in cls.bases) or any(
+        "ABCMeta" in ast.unparse(k.value) for k in cls.keywords
+    )
 
 
 def _step_names_for(instruction: str, path: str) -> list[str]:

@@ -172,7 +172,36 @@ async def make_plan(
             steps = await _ask_plan(client, review, domain)
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
-    return PromptProgram(task=task, steps=fit_steps(dedupe(steps), limit))
+    return PromptProgram(task=task, steps=carry_task_details(fit_steps(dedupe(steps), limit), task))
+
+
+_CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
+_PY_PATH = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.py)\b")
+_DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.MULTILINE)
+
+
+def carry_task_details(steps: list[Instruction], task: str) -> list[Instruction]:
+    """Put back what a plan must carry and a small model's plan drops: the task's code blocks (signatures and
+    docstrings to keep), given to the step that mentions what they define (else the first), and the Python files
+    the task names, to be written in the first step that is not told of them. Seen on HumanEval+: a one-step
+    plan without solution.py or the docstring's examples, and the model then wrote main.py from memory."""
+    if not steps:
+        return steps
+    out = list(steps)
+
+    def add(i: int, text: str) -> None:
+        out[i] = out[i].model_copy(update={"instruction": f"{out[i].instruction.rstrip()}\n\n{text}"})
+
+    for block in _CODE_BLOCK.findall(task):
+        if not block.strip() or any(block.strip() in s.instruction for s in out):
+            continue
+        names = _DEFINED.findall(block)
+        at = next((i for i, s in enumerate(out) if any(n in s.instruction for n in names)), 0)
+        add(at, f"From the task (keep its names, signatures and docstrings):\n```python\n{block.rstrip()}\n```")
+    files = [f for f in dict.fromkeys(_PY_PATH.findall(task)) if not any(f in s.instruction for s in out)]
+    if files:
+        add(0, "The task names these files: " + ", ".join(f"write {f}" for f in files) + ".")
+    return out
 
 
 def load_prompt_program(path: Path, task: str) -> PromptProgram:

@@ -40,8 +40,15 @@ def unnamed_blocks(text: str, lang: str = "python") -> list[str]:
     for m in _FENCE.finditer(text):
         tag = m.group(0)[3:].split("\n", 1)[0].strip().lower()
         if tag in ("", lang) and m.group(1).strip() and _named(text, m) is None:
-            out.append(m.group(1))
+            out.append(_body(m))
     return out
+
+
+def _body(m: re.Match[str]) -> str:
+    """A block's text, without the indent every line shares: a block inside a Markdown list item comes
+    indented, and a small model then copies that indent into every later answer (seen: "unexpected indent"
+    at line 1 of a test file, eight answers in a row)."""
+    return textwrap.dedent(m.group(1))
 
 
 def _named(text: str, m: re.Match[str]) -> str | None:
@@ -64,9 +71,9 @@ def fenced_blocks(text: str) -> list[tuple[str | None, str]]:
     for m in _FENCE.finditer(text):
         path = _named(text, m)
         if path and ".." not in path.split("/"):
-            out += _split_concatenated(path.removeprefix("./"), m.group(1))
+            out += _split_concatenated(path.removeprefix("./"), _body(m))
         else:
-            out.append((None, m.group(1)))
+            out.append((None, _body(m)))
     return out
 
 

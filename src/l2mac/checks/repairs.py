@@ -1,0 +1,84 @@
+"""Deterministic repairs of what small models reliably get wrong in the files they write, shared by every
+strategy that writes files from a model's answer (the text protocol's control unit, the self-organised agents):
+imports forgotten for names whose module is certain, pytest fixtures imported from pytest or redefined."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from l2mac.checks.autofix import add_imports, project_definitions, repair_fixture_misuse, undefined_names
+from l2mac.checks.python import CodeIssue, module_name
+from l2mac.errors import WorkspaceError
+from l2mac.store import FileStore
+
+Log = Callable[..., None]
+
+
+def repair_written(
+    store: FileStore, check_files: Callable[[list[str]], list[CodeIssue]], paths: list[str], log: Log
+) -> list[str]:
+    """Repair the Python files just written; returns one note per repair, to tell the model what was done.
+    ``log(recovery, **fields)`` records each."""
+    notes: list[str] = []
+    for path in paths:
+        try:
+            cleaned, dropped, overridden = repair_fixture_misuse(store.read_text(path))
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            continue
+        if not (dropped or overridden):
+            continue
+        store.write_text(path, cleaned)
+        if overridden:
+            notes.append(f"Removed from {path}: redefinitions of pytest's own fixtures ({', '.join(overridden)})")
+        if dropped:
+            notes.append(
+                f"Removed from {path}: importing pytest fixtures ({', '.join(dropped)}); take them "
+                "as test parameters instead"
+            )
+        log("pytest_fixture_misuse_repaired", path=path)
+    undefined = undefined_names(check_files(paths))
+    if not undefined:
+        return notes
+    trees: dict[str, ast.Module] = {}
+    for rel, source in python_files(store).items():
+        try:
+            trees[rel] = ast.parse(source)
+        except SyntaxError:
+            continue
+    project = project_definitions(trees)
+    for path, names in undefined.items():
+        own = module_name(path)
+        # never import from a module that imports this one: that makes a circular import (seen in the demo)
+        importers = {module_name(rel) for rel, tree in trees.items() if own in imported_modules(tree)}
+        safe = {n: m for n, m in project.items() if m not in importers}
+        try:
+            fixed, added = add_imports(store.read_text(path), names, safe, own)
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            continue
+        if added:
+            store.write_text(path, fixed)
+            notes.append(f"Added the missing imports to {path}: {'; '.join(added)}")
+            log("missing_imports_added", path=path, imports=added)
+    return notes
+
+
+def imported_modules(tree: ast.Module) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return out
+
+
+def python_files(store: FileStore) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path in store.list_files():
+        if path.endswith(".py"):
+            try:
+                out[path] = store.read_text(path)
+            except (OSError, UnicodeError, ValueError, WorkspaceError):
+                continue
+    return out
