@@ -53,6 +53,7 @@ SKELETON = {
     ],
     "tests": TESTS,
 }
+MEAN_TESTS = "from calc.stats import mean\n\n\ndef test_mean_of_three():\n    assert mean([1.0, 2.0, 6.0]) == 3.0\n"
 MUL = 'def mul(a: float, b: float) -> float:\n    """a times b."""\n    return a * b\n'
 MUL_WRONG = MUL.replace("a * b", "a * b + 1")
 MEAN_SPLIT = '''def mean(xs: list[float]) -> float:
@@ -116,7 +117,8 @@ def as_text(tool: str, args: dict[str, Any]) -> str:
         files = [(m["path"], m["code"]) for m in args["modules"]] + [("tests/test_init.py", args["tests"])]
         return "\n\n".join(f"{p}\n```python\n{c}\n```" for p, c in files)
     if tool == "write_function":
-        return f"```python\n{args['code']}```"
+        tests = f"\n\ntests/test_it.py\n```python\n{args['tests']}```" if args.get("tests") else ""
+        return f"```python\n{args['code']}```{tests}"
     raise AssertionError(tool)
 
 
@@ -130,13 +132,15 @@ def test_a_two_level_tree_builds_a_working_multi_module_project(tmp_path: Path) 
         {
             "lead": [("write_skeleton", SKELETON)],
             "mul": [("write_function", {"code": MUL})],
-            "mean": [("write_function", {"code": MEAN_SPLIT})],  # splits: _total goes to a grandchild
+            # mean's agent splits it (_total goes to a grandchild) and writes tests of mean, as its mother
+            "mean": [("write_function", {"code": MEAN_SPLIT, "tests": MEAN_TESTS})],
             "_total": [("write_function", {"code": TOTAL})],
         }
     )
     result = run_team(tmp_path, team)
     assert result.ok, result.report
-    assert result.report["tests"]["passed"] == 2
+    assert result.files["tests/test_stats_mean.py"] == MEAN_TESTS
+    assert result.report["tests"]["passed"] == 3
     assert "return a * b" in result.files["calc/ops.py"] and "def _total" in result.files["calc/stats.py"]
     titles = [o.title for o in result.outcomes]
     assert titles == ["agent 0: calc/__init__.py, calc/ops.py, calc/stats.py", "agent 1: calc/ops.py:mul",
@@ -160,6 +164,40 @@ def test_a_child_whose_code_fails_the_mothers_tests_is_repaired_from_her_feedbac
     repair = team.asked["mul"][1]
     assert "Your lead's tests fail, and the failure involves your function mul" in repair and "assert" in repair
     assert len(team.asked["mean"]) == 1  # the failure did not involve mean: it was not asked again
+
+
+def test_a_sub_mother_runs_her_own_tests_after_her_children_and_repairs_them(tmp_path: Path) -> None:
+    total_wrong = TOTAL.replace("result = 0.0", "result = 1.0")
+    team = Team(
+        {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": MEAN_SPLIT, "tests": MEAN_TESTS})],
+            "_total": [("write_function", {"code": total_wrong}), ("write_function", {"code": TOTAL})],
+        },
+        text=True,
+    )
+    result = run_team(tmp_path, team, protocol="text")
+    assert result.ok, result.report
+    # the feedback came from mean's agent (agent 2) running tests/test_stats_mean.py, before the lead's tests ran
+    feedback = [json.loads(line) for line in (result.workspace / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    down = [e for e in feedback if e["kind"] == "feedback_down"]
+    assert [(e["mother"], e["to"]) for e in down] == [(2, [3])]
+    assert "test_mean_of_three" in team.asked["_total"][1] and "Your lead's tests fail" in team.asked["_total"][1]
+    assert len(team.asked["mul"]) == 1 and all(o.passed for o in result.outcomes)
+
+
+def test_a_lead_whose_own_code_fails_her_tests_rewrites_it_seeing_the_failure(tmp_path: Path) -> None:
+    ops_tests = "from calc.ops import add, mul\n\n\ndef test_ops():\n    assert add(2, 3) == 5 and mul(2, 3) == 6\n"
+    wrong = {"modules": [{"path": "calc/ops.py", "code": OPS.replace("...", "return a * b + 1")}], "tests": ops_tests}
+    right = {"modules": [{"path": "calc/ops.py", "code": OPS.replace("...", "return a * b")}], "tests": ops_tests}
+    team = Team({"lead": [("write_skeleton", wrong), ("write_skeleton", right)]}, text=True)
+    result = run_team(tmp_path, team, protocol="text")
+    assert result.ok, result.report
+    assert len(result.outcomes) == 1 and "return a * b\n" in result.files["calc/ops.py"]
+    second = team.asked["lead"][1]
+    assert "Your tests fail, and not in a function one of your agents wrote" in second
+    assert "return a * b + 1" in second and "7 = mul(2, 3)" in second  # her code as it was, and the failure
 
 
 def test_a_contract_change_is_asked_of_the_mother_and_applied_when_she_accepts(tmp_path: Path) -> None:
@@ -254,7 +292,11 @@ def test_the_text_protocol_reads_fenced_blocks_and_markers_as_the_agents_calls(t
     args = json.loads(str(call.args))
     assert args["modules"] == [{"path": "calc/ops.py", "code": OPS}] and args["tests"] == TESTS
     child = text_to_call("Here it is:\n```python\n" + MUL + "```", ["write_function", "request_contract_change"])
-    assert child is not None and json.loads(str(child.args)) == {"code": MUL}
+    assert child is not None and json.loads(str(child.args)) == {"code": MUL, "tests": ""}
+    split = text_to_call(
+        f"```python\n{MEAN_SPLIT}```\n\ntests/test_mean.py\n```python\n{MEAN_TESTS}```", ["write_function"]
+    )
+    assert split is not None and json.loads(str(split.args)) == {"code": MEAN_SPLIT, "tests": MEAN_TESTS}
     change = text_to_call(
         "CONTRACT CHANGE: def mul(a: float, b: float, c: float) -> float: BECAUSE three factors",
         ["write_function", "request_contract_change"],
@@ -271,11 +313,30 @@ def test_the_same_tree_builds_in_the_text_protocol_used_for_small_local_models(t
         {
             "lead": [("write_skeleton", SKELETON)],
             "mul": [("write_function", {"code": MUL})],
-            "mean": [("write_function", {"code": MEAN_SPLIT})],
+            "mean": [("write_function", {"code": MEAN_SPLIT, "tests": MEAN_TESTS})],
             "_total": [("write_function", {"code": TOTAL})],
         },
         text=True,
     )
     result = run_team(tmp_path, team, protocol="text")
     assert result.ok, result.report
-    assert len(result.outcomes) == 4 and result.report["tests"]["passed"] == 2
+    assert len(result.outcomes) == 4 and result.report["tests"]["passed"] == 3
+
+
+def test_the_text_protocol_repairs_agents_files_as_the_l2mac_strategy_does(tmp_path: Path) -> None:
+    # the lead's tests use List without importing it (seen with the 1.5B model on HumanEval/0)
+    tests = TESTS.replace("def test_mean():", "def test_mean(xs: List[float] = [1.0, 2.0, 6.0]):")
+    skeleton = {**SKELETON, "tests": tests}
+    team = Team(
+        {
+            "lead": [("write_skeleton", skeleton)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": MEAN_SPLIT.replace("_total(xs)", "sum(xs)").split("\n\n\n")[0]})],
+        },
+        text=True,
+    )
+    result = run_team(tmp_path, team, protocol="text")
+    assert result.ok, result.report
+    assert "from typing import List" in result.files["tests/test_ops.py"]
+    log = (result.workspace / ".l2mac" / "log.jsonl").read_text()
+    assert '"recovery": "missing_imports_added"' in log

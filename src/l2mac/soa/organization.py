@@ -32,6 +32,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import ToolDefinition
 
+from l2mac.checks.repairs import repair_written
 from l2mac.checks.tests import run_tests
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.models.client import ModelClient
@@ -83,6 +84,9 @@ class SkeletonArgs(BaseModel):
 
 class FunctionArgs(BaseModel):
     code: str = Field(description="The complete function, with any new helper functions (stubs are delegated)")
+    tests: str = Field(
+        default="", description="When you split the function into helper stubs: pytest tests of your function"
+    )
 
 
 class ContractChangeArgs(BaseModel):
@@ -132,8 +136,11 @@ def outline(source: str, hide: set[str] | None = None) -> str:
     return ast.unparse(tree)
 
 
-def test_path_for(module: str) -> str:
-    return "tests/test_" + module.rsplit("/", 1)[-1]
+def test_path_for(module: str, function: str | None = None) -> str:
+    """The test file of a module's lead (``tests/test_core.py``) or of a function's agent once it splits its
+    function (``tests/test_core_parse.py``)."""
+    stem = module.rsplit("/", 1)[-1].removesuffix(".py")
+    return f"tests/test_{stem}{'_' + function.strip('_') if function else ''}.py"
 
 
 class Organization:
@@ -156,6 +163,7 @@ class Organization:
         self.prompts = _prompts()
         self._slots = asyncio.Semaphore(limits.concurrency)
         self._locks: dict[str, asyncio.Lock] = {}
+        self._lead_files: list[str] = []
         self.task = ""
 
     # -- bookkeeping ---------------------------------------------------------------------------------------
@@ -211,6 +219,17 @@ class Organization:
         owned = {a.contract.name for a in self.agents if a.contract and a.contract.module == contract.module}
         return owned - near
 
+    def _fix_files(self, paths: list[str]) -> None:
+        """The engine's deterministic repairs of small models' files (forgotten imports, pytest fixture misuse),
+        in the text protocol as in the l2mac strategy's."""
+        if self.protocol == "text":
+            repair_written(
+                self.env.store, self.env.check_files, [p for p in paths if p.endswith(".py")], self._repaired
+            )
+
+    def _repaired(self, recovery: str, **fields: object) -> None:
+        self.log("recovered", recovery=recovery, **fields)
+
     def _lock(self, module: str) -> asyncio.Lock:
         return self._locks.setdefault(module, asyncio.Lock())
 
@@ -224,8 +243,17 @@ class Organization:
     async def _mother(self, agent: Agent) -> None:
         """The root: design the module and its tests, delegate its stubs, then test and repair."""
         self._set(agent, AgentState.WRITING)
+        design = await self._design(agent, self.render("mother_task", task=self.task))
+        if design is None:
+            self._set(agent, AgentState.FAILED, "no usable skeleton")
+            return
+        contracts, test_file = design
+        await self._delegate(agent, contracts)
+        await self._test_and_repair(agent, test_file)
+
+    async def _design(self, agent: Agent, user: str) -> tuple[list[Contract], str] | None:
+        """The lead writes (or rewrites) her modules and tests; returns the stubs to delegate and the test file."""
         history: list[ModelMessage] = []
-        user = self.render("mother_task", task=self.task)
         for _ in range(self.limits.attempts):
             call, history = await self._ask(agent, "mother_system", user, [WRITE_SKELETON], history)
             try:
@@ -237,15 +265,28 @@ class Organization:
                     next((m.path for m in args.modules if not m.path.endswith("__init__.py")), args.modules[0].path)
                 )
                 self.env.store.write_text(test_file, args.tests)
-                break
+                self._fix_files([*(m.path for m in args.modules), test_file])
             except (ValidationError, ContractError, ValueError, OSError) as e:
                 user = self.render("rejected_code", error=_short(e))
-        else:
-            self._set(agent, AgentState.FAILED, "no usable skeleton")
-            return
-        agent.owns = ", ".join(m.path for m in args.modules)
-        await self._delegate(agent, contracts)
-        await self._test_and_repair(agent, test_file)
+                continue
+            agent.owns = ", ".join(m.path for m in args.modules)
+            self._lead_files = [*(m.path for m in args.modules), test_file]
+            return contracts, test_file
+        return None
+
+    async def _redesign(self, lead: Agent, report: str) -> bool:
+        """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
+        are wrong): she rewrites her modules and tests seeing the failure; new stubs get agents."""
+        files = "\n\n".join(
+            f"{p}\n```python\n{self.env.store.read_text(p)}```" for p in self._lead_files if self.env.store.exists(p)
+        )
+        self._set(lead, AgentState.WRITING, "repairing her own code or tests")
+        design = await self._design(lead, self.render("mother_repair", task=self.task, files=files, report=report))
+        if design is None:
+            return False
+        owned = {(a.contract.module, a.contract.name) for a in self.agents if a.contract is not None}
+        await self._delegate(lead, [c for c in design[0] if (c.module, c.name) not in owned])
+        return True
 
     async def _delegate(self, mother: Agent, contracts: list[Contract]) -> None:
         children = []
@@ -257,8 +298,11 @@ class Organization:
         self._set(mother, AgentState.WAITING, f"waiting for {len(children)} agents")
         await asyncio.gather(*(self._child(c) for c in children))
 
-    async def _implement(self, agent: Agent, contract: Contract, *, leaf: bool, extra: str = "") -> list[Contract]:
-        """One agent writes one function; returns the helper stubs it delegated (none when ``leaf``)."""
+    async def _implement(
+        self, agent: Agent, contract: Contract, *, leaf: bool, extra: str = ""
+    ) -> tuple[list[Contract], str]:
+        """One agent writes one function; returns the helper stubs it delegated (none when ``leaf``) and the tests
+        of its function it wrote with them (it is then a mother and owns those tests)."""
         history: list[ModelMessage] = []
         extra = "\n".join(x for x in (extra, self.render("no_more_agents") if leaf else "") if x)
         tools = [WRITE_FUNCTION, *([REQUEST_CHANGE] if agent.parent is not None else [])]
@@ -278,7 +322,8 @@ class Organization:
                 contract, extra = await self._change_contract(agent, contract, call)
                 continue
             try:
-                code = FunctionArgs.model_validate(_args(call, "write_function")).code
+                answer = FunctionArgs.model_validate(_args(call, "write_function"))
+                code = answer.code
                 async with self._lock(contract.module):
                     merged = put_function(self.env.store.read_text(contract.module), contract, code)
                     helpers = [s for s in stubs(merged, contract.module) if s.name in _defined(code)]
@@ -287,7 +332,8 @@ class Organization:
                     if helpers and leaf:
                         raise ContractError("no agents are left to delegate to: implement every helper fully")
                     self.env.store.write_text(contract.module, merged)
-                return helpers
+                    self._fix_files([contract.module])
+                return helpers, answer.tests if helpers else ""
             except (ValidationError, ContractError, ValueError, OSError) as e:
                 extra = self.render("rejected_code", error=_short(e))
         raise ContractError(f"{contract.name}: no usable function after {self.limits.attempts} answers")
@@ -297,13 +343,25 @@ class Organization:
         self._set(agent, AgentState.WRITING)
         leaf = not self._can_spawn(agent.depth + 1, 1)
         try:
-            helpers = await self._implement(agent, agent.contract, leaf=leaf)
+            helpers, tests = await self._implement(agent, agent.contract, leaf=leaf)
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
             return
-        if helpers:  # it split its function: it is a mother now
-            await self._delegate(agent, helpers)
-        self._set(agent, AgentState.DONE)
+        if not helpers:
+            self._set(agent, AgentState.DONE)
+            return
+        # it split its function: it is a mother now, with its own tests run once its children are done
+        test_file = test_path_for(agent.contract.module, agent.contract.name) if tests.strip() else None
+        if test_file:
+            self.env.store.write_text(test_file, tests)
+            self._fix_files([test_file])
+        else:
+            self.log("agent_without_tests", id=agent.id, owns=agent.owns)
+        await self._delegate(agent, helpers)
+        if test_file:
+            await self._test_and_repair(agent, test_file)
+        else:
+            self._set(agent, AgentState.DONE, "split without tests of its own; its lead's tests cover it")
 
     async def _change_contract(self, child: Agent, contract: Contract, call: ToolCallPart) -> tuple[Contract, str]:
         """The child asks its mother; the mother (the model, in the mother's role) decides."""
@@ -351,6 +409,11 @@ class Organization:
             if round_ == self.limits.repair_rounds:
                 break
             involved = self._involved(mother, outcome.output)
+            if not involved and mother.parent is None:  # the failure is in the lead's own code or tests
+                self.log("lead_repairs", mother=mother.id, round=round_ + 1)
+                if not await self._redesign(mother, outcome.output[-3000:]):
+                    break
+                continue
             self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
             await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
         self._set(mother, AgentState.FAILED, f"its tests still fail after {self.limits.repair_rounds} repair rounds")
@@ -374,7 +437,7 @@ class Organization:
         try:
             extra = self.render("repair", name=agent.contract.name, report=report[-3000:])
             await self._implement(agent, agent.contract, leaf=True, extra=extra)
-            self._set(agent, AgentState.DONE)
+            self._set(agent, AgentState.DONE, "repaired")
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
 
@@ -398,9 +461,16 @@ def text_to_call(text: str, tools: list[str]) -> ToolCallPart | None:
     if "request_contract_change" in tools and (m := _CHANGE.search(text)):
         args = {"signature": m.group(1).strip(), "reason": m.group(2).strip()[:500]}
         return ToolCallPart("request_contract_change", json.dumps(args))
-    blocks = [body for _, body in fenced_blocks(text)]
-    code = next((b for b in blocks if re.search(r"^\s*(?:async\s+)?def \w+", b, re.MULTILINE)), None)
-    return ToolCallPart("write_function", json.dumps({"code": code})) if code else None
+    test_blocks: list[str] = []
+    defining: list[str] = []
+    for path, body in fenced_blocks(text):
+        if (path or "").startswith("tests/") or re.search(r"^def test_", body, re.MULTILINE):
+            test_blocks.append(body)  # a splitting agent's tests of its function
+        elif re.search(r"^\s*(?:async\s+)?def \w+", body, re.MULTILINE):
+            defining.append(body)
+    if not defining:
+        return None
+    return ToolCallPart("write_function", json.dumps({"code": defining[0], "tests": "\n\n".join(test_blocks)}))
 
 
 _WHAT = {
