@@ -206,6 +206,9 @@ class _BrokenLlama:
     def create_completion(self, *args: object, **kwargs: object) -> object:
         raise RuntimeError("llama_decode returned -3")
 
+    def close(self) -> None:
+        pass
+
 
 def _chat_with(llm: object, window: int = 4096) -> LocalChat:
     chat = LocalChat.__new__(LocalChat)

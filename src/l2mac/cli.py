@@ -150,6 +150,9 @@ def run_command(
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (prefer the environment or config file).")] = None,
     context_window: Annotated[int | None, typer.Option(help="Context window in tokens.", min=512)] = None,
+    llama_server: Annotated[
+        str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
+    ] = None,
     workspace: Annotated[Path | None, typer.Option(help="Folder for projects [default: ./workspace].")] = None,
     project_name: Annotated[str | None, typer.Option(help="Project folder name.")] = None,
     max_cost: Annotated[float | None, typer.Option(help="Stop after spending this many USD.")] = None,
@@ -197,7 +200,13 @@ def run_command(
             raise typer.Exit(EXIT_OK)
         settings = load_settings(
             config_path=config,
-            llm={"model": model, "base_url": base_url, "api_key": api_key, "context_window": context_window},
+            llm={
+                "model": model,
+                "base_url": base_url,
+                "api_key": api_key,
+                "context_window": context_window,
+                "llama_server": llama_server,
+            },
             run={
                 "domain": domain,
                 "steps": steps,

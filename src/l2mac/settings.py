@@ -25,6 +25,7 @@ llm:
   base_url: "https://api.openai.com/v1"  # or any OpenAI-compatible server, e.g. http://localhost:8000/v1
   api_key: "YOUR_API_KEY"
   # context_window: 128000  # tokens; taken from the model's metadata when known
+  # llama_server: "llama-server"  # local models: serve them from llama.cpp's server, with parallel slots
 run:
   workspace: "workspace"
   run_tests: true
@@ -52,6 +53,12 @@ class LLMSettings(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     timeout_s: float = Field(default=180.0, gt=0, description="Seconds before one request times out.")
     max_retries: int = Field(default=5, ge=0, description="Retries of a failed request (rate limit, 5xx, timeout).")
+    llama_server: str | None = Field(
+        default=None,
+        description="llama.cpp's llama-server binary (a path, or a name on PATH): the local model is served by it, "
+        "as a managed child process with parallel slots, instead of in-process.",
+    )
+    local_slots: int = Field(default=4, gt=0, description="Parallel slots of the llama-server child.")
     retry_base_delay_s: float = Field(
         default=1.0, gt=0, description="First retry's delay; doubles each time (a Retry-After header wins)."
     )
@@ -159,6 +166,7 @@ _ENV_LLM = {
     "L2MAC_BASE_URL": "base_url",
     "L2MAC_API_KEY": "api_key",
     "L2MAC_CONTEXT_WINDOW": "context_window",
+    "L2MAC_LLAMA_SERVER": "llama_server",
 }
 _ENV_RUN = {
     "L2MAC_WORKSPACE": "workspace",

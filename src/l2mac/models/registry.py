@@ -150,13 +150,20 @@ def local_model_file(llm: LLMSettings, provider: str, name: str, environ: Mappin
 
 
 def _local_info(llm: LLMSettings, provider: str, name: str, environ: Mapping[str, str]) -> ModelInfo:
-    from l2mac.models.local.llama import DEFAULT_CONTEXT_CAP, LocalChat
+    from l2mac.models.local import models_dir
+    from l2mac.models.local.llama import DEFAULT_CONTEXT_CAP, SERVED_REQUEST_TIMEOUT_S, LocalChat
+    from l2mac.models.local.server import find_server
 
     path = local_model_file(llm, provider, name, environ)
+    server = find_server(llm.llama_server, dict(environ)) if llm.llama_server else None
     chat = LocalChat(
         path,
         context_cap=llm.context_window or DEFAULT_CONTEXT_CAP,
         temperature=0.2 if llm.temperature is None else llm.temperature,
+        server=server,
+        slots=llm.local_slots,
+        server_log=models_dir(environ) / "llama-server.log" if server else None,
+        request_timeout_s=max(llm.timeout_s, SERVED_REQUEST_TIMEOUT_S),
     )
     return ModelInfo(
         model=chat.as_model(f"{provider}:{name}"),

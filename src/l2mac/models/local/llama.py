@@ -1,4 +1,5 @@
-"""The embedded model served in-process by llama.cpp, behind pydantic-ai's model interface.
+"""The embedded model run by llama.cpp, behind pydantic-ai's model interface: in-process by default, or by a
+managed ``llama-server`` child with parallel slots (``server``; see ``server.py``) when agents run concurrently.
 
 In-process rather than llama-cpp-python's HTTP server: that server answers HTTP 500 to an assistant message
 whose content is null beside tool_calls (what pydantic-ai sends after a tool call), and in-process also keeps
@@ -38,11 +39,15 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from l2mac.errors import ConfigError
+from l2mac.models.local.server import LlamaServer
 
 DEFAULT_CONTEXT_CAP = 16_384
 #: one answer at most this long: a whole small file fits; a runaway answer costs minutes at ~17 tokens/s
 MAX_ANSWER_TOKENS = 2048
 REPEAT_PENALTY = 1.1
+#: a request to the llama-server child may take many minutes (a 16k-token prompt at ~95 tokens/s, then 2,048
+#: tokens at 5-10 tokens/s per slot while other slots decode); a dead server is seen by its process, not a timeout
+SERVED_REQUEST_TIMEOUT_S = 3600.0
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 
@@ -156,7 +161,12 @@ class LocalChat:
     temperature: float = 0.2
     seed: int = 0
     threads: int | None = None
+    server: Path | None = None  # a llama-server binary: generate there, with ``slots`` requests in parallel
+    slots: int = 4
+    server_log: Path | None = None
+    request_timeout_s: float = SERVED_REQUEST_TIMEOUT_S
     stats: list[GenerationStats] = field(default_factory=list)
+    served: LlamaServer | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         try:
@@ -169,15 +179,23 @@ class LocalChat:
         import jinja2.sandbox
 
         threads = self.threads or os.cpu_count() or 2
-        self.llm = Llama(
-            model_path=str(self.path), n_ctx=self.context_cap, n_threads=threads, seed=self.seed, verbose=False
-        )
-        meta = self.llm.metadata
-        trained = int(meta.get(f"{meta.get('general.architecture', 'llama')}.context_length", 0))
-        if 0 < trained < self.context_cap:  # never ask for more context than the model was trained with
-            self.llm.close()
-            self.llm = Llama(model_path=str(self.path), n_ctx=trained, n_threads=threads, seed=self.seed, verbose=False)
-        self.context_window = self.llm.n_ctx()
+        if self.server is not None:  # the weights go to the server; here only the vocabulary and metadata
+            self.llm = Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+            self.context_window = min(self.context_cap, _trained_context(self.llm) or self.context_cap)
+            self.served = LlamaServer(
+                self.server, self.path, self.context_window, self.slots, self.threads, log_path=self.server_log
+            )
+        else:
+            self.llm = Llama(
+                model_path=str(self.path), n_ctx=self.context_cap, n_threads=threads, seed=self.seed, verbose=False
+            )
+            trained = _trained_context(self.llm)
+            if 0 < trained < self.context_cap:  # never ask for more context than the model was trained with
+                self.llm.close()
+                self.llm = Llama(
+                    model_path=str(self.path), n_ctx=trained, n_threads=threads, seed=self.seed, verbose=False
+                )
+            self.context_window = self.llm.n_ctx()
         template = self.llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ConfigError(f"{self.path} has no chat template in its metadata; use a chat (instruct) GGUF model")
@@ -185,6 +203,8 @@ class LocalChat:
         env.filters["tojson"] = lambda v: json.dumps(v, ensure_ascii=False)
         self.template = env.from_string(template)
         self.lock = threading.Lock()
+        if self.served is not None:
+            self.served.start()
 
     def render(self, messages: list[ModelMessage], tools: list[ToolDefinition]) -> str:
         return str(
@@ -193,14 +213,21 @@ class LocalChat:
             )
         )
 
+    def _tokens(self, prompt: str) -> tuple[list[int], int]:
+        """The prompt's tokens and the room left for the answer; a prompt that leaves none is refused."""
+        tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        room = self.context_window - len(tokens)
+        if room < 16:
+            raise ModelContextWindowExceededError(
+                self.path.name, f"prompt of {len(tokens)} tokens does not fit the {self.context_window} window"
+            )
+        return tokens, room
+
     def complete(self, prompt: str, max_tokens: int, temperature: float | None = None) -> tuple[str, GenerationStats]:
+        if self.served is not None:
+            return self._complete_served(prompt, max_tokens, temperature)
         with self.lock:
-            tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-            room = self.context_window - len(tokens)
-            if room < 16:
-                raise ModelContextWindowExceededError(
-                    self.path.name, f"prompt of {len(tokens)} tokens does not fit the {self.context_window} window"
-                )
+            tokens, room = self._tokens(prompt)
             cached = _common_prefix(list(self.llm._input_ids), tokens)
             start = time.monotonic()
             first: float | None = None
@@ -226,6 +253,34 @@ class LocalChat:
         self.stats.append(stats)
         return "".join(pieces), stats
 
+    def _complete_served(self, prompt: str, max_tokens: int, temperature: float | None) -> tuple[str, GenerationStats]:
+        """The same request to the llama-server child: no lock, the server batches concurrent requests."""
+        assert self.served is not None
+        with self.lock:  # tokenizing is quick; the vocabulary object is not documented as thread-safe
+            tokens, room = self._tokens(prompt)
+        payload = {
+            "prompt": tokens,
+            "n_predict": min(max_tokens, room, MAX_ANSWER_TOKENS),
+            "temperature": self.temperature if temperature is None else temperature,
+            "top_p": 0.95,
+            "repeat_penalty": REPEAT_PENALTY,
+            "stop": ["<|im_end|>", "<|endoftext|>"],
+            "cache_prompt": True,  # a slot keeps its prompt's KV: the next turn of a step reuses the prefix
+            "seed": self.seed + len(self.stats),
+        }
+        data = self.served.complete(payload, self.request_timeout_s)
+        timings = data.get("timings") or {}
+        prompt_s = float(timings.get("prompt_ms", 0.0)) / 1000
+        stats = GenerationStats(
+            len(tokens),
+            int(timings.get("prompt_n", len(tokens))),
+            int(timings.get("predicted_n", data.get("tokens_predicted", 0))),
+            prompt_s,
+            prompt_s + float(timings.get("predicted_ms", 0.0)) / 1000,
+        )
+        self.stats.append(stats)
+        return str(data.get("content", "")), stats
+
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         tools = list(info.function_tools)
         settings = info.model_settings or {}
@@ -244,12 +299,20 @@ class LocalChat:
         )
 
     def close(self) -> None:
-        """Free the model's memory now (about 1.2 GB), rather than whenever the garbage collector gets to it."""
+        """Free the model's memory now (about 1.2 GB), rather than whenever the garbage collector gets to it,
+        and stop the llama-server child if there is one."""
+        if self.served is not None:
+            self.served.stop()
         with self.lock:
             self.llm.close()
 
     def as_model(self, name: str) -> FunctionModel:
         return FunctionModel(self, model_name=name)
+
+
+def _trained_context(llm: Any) -> int:
+    meta = llm.metadata
+    return int(meta.get(f"{meta.get('general.architecture', 'llama')}.context_length", 0))
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

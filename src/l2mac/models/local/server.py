@@ -1,0 +1,225 @@
+"""llama.cpp's own server (``llama-server``) as a managed child process: the embedded model with parallel slots.
+
+In-process, llama-cpp-python decodes one sequence at a time, so concurrent agents (the soa strategy) queue. A
+``llama-server`` started with ``--parallel N`` decodes up to N requests in one batch (continuous batching), and
+keeps each slot's prompt in its KV cache. The server is started on a free loopback port, health-checked, and
+stopped when the run ends, on error and on Ctrl-C; it dies with its parent (PR_SET_PDEATHSIG) even on kill -9.
+
+Only the raw ``/completion`` endpoint is used, with a prompt l2mac rendered itself from the model's chat
+template (see ``llama.LocalChat``): the server's chat parsing is never relied on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic_ai.exceptions import ModelAPIError, ModelContextWindowExceededError
+
+from l2mac.errors import ConfigError
+
+#: llama-server loads a 1 GB model in a few seconds; a cold disk or a larger model may need much longer
+STARTUP_TIMEOUT_S = 180.0
+_LOG_TAIL = 2000
+_EXIT_GRACE_S = 2.0  # how long a failed request waits to learn whether the server died
+
+
+def find_server(configured: str | None, environ: dict[str, str] | None = None) -> Path:
+    """The llama-server binary: ``configured`` (a path, or a name looked up on PATH)."""
+    if not configured:
+        raise ConfigError("no llama-server is configured")
+    path = Path(configured).expanduser()
+    if path.is_file() and os.access(path, os.X_OK):
+        return path
+    found = shutil.which(configured, path=(environ or dict(os.environ)).get("PATH"))
+    if found:
+        return Path(found)
+    raise ConfigError(
+        f"llama-server not found at {configured!r}: give the path of llama.cpp's llama-server binary "
+        "(--llama-server), or leave it unset to run the model in-process"
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+#: exec'd in place of the server so that it gets SIGTERM when l2mac dies, even by kill -9 (PR_SET_PDEATHSIG
+#: survives exec); a shim rather than preexec_fn, which is unsafe once threads run
+_SHIM = (
+    "import ctypes,os,signal,sys\n"
+    "try: ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)\n"
+    "except (OSError, AttributeError): pass\n"
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+@dataclass
+class LlamaServer:
+    """One ``llama-server`` child serving one GGUF model with ``slots`` parallel slots."""
+
+    binary: Path
+    model: Path
+    context_per_slot: int
+    slots: int = 4
+    threads: int | None = None
+    log_path: Path | None = None
+    host: str = "127.0.0.1"
+    startup_timeout_s: float = STARTUP_TIMEOUT_S
+    extra_args: Sequence[str] = ()
+    port: int = 0
+    restarts: int = 0
+    _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _log: IO[bytes] | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def command(self, port: int) -> list[str]:
+        threads = self.threads or os.cpu_count() or 2
+        return [
+            str(self.binary),
+            *("--model", str(self.model), "--host", self.host, "--port", str(port)),
+            *("--ctx-size", str(self.context_per_slot * self.slots), "--parallel", str(self.slots)),
+            *("--threads", str(threads), "--no-webui"),
+            *self.extra_args,
+        ]
+
+    def start(self) -> None:
+        """Start the child and wait until it answers /health; a port someone took meanwhile is tried again."""
+        last = ""
+        for _ in range(3):
+            port = free_port(self.host)
+            self._spawn(port)
+            try:
+                self._wait_healthy()
+                self.port = port
+                return
+            except _PortTaken as e:
+                last = str(e)
+                self.stop()
+        raise ModelAPIError("llama-server", f"could not get a free port: {last}")
+
+    def _spawn(self, port: int) -> None:
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _SHIM, *self.command(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log or subprocess.DEVNULL,
+            stderr=subprocess.STDOUT if self._log else subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches l2mac, which stops the server itself
+        )
+        self.port = port
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            assert self._proc is not None
+            code = self._proc.poll()
+            if code is not None:
+                tail = self.log_tail()
+                if "bind" in tail.lower() or "address already in use" in tail.lower():
+                    raise _PortTaken(tail)
+                raise ModelAPIError("llama-server", f"llama-server exited with code {code} while starting: {tail}")
+            try:
+                with urllib.request.urlopen(self.url("/health"), timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except urllib.error.HTTPError as e:
+                if e.code != 503:  # 503: still loading the model
+                    raise ModelAPIError("llama-server", f"/health answered {e.code}") from e
+            except OSError:
+                pass  # not listening yet
+            time.sleep(0.2)
+        self.stop()
+        raise ModelAPIError("llama-server", f"not ready after {self.startup_timeout_s:.0f} s: {self.log_tail()}")
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _exits_within(self, seconds: float) -> bool:
+        """Whether the child has exited or does so within `seconds`: a dying server drops its connections a
+        moment before the OS reports it gone, so a failed request must not be judged by `alive()` alone."""
+        if self._proc is None:
+            return True
+        try:
+            self._proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Stop the child (SIGTERM, then SIGKILL after 10 s); safe to call twice."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def log_tail(self) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return "(no server log)"
+        return self.log_path.read_bytes()[-_LOG_TAIL:].decode("utf-8", "replace").strip()
+
+    def url(self, path: str) -> str:
+        return f"http://{self.host}:{self.port}{path}"
+
+    # -- requests ------------------------------------------------------------------------------------------
+    def complete(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """POST /completion. A server that died is started again once and the request repeated; its answer
+        errors become ModelAPIError (retried by the client) or ModelContextWindowExceededError."""
+        for attempt in range(2):
+            try:
+                return self._post("/completion", payload, timeout_s)
+            except OSError as e:
+                if attempt == 1 or not self._exits_within(_EXIT_GRACE_S):
+                    raise ModelAPIError("llama-server", f"request failed: {e}") from e
+                with self._lock:  # one thread restarts it; the others find it alive again
+                    if not self.alive():
+                        code = self._proc.returncode if self._proc else None
+                        self.stop()
+                        self.restarts += 1
+                        self.start()
+                        if self.log_path is not None:
+                            with open(self.log_path, "a", encoding="utf-8") as f:
+                                f.write(f"\n[l2mac] llama-server had exited (code {code}); restarted\n")
+        raise AssertionError("unreachable")
+
+    def _post(self, path: str, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.url(path), data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as r:
+                data: dict[str, Any] = json.loads(r.read())
+                return data
+        except urllib.error.HTTPError as e:
+            body = e.read().decode("utf-8", "replace")[:500]
+            if "context" in body.lower() and ("exceed" in body.lower() or "too long" in body.lower()):
+                raise ModelContextWindowExceededError("llama-server", body) from e
+            raise ModelAPIError("llama-server", f"HTTP {e.code}: {body}") from e
+
+
+class _PortTaken(Exception):
+    pass

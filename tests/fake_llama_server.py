@@ -1,0 +1,74 @@
+"""A stand-in for llama.cpp's llama-server, for lifecycle tests: /health and /completion, with faults chosen by
+files in $FAKE_LLAMA_DIR: ``bind-fail-once`` (exits as if the port were taken), ``die-after`` (exits after that
+many completions), ``loading`` (answers /health 503 that many times first). Each request is appended to
+``requests.jsonl``; ``latency`` (seconds) delays each completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+state = Path(os.environ["FAKE_LLAMA_DIR"])
+args = sys.argv[1:]
+port = int(args[args.index("--port") + 1])
+host = args[args.index("--host") + 1]
+(state / "pids").open("a").write(f"{os.getpid()}\n")
+
+if (state / "bind-fail-once").exists():
+    (state / "bind-fail-once").unlink()
+    print(f"couldn't bind HTTP server socket, hostname: {host}, port: {port}", flush=True)
+    sys.exit(1)
+
+lock = threading.Lock()
+counts = {"done": 0, "in_flight": 0, "max_in_flight": 0, "health": 0}
+
+
+def number(name: str, default: float) -> float:
+    f = state / name
+    return float(f.read_text()) if f.exists() else default
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a: object) -> None:
+        pass
+
+    def reply(self, code: int, body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        counts["health"] += 1
+        if counts["health"] <= number("loading", 0):
+            self.reply(503, {"error": {"code": 503, "message": "Loading model"}})
+        else:
+            self.reply(200, {"status": "ok"})
+
+    def do_POST(self) -> None:
+        payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with lock:
+            counts["in_flight"] += 1
+            counts["max_in_flight"] = max(counts["max_in_flight"], counts["in_flight"])
+            with (state / "requests.jsonl").open("a") as f:
+                f.write(json.dumps({"pid": os.getpid(), **payload}) + "\n")
+        time.sleep(number("latency", 0))
+        with lock:
+            counts["in_flight"] -= 1
+            counts["done"] += 1
+            (state / "max_in_flight").write_text(str(counts["max_in_flight"]))
+            if counts["done"] > number("die-after", 10**9):
+                os._exit(3)  # dies mid-run, the request unanswered
+        n = len(payload["prompt"])
+        timings = {"prompt_n": n, "cache_n": 0, "prompt_ms": 10.0, "predicted_n": 2, "predicted_ms": 20.0}
+        self.reply(200, {"content": f"seen {n} tokens", "tokens_predicted": 2, "timings": timings})
+
+
+ThreadingHTTPServer((host, port), Handler).serve_forever()
