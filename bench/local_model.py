@@ -3,6 +3,7 @@
     .venv/bin/python bench/local_model.py                   # speed figures only (about 2 minutes)
     .venv/bin/python bench/local_model.py --demo            # also the demo task end to end (20-60 minutes)
     .venv/bin/python bench/local_model.py --demo-report W/.l2mac/run_report.json   # use a finished demo run
+    .venv/bin/python bench/local_model.py --server PATH/llama-server --slots 1,2,4  # parallel slots (~5 min)
 
 Measures prompt processing and generation speed (tokens/s), time to first token, the effect of the KV cache
 when the same prefix is sent twice, and (with --demo) wall time and tokens of the README's demo task. Writes
@@ -16,6 +17,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,6 +69,53 @@ def speed(chat: LocalChat) -> dict[str, Any]:
     }
 
 
+def slots(path: Path, server: Path, counts: list[int], tokens: int = 160) -> dict[str, Any]:
+    """In-process vs a llama-server child: cold prompt processing (the 1,343-token step-sized prompt), and
+    aggregate generation speed with N requests at once (short distinct prompts, so decoding dominates: in
+    process they queue on one sequence, on the server they share a batch of N slots)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def short(k: int) -> str:
+        return f"<|im_start|>user\nWrite a long Python module number {k} of small utility functions.<|im_end|>\n" + (
+            "<|im_start|>assistant\n"
+        )
+
+    def decode(chat: LocalChat, n: int) -> dict[str, Any]:
+        start = time.monotonic()
+        with ThreadPoolExecutor(n) as pool:
+            done = list(pool.map(lambda k: chat.complete(short(k), tokens, 0.0)[1], range(n)))
+        wall = time.monotonic() - start
+        out = sum(s.completion_tokens for s in done)
+        return {"requests": n, "completion_tokens": out, "wall_s": round(wall, 2), "tokens_per_s": round(out / wall, 1)}
+
+    def prompt_speed(chat: LocalChat) -> dict[str, Any]:
+        _, cold = chat.complete(PREFIX + QUESTION, 16, 0.0)
+        return _row(cold)
+
+    rows: list[dict[str, Any]] = []
+    inproc = LocalChat(path)
+    rows.append(
+        {"mode": "in-process", "cold_prompt": prompt_speed(inproc), "decode": [decode(inproc, n) for n in counts]}
+    )
+    print(rows[-1], flush=True)
+    inproc.close()
+    for n in counts:
+        chat = LocalChat(
+            path, server=server, slots=n, server_log=Path(tempfile.gettempdir()) / "l2mac-llama-server.log"
+        )
+        try:
+            row = {
+                "mode": f"llama-server --parallel {n}",
+                "cold_prompt": prompt_speed(chat),
+                "decode": [decode(chat, n)],
+            }
+        finally:
+            chat.close()
+        rows.append(row)
+        print(row, flush=True)
+    return {"answer_tokens": tokens, "rows": rows}
+
+
 def demo(report_path: Path | None) -> dict[str, Any]:
     if report_path is None:
         from l2mac.run import run_l2mac
@@ -99,6 +148,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--demo", action="store_true", help="also run the demo task end to end")
     ap.add_argument("--demo-report", type=Path, help="take the demo figures from this run_report.json")
+    ap.add_argument("--server", type=Path, help="a llama-server binary: measure parallel slots instead")
+    ap.add_argument("--slots", default="1,2,4", help="request counts for --server (comma-separated)")
     args = ap.parse_args()
     if args.demo_report is not None and not args.demo_report.is_file():
         print(f"no run report at {args.demo_report}", file=sys.stderr)
@@ -107,6 +158,19 @@ def main() -> int:
     if not path.exists():
         print(f"model not found at {path}; run `l2mac models pull` first", file=sys.stderr)
         return 1
+    if args.server is not None:
+        result = {
+            "model": DEFAULT_LOCAL_MODEL,
+            "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+            "server": str(args.server),
+            **slots(path, args.server, [int(n) for n in args.slots.split(",")]),
+        }
+        RESULTS.mkdir(exist_ok=True)
+        target = RESULTS / f"local_slots-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
+        target.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"written to {target}")
+        return 0
     load_start = time.monotonic()
     chat = LocalChat(path)
     out: dict[str, Any] = {

@@ -24,8 +24,51 @@ def humaneval_rows() -> list[dict[str, Any]]:
         s = data.get("summary", {})
         if not s.get("scored"):
             continue
-        rows.append({"file": path.name, **{k: data.get(k) for k in ("strategy", "model", "command", "machine")}, **s})
+        keys = ("strategy", "model", "command", "machine", "sessions", "engine_budget", "task_tokens")
+        outcomes = {tid: (t.get("base"), t.get("plus")) for tid, t in data.get("tasks", {}).items()}
+        rows.append({"file": path.name, **{k: data.get(k) for k in keys}, **s, "outcomes": outcomes})
     return rows
+
+
+def run_conditions(r: dict[str, Any]) -> str:
+    """How a run was made, beside its command: the serving of the model and the engine's limits per task."""
+    parts = []
+    serving = {x.get("serving") for x in r.get("sessions") or [] if x.get("serving")}
+    if serving:
+        parts.append("model served " + " and ".join(sorted(serving)))
+    if r.get("task_tokens"):
+        parts.append(f"{r['task_tokens']:,} tokens per task")
+    if r.get("engine_budget"):
+        parts.append("engine limits per task " + ", ".join(f"{k} {v}" for k, v in r["engine_budget"].items()))
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def time_text(r: dict[str, Any]) -> str:
+    """Generation time: the tasks' own times summed; with several workers, also the elapsed time."""
+    summed = f"{r['generation_wall_time_s'] / 60:.0f} min"
+    parallel = [x for x in r.get("sessions") or [] if x.get("workers", 1) > 1]
+    if not parallel:
+        return summed
+    elapsed = sum(x["elapsed_s"] for x in parallel)
+    tasks = sum(x["tasks"] for x in parallel)
+    workers = max(x["workers"] for x in parallel)
+    return f"{summed} summed over tasks ({tasks} of them ran {workers} at once: {elapsed / 60:.0f} min elapsed)"
+
+
+def shared_tasks_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """pass@1 of every strategy on the tasks all of them scored: the fair side-by-side."""
+    if len(rows) < 2:
+        return []
+    common = set.intersection(*({t for t, (b, _) in r["outcomes"].items() if b is not None} for r in rows))
+    if not common:
+        return []
+    lines = [f"On the {len(common)} tasks every strategy scored:", "", "| strategy | pass@1 base | pass@1 plus |"]
+    lines.append("|---|---|---|")
+    for r in rows:
+        base = sum(bool(r["outcomes"][t][0]) for t in common)
+        plus = sum(bool(r["outcomes"][t][1]) for t in common)
+        lines.append(f"| {r['strategy']} | {base}/{len(common)} | {plus}/{len(common)} |")
+    return [*lines, ""]
 
 
 def plot(rows: list[dict[str, Any]], target: Path) -> bool:
@@ -100,6 +143,16 @@ def soa_section() -> list[str]:
     return lines
 
 
+def engine_text(r: dict[str, Any]) -> str:
+    """The engine's own outcome beside its generation time: status and steps passed (l2mac, soa)."""
+    e = r.get("engine")
+    if not e:
+        return ""
+    steps = e.get("steps") or {}
+    reason = f", {e['stopped_reason']}" if e.get("stopped_reason") else ""
+    return f" (engine: {e.get('status')}{reason}; steps passed {steps.get('passed')}/{steps.get('planned')})"
+
+
 def project_section() -> list[str]:
     files = sorted(RESULTS.glob("*-l2mac-*-*.json"))
     if not files:
@@ -122,7 +175,7 @@ def project_section() -> list[str]:
             f"| {r['task']} | {r['strategy']} | {r['model']} | {r.get('judge')} | {r['files']} | {r['loc']} | "
             f"{r['pylint_errors']} | {r['ruff_errors']} | {t['status']} ({t['passed']} passed, {t['failed']} failed) | "
             f"{f.get('features_pct')}% of {f.get('features')} features | {f.get('counts')} | "
-            f"{r['generation_wall_time_s']} s | "
+            f"{r['generation_wall_time_s']} s{engine_text(r)} | "
             f"`{r['command']}` |"
         )
     return [*lines, ""]
@@ -145,16 +198,17 @@ def main() -> int:
         lines.append(
             f"| {r['strategy']} | {r['model']} | {r['scored']} | {r['base_passed']}/{r['scored']} "
             f"({r['pass@1_base']:.1%}) | {r['plus_passed']}/{r['scored']} ({r['pass@1_plus']:.1%}) | "
-            f"{r['tokens']:,} | {r['generation_wall_time_s'] / 60:.0f} min | `{r['file']}` |"
+            f"{r['tokens']:,} | {time_text(r)} | `{r['file']}` |"
         )
     lines.append("")
+    lines += shared_tasks_lines(rows)
     if rows:
         m = rows[0].get("machine") or {}
         lines.append(f"Machine: {m.get('cpus')} CPUs, {m.get('platform')}, Python {m.get('python')}.")
         lines.append("")
         lines.append("Commands:")
         lines.append("")
-        lines += [f"- `{r['command']}`" for r in rows]
+        lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
         lines.append("")
         if plot(rows, BENCH / "humanevalplus.png"):
             lines += ["![HumanEval+ pass@1 by strategy](humanevalplus.png)", ""]

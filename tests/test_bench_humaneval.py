@@ -174,6 +174,63 @@ def test_the_l2mac_strategy_runs_the_engine_and_takes_the_file_defining_the_func
             call("step_complete", {"summary": "done"}),
         ]
     )
-    gen = he.l2mac_generator(make_settings(tmp_path), script.model, tmp_path / "runs")(task)
+    gen = he.engine_generator(make_settings(tmp_path), script.model, tmp_path / "runs")(task)
     assert gen.error is None and gen.solution == code and gen.requests == 3 and gen.tokens > 0
     assert task.prompt.strip()[:30] in last_user_text(script.requests[0])  # the planner got the task's prompt
+
+
+def test_the_soa_strategy_runs_a_lead_and_a_child_and_takes_the_function_they_built(
+    tasks: list[he.Task], tmp_path: Path
+) -> None:
+    from pydantic_ai.messages import ToolCallPart
+
+    from conftest import make_settings
+
+    task = tasks[2]  # truncate_number(number: float) -> float
+    stub = 'def truncate_number(number: float) -> float:\n    """The decimal part of number."""\n    ...\n'
+    body = stub.replace("...", "return number % 1.0")
+    tests = "from solution import truncate_number\n\n\ndef test_it():\n    assert truncate_number(3.5) == 0.5\n"
+    asked: list[str] = []
+
+    def team(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        tools = [t.name for t in info.function_tools]
+        asked.append(tools[0])
+        if "write_skeleton" in tools:  # the lead: the module with the function stubbed, and its tests
+            args = {"modules": [{"path": "solution.py", "code": stub}], "tests": tests}
+            return ModelResponse(parts=[ToolCallPart("write_skeleton", json.dumps(args))])
+        return ModelResponse(parts=[ToolCallPart("write_function", json.dumps({"code": body}))])
+
+    model = FunctionModel(team, model_name="team")
+    gen = he.engine_generator(make_settings(tmp_path), model, tmp_path / "runs", strategy="soa")(task)
+    assert gen.error is None and "return number % 1.0" in gen.solution and gen.requests == 2
+    assert asked == ["write_skeleton", "write_function"]
+    with pytest.raises(ConfigError, match="not 'single'"):
+        he.engine_generator(make_settings(tmp_path), model, strategy="single")
+
+
+def test_workers_generate_tasks_at_once_and_every_one_is_saved(tasks: list[he.Task], tmp_path: Path) -> None:
+    import threading
+    import time
+
+    out = tmp_path / "w.json"
+    lock = threading.Lock()
+    flight = {"now": 0, "max": 0}
+
+    def generate(task: he.Task) -> he.Generation:
+        with lock:
+            flight["now"] += 1
+            flight["max"] = max(flight["max"], flight["now"])
+        time.sleep(0.2)
+        with lock:
+            flight["now"] -= 1
+        return he.Generation(f"# {task.task_id}\n", tokens=10, requests=1)
+
+    def score(solutions: dict[str, str]) -> dict[str, TaskScore]:
+        return {tid: TaskScore(base=True, plus=True) for tid in solutions}
+
+    meta = {"data_md5": he.DATA_MD5, "model": "fake"}
+    data = he.run_benchmark(tasks[:6], strategy="l2mac", generate=generate, score=score, out=out, meta=meta, workers=3)
+    assert flight["max"] == 3 and data["summary"]["base_passed"] == 6
+    saved = json.loads(out.read_text())
+    assert set(saved["tasks"]) == {t.task_id for t in tasks[:6]} and saved["sessions"][0]["workers"] == 3
+    assert all(t["workers"] == 3 for t in saved["tasks"].values())

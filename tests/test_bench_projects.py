@@ -66,3 +66,17 @@ def test_an_empty_codebase_scores_0_without_asking_the_judge_and_unnamed_blocks_
     root = asyncio.run(pj.generate_single_project(ModelClient(writer.model), task, tmp_path / "p"))
     assert (root / "module_1.py").read_text() == APP
     assert (tmp_path / "p.single_answer.md").read_text().startswith("Here is the app:")
+
+
+def test_the_engines_own_report_is_kept_with_the_measures(tmp_path: Path) -> None:
+    import json
+
+    from l2mac.benchmarks.projects import engine_outcome
+
+    assert engine_outcome(tmp_path) is None  # the single strategy leaves no engine report
+    (tmp_path / ".l2mac").mkdir()
+    report = {"status": "stopped", "stopped_reason": "wall time", "steps": {"planned": 5, "run": 2, "detail": []}}
+    (tmp_path / ".l2mac" / "run_report.json").write_text(json.dumps(report))
+    out = engine_outcome(tmp_path)
+    assert out is not None and out["status"] == "stopped" and out["stopped_reason"] == "wall time"
+    assert out["steps"] == {"planned": 5, "run": 2}

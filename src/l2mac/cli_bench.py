@@ -7,10 +7,13 @@ import json
 import shlex
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic_ai.models import Model
 from rich.console import Console
 
 from l2mac.errors import L2MACError
@@ -22,13 +25,21 @@ bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: HumanEval+ (func
 
 @bench_app.command("humaneval")
 def humaneval_command(
-    strategy: Annotated[str, typer.Option(help="single (one call, no tools) or l2mac (the engine).")] = "single",
+    strategy: Annotated[
+        str, typer.Option(help="single (one call, no tools), l2mac (the engine) or soa (agents).")
+    ] = "single",
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.", min=1)] = None,
     tasks: Annotated[str | None, typer.Option(help="Task ids, comma-separated (e.g. 0,1,HumanEval/2).")] = None,
     model: Annotated[str | None, typer.Option(help="Model [default: as configured; else the local model].")] = None,
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    llama_server: Annotated[
+        str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed, where the model supports one.")] = None,
-    task_tokens: Annotated[int, typer.Option(help="Token budget per task (both strategies).")] = 40_000,
+    task_tokens: Annotated[int, typer.Option(help="Token budget per task (every strategy).")] = 40_000,
+    workers: Annotated[
+        int, typer.Option(help="Tasks generated at once (with --llama-server they share its slots).", min=1)
+    ] = 1,
     data: Annotated[Path | None, typer.Option(help="HumanEval+ v0.1.10 .jsonl.gz [default: bench/data].")] = None,
     out: Annotated[Path | None, typer.Option(help="Results file [default: bench/results/<date>-...json].")] = None,
     self_test: Annotated[
@@ -40,62 +51,96 @@ def humaneval_command(
     from l2mac.benchmarks import scorer
 
     console = Console()
-    try:
-        if strategy not in he.STRATEGIES:
-            raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
-        data_path = data or he.default_data_path()
-        all_tasks = he.load_tasks(data_path)
-        python = scorer.ensure_scorer()
-        runner = scorer.scoring_runner(python)
+    with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
+        try:
+            if strategy not in he.STRATEGIES:
+                raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
+            data_path = data or he.default_data_path()
+            all_tasks = he.load_tasks(data_path)
+            python = scorer.ensure_scorer()
+            runner = scorer.scoring_runner(python)
 
-        def score(solutions: dict[str, str]) -> dict[str, scorer.TaskScore]:
-            return scorer.score(solutions, data_path, python=python, runner=runner)
+            def score(solutions: dict[str, str]) -> dict[str, scorer.TaskScore]:
+                return scorer.score(solutions, data_path, python=python, runner=runner)
 
-        if self_test:
-            with gzip.open(data_path, "rt", encoding="utf-8") as f:
-                canon = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in map(json.loads, f)}
-            results = score(canon)
-            passed = sum(s.base and s.plus for s in results.values())
-            console.print(f"canonical solutions: {passed}/{len(results)} pass base and plus ({he.CEILING_NOTE})")
-            raise typer.Exit(0 if passed == scorer.CEILING else 1)
-        chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
-        settings, label, client_for = _model(model, base_url, seed, task_tokens)
-        generate = he.single_generator(client_for) if strategy == "single" else he.l2mac_generator(settings, None)
-        target = out or he.results_path(Path("bench/results"), label, strategy)
-        meta = {
-            "benchmark": "HumanEval+ v0.1.10",
-            "data_md5": he.DATA_MD5,
-            "scorer": scorer.EVALPLUS,
-            "model": label,
-            "seed": seed,
-            "task_tokens": task_tokens,
-            "machine": he.machine(),
-            "command": "l2mac " + shlex.join(sys.argv[1:]),
-        }
-        result = he.run_benchmark(
-            chosen, strategy=strategy, generate=generate, score=score, out=target, meta=meta, say=console.print
-        )
-        s = result["summary"]
-        console.print(
-            f"{strategy} · {label}: base {s['base_passed']}/{s['scored']} (pass@1 {s['pass@1_base']}), "
-            f"plus {s['plus_passed']}/{s['scored']} (pass@1 {s['pass@1_plus']}); {s['note']}. Written to {target}"
-        )
-    except L2MACError as e:
-        Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+            if self_test:
+                with gzip.open(data_path, "rt", encoding="utf-8") as f:
+                    canon = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in map(json.loads, f)}
+                results = score(canon)
+                passed = sum(s.base and s.plus for s in results.values())
+                console.print(f"canonical solutions: {passed}/{len(results)} pass base and plus ({he.CEILING_NOTE})")
+                raise typer.Exit(0 if passed == scorer.CEILING else 1)
+            chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
+            bm = _model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=he.ENGINE_BUDGET)
+            stack.callback(bm.close)
+            settings, label = bm.settings, bm.label
+            generate = (
+                he.single_generator(bm.client_for)
+                if strategy == "single"
+                else he.engine_generator(settings, bm.model, strategy=strategy)
+            )
+            target = out or he.results_path(Path("bench/results"), label, strategy)
+            meta = {
+                "benchmark": "HumanEval+ v0.1.10",
+                "data_md5": he.DATA_MD5,
+                "scorer": scorer.EVALPLUS,
+                "model": label,
+                "seed": seed,
+                "task_tokens": task_tokens,
+                "engine_budget": he.ENGINE_BUDGET if strategy in he.ENGINE_STRATEGIES else None,
+                "serving": f"llama-server, {settings.llm.local_slots} slots" if llama_server else "in-process",
+                "machine": he.machine(),
+                "command": "l2mac " + shlex.join(sys.argv[1:]),
+            }
+            result = he.run_benchmark(
+                chosen,
+                strategy=strategy,
+                generate=generate,
+                score=score,
+                out=target,
+                meta=meta,
+                say=console.print,
+                workers=workers,
+            )
+            s = result["summary"]
+            console.print(
+                f"{strategy} · {label}: base {s['base_passed']}/{s['scored']} (pass@1 {s['pass@1_base']}), "
+                f"plus {s['plus_passed']}/{s['scored']} (pass@1 {s['pass@1_plus']}); {s['note']}. Written to {target}"
+            )
+        except L2MACError as e:
+            Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+            raise typer.Exit(2) from None
+
+
+@dataclass
+class BenchModel:
+    """One model for a whole benchmark: the engine's settings (protocol and window fixed from the model), its
+    label, a fresh client per task for the single strategy, and the loaded model itself, shared by every task
+    (and by concurrent workers, through a llama-server's slots) and closed once at the end."""
+
+    settings: Settings
+    label: str
+    client_for: Callable[[], ModelClient]
+    model: Model
+    close: Callable[[], None]
 
 
 def _model(
-    model: str | None, base_url: str | None, seed: int | None, task_tokens: int
-) -> tuple[Settings, str, Callable[[], ModelClient]]:
-    """Settings for the l2mac strategy, the model's label, and a per-task client for the single strategy."""
+    model: str | None,
+    base_url: str | None,
+    seed: int | None,
+    task_tokens: int,
+    llama_server: str | None = None,
+    slots: int | None = None,
+    run: dict[str, Any] | None = None,
+) -> BenchModel:
     from l2mac.models.client import RetryPolicy
     from l2mac.models.registry import model_settings
-    from l2mac.run import resolve_model
+    from l2mac.run import protocol_for, resolve_model
 
     settings = load_settings(
-        llm={"model": model, "base_url": base_url},
-        run={"max_tokens": task_tokens, "steps": 2, "max_turns": 12},
+        llm={"model": model, "base_url": base_url, "llama_server": llama_server, "local_slots": slots},
+        run={"max_tokens": task_tokens, "max_turns": 12, **(run or {})},
     )
     info, _ = resolve_model(settings, None)
     ms = model_settings(settings.llm)
@@ -111,19 +156,34 @@ def _model(
             max_output_tokens=settings.llm.max_output_tokens,
         )
 
-    llm = settings.llm.model_copy(update={"model": f"{info.provider}:{info.name}"})
-    return settings.model_copy(update={"llm": llm}), info.label, client_for
+    llm = settings.llm.model_copy(
+        update={"model": f"{info.provider}:{info.name}", "context_window": info.context_window}
+    )
+    run_settings = settings.run.model_copy(update={"protocol": protocol_for(settings.run.protocol, info)})
+    return BenchModel(
+        settings.model_copy(update={"llm": llm, "run": run_settings}),
+        info.label,
+        client_for,
+        info.model,
+        info.close or (lambda: None),
+    )
 
 
 @bench_app.command("project")
 def project_command(
     task: Annotated[str, typer.Option(help="url_shortener, twitter or whatsapp.")] = "url_shortener",
-    strategy: Annotated[str, typer.Option(help="single (one call writes the project) or l2mac.")] = "single",
+    strategy: Annotated[str, typer.Option(help="single (one call writes the project), l2mac or soa.")] = "single",
     model: Annotated[str | None, typer.Option(help="Generator [default: as configured; else the local model].")] = None,
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    llama_server: Annotated[
+        str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
+    ] = None,
     judge: Annotated[str | None, typer.Option(help="Judge model [default: the generator].")] = None,
     repeats: Annotated[int, typer.Option(help="Judge repeats, averaged.", min=1)] = 3,
     task_tokens: Annotated[int, typer.Option(help="Token budget for the generation.")] = 400_000,
+    max_wall_time: Annotated[
+        float | None, typer.Option(help="Stop the engine's generation after this many seconds (it is still measured).")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Results file [default: bench/results/<date>-...json].")] = None,
 ) -> None:
     """One of the paper's system-design tasks: files, LOC, syntax errors, own tests, Features % (LLM-judged)."""
@@ -137,14 +197,19 @@ def project_command(
     from l2mac.benchmarks import scorer
 
     console = Console()
+    stack = ExitStack()  # closes the models (and stops a llama-server child) however the run ends
     try:
         if strategy not in he.STRATEGIES:
             raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
         spec = pj.load_project_task(task)
-        settings, label, client_for = _model(model, base_url, None, task_tokens)
+        bm = _model(model, base_url, None, task_tokens, llama_server)
+        stack.callback(bm.close)
+        settings, label, client_for = bm.settings, bm.label, bm.client_for
         judge_label, judge_client = label, client_for
         if judge:
-            _, judge_label, judge_client = _model(judge, base_url, None, 10**9)
+            judge_bm = _model(judge, base_url, None, 10**9)
+            stack.callback(judge_bm.close)
+            judge_label, judge_client = judge_bm.label, judge_bm.client_for
         workspace = Path(tempfile.mkdtemp(prefix=f"l2mac-{task}-"))
         python = scorer.ensure_scorer()
         runner = scorer.scoring_runner(python)
@@ -152,8 +217,14 @@ def project_command(
         def generate(t: pj.ProjectTask) -> Path:
             if strategy == "single":
                 return asyncio.run(pj.generate_single_project(client_for(), t, workspace / t.name))
-            plan_free = settings.model_copy(update={"run": settings.run.model_copy(update={"steps": None})})
-            return pj.generate_l2mac_project(t, plan_free, None, workspace)
+            plan_free = settings.model_copy(
+                update={
+                    "run": settings.run.model_copy(
+                        update={"steps": None, "strategy": strategy, "max_wall_time_s": max_wall_time}
+                    )
+                }
+            )
+            return pj.generate_engine_project(t, plan_free, bm.model, workspace)
 
         result = pj.run_project_benchmark(
             spec,
@@ -162,6 +233,7 @@ def project_command(
             judge=pj.judge_with(judge_client, spec, repeats),
         )
         result.update(strategy=strategy, model=label, judge=judge_label, machine=he.machine())
+        result["max_wall_time_s"] = max_wall_time
         result["command"] = "l2mac " + shlex.join(sys.argv[1:])
         day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
         target = out or Path("bench/results") / f"{day}-l2mac-{task}-{label.replace(':', '_')}-{strategy}.json"
@@ -176,3 +248,5 @@ def project_command(
     except L2MACError as e:
         Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None
+    finally:
+        stack.close()

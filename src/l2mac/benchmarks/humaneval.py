@@ -15,8 +15,10 @@ import os
 import platform
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
@@ -36,7 +38,12 @@ from l2mac.settings import Settings
 
 DATA_FILE = "HumanEvalPlus-v0.1.10.jsonl.gz"
 DATA_MD5 = "924d06df44399bb3c99d9196cb43018f"
-STRATEGIES = ("single", "l2mac")
+STRATEGIES = ("single", "l2mac", "soa")
+ENGINE_STRATEGIES = ("l2mac", "soa")
+#: the engine's limits per HumanEval+ task (besides the token budget): one function is one step, 12 model calls
+#: at most, and 4 failed checks before the step fails (the text protocol's default of 8 doubled the time of
+#: tasks the model cannot fix, which were most of the long ones, without turning them into passes)
+ENGINE_BUDGET: dict[str, int] = {"steps": 1, "max_turns": 12, "max_check_failures": 4}
 CEILING_NOTE = f"ceiling {CEILING}/164: evalplus 0.3.1 fails the canonical solution of {', '.join(KNOWN_BROKEN)}"
 
 
@@ -124,9 +131,10 @@ async def generate_single(client: ModelClient, task: Task) -> Generation:
     return Generation(as_solution(code, task), usage.total_tokens, usage.requests, cost_usd=cost)
 
 
-def generate_l2mac(task: Task, settings: Settings, model: Model | None, workspace: Path) -> Generation:
-    """The engine end to end (plan, steps, tools, checks, its own tests) in a fresh project folder; the solution
-    is the project file that defines the entry point (solution.py first)."""
+def generate_engine(task: Task, settings: Settings, model: Model | None, workspace: Path) -> Generation:
+    """The engine end to end with the settings' strategy (l2mac: plan, steps, tools, checks, its own tests; soa:
+    a lead agent's skeleton and tests, child agents per function) in a fresh project folder; the solution is the
+    project file that defines the entry point (solution.py first)."""
     from l2mac.run import run_l2mac
 
     rs = settings.run.model_copy(update={"workspace": workspace, "project_name": task.task_id.replace("/", "_")})
@@ -189,33 +197,48 @@ def run_benchmark(
     out: Path,
     meta: dict[str, Any],
     say: Callable[[str], None] = print,
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """Generate every task not yet in ``out`` (saving after each), then score all of them; returns the data."""
+    """Generate every task not yet in ``out`` (saving after each; ``workers`` tasks at once), then score all of
+    them; returns the data. With several workers a task's wall time is its own, measured while others ran."""
     data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     if data and (data.get("strategy") != strategy or data.get("data_md5") != meta.get("data_md5")):
         raise ConfigError(f"{out} holds a different run ({data.get('strategy')}); pass another --out")
-    data = {**meta, "strategy": strategy, **{k: v for k, v in data.items() if k == "tasks"}}
+    data = {**meta, "strategy": strategy, **{k: v for k, v in data.items() if k in ("tasks", "sessions")}}
     done: dict[str, dict[str, Any]] = data.setdefault("tasks", {})
-    for i, task in enumerate(tasks, 1):
-        if task.task_id in done:
-            continue
+    todo = [(i, t) for i, t in enumerate(tasks, 1) if t.task_id not in done]
+    saving = threading.Lock()
+    session_start = time.monotonic()
+
+    def one(item: tuple[int, Task]) -> None:
+        i, task = item
         start = time.monotonic()
         try:
             gen = generate(task)
         except Exception as e:  # a task's failure is its outcome, not the benchmark's end
             gen = Generation("", 0, 0, error=f"{type(e).__name__}: {e}")
-        done[task.task_id] = {
+        entry = {
             "solution": gen.solution,
             "tokens": gen.tokens,
             "requests": gen.requests,
             "cost_usd": gen.cost_usd,
             "wall_time_s": round(time.monotonic() - start, 1),
+            "workers": workers,
             "error": gen.error,
             "base": None,
             "plus": None,
         }
-        _save(out, {**data, "summary": summarise(done)})
-        say(f"[{i}/{len(tasks)}] {task.task_id}: {done[task.task_id]['wall_time_s']}s, {gen.tokens} tokens")
+        with saving:
+            done[task.task_id] = entry
+            _save(out, {**data, "summary": summarise(done)})
+        say(f"[{i}/{len(tasks)}] {task.task_id}: {entry['wall_time_s']}s, {gen.tokens} tokens")
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, todo))
+    if todo:
+        sessions = data.setdefault("sessions", [])
+        elapsed = round(time.monotonic() - session_start, 1)
+        sessions.append({"tasks": len(todo), "workers": workers, "elapsed_s": elapsed, "serving": meta.get("serving")})
     chosen = {t.task_id for t in tasks}
     say(f"scoring {len(chosen)} solutions with evalplus")
     start = time.monotonic()
@@ -239,10 +262,17 @@ def single_generator(client_for: Callable[[], ModelClient]) -> Generator:
     return generate
 
 
-def l2mac_generator(settings: Settings, model: Model | None, workspace: Path | None = None) -> Generator:
-    root = workspace or Path(tempfile.mkdtemp(prefix="l2mac-humaneval-"))
+def engine_generator(
+    settings: Settings, model: Model | None, workspace: Path | None = None, *, strategy: str = "l2mac"
+) -> Generator:
+    """Runs the engine per task with ``strategy`` (l2mac or soa), each task in its own project folder."""
+    if strategy not in ENGINE_STRATEGIES:
+        raise ConfigError(f"the engine's strategies are {', '.join(ENGINE_STRATEGIES)}, not {strategy!r}")
+    root = workspace or Path(tempfile.mkdtemp(prefix=f"l2mac-humaneval-{strategy}-"))
+    run = settings.run.model_copy(update={"strategy": strategy})
+    chosen = settings.model_copy(update={"run": run})
 
     def generate(task: Task) -> Generation:
-        return generate_l2mac(task, settings, model, root)
+        return generate_engine(task, chosen, model, root)
 
     return generate

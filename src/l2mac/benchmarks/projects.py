@@ -86,7 +86,8 @@ async def generate_single_project(client: ModelClient, task: ProjectTask, root: 
     return root
 
 
-def generate_l2mac_project(task: ProjectTask, settings: Settings, model: Model | None, workspace: Path) -> Path:
+def generate_engine_project(task: ProjectTask, settings: Settings, model: Model | None, workspace: Path) -> Path:
+    """The engine with the settings' strategy (l2mac or soa) writes the project; returns its folder."""
     from l2mac.run import run_l2mac
 
     rs = settings.run.model_copy(update={"workspace": workspace, "project_name": task.name})
@@ -197,7 +198,21 @@ def run_project_benchmark(
         "generation_wall_time_s": generated_s,
         **metrics,
         "features": features,
+        "engine": engine_outcome(root),
     }
+
+
+def engine_outcome(root: Path) -> dict[str, Any] | None:
+    """What the engine's own report says of its run (status, steps, tokens); None for the single strategy."""
+    path = root / ".l2mac" / "run_report.json"
+    if not path.is_file():
+        return None
+    report = json.loads(path.read_text(encoding="utf-8"))
+    keys = ("status", "stopped_reason", "steps", "tokens", "requests", "wall_time_s")
+    out = {k: report.get(k) for k in keys}
+    if isinstance(out["steps"], dict):
+        out["steps"] = {k: v for k, v in out["steps"].items() if k != "detail"}
+    return out
 
 
 def judge_with(
