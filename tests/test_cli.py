@@ -142,3 +142,12 @@ def test_require_sandbox_without_bubblewrap_exits_2_before_anything_runs(tmp_pat
     assert cli(["hello", "--model", "m", "--workspace", str(tmp_path / "ws"), "--require-sandbox"]) == 2
     assert "--require-sandbox: bubblewrap (bwrap) is not installed" in capsys.readouterr().err.replace("\n", " ")
     assert script.requests == [] and not (tmp_path / "ws").exists()
+
+
+@pytest.mark.parametrize("args", [["run", "--help"], ["bench", "project", "--help"]])
+def test_help_shows_the_defaults_written_in_option_help(args: list[str], capsys, monkeypatch) -> None:
+    # rich treats "[default: x]" as a markup tag and drops it; the help must still say what the default is
+    monkeypatch.setenv("COLUMNS", "200")
+    assert cli(args) == 0
+    out = capsys.readouterr().out
+    assert "(default: ./workspace)" in out if args[0] == "run" else "(default: the generator)" in out

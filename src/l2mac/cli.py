@@ -153,7 +153,7 @@ def run_command(
     llama_server: Annotated[
         str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
     ] = None,
-    workspace: Annotated[Path | None, typer.Option(help="Folder for projects [default: ./workspace].")] = None,
+    workspace: Annotated[Path | None, typer.Option(help="Folder for projects (default: ./workspace).")] = None,
     project_name: Annotated[str | None, typer.Option(help="Project folder name.")] = None,
     max_cost: Annotated[float | None, typer.Option(help="Stop after spending this many USD.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Stop after this many tokens.")] = None,
@@ -164,13 +164,13 @@ def run_command(
     ] = False,
     reflect: Annotated[bool, typer.Option(help="Review and refine the plan once before running it.")] = False,
     strategy: Annotated[
-        str | None, typer.Option(help="l2mac (plan, then steps) or soa (self-organised agents) [default: l2mac].")
+        str | None, typer.Option(help="l2mac (plan, then steps) or soa (self-organised agents) (default: l2mac).")
     ] = None,
     max_agents: Annotated[int | None, typer.Option(help="soa: most agents.", min=1)] = None,
     max_depth: Annotated[int | None, typer.Option(help="soa: most levels below the first agent.", min=1)] = None,
     concurrency: Annotated[int | None, typer.Option(help="soa: model calls in flight at once.", min=1)] = None,
     protocol: Annotated[
-        str | None, typer.Option(help="How files are written: tools, text (fenced blocks) or auto [default: auto].")
+        str | None, typer.Option(help="How files are written: tools, text (fenced blocks) or auto (default: auto).")
     ] = None,
     recoveries: Annotated[
         bool | None,
@@ -178,12 +178,12 @@ def run_command(
     ] = None,
     sandbox: Annotated[
         str | None,
-        typer.Option(help="Where generated code runs: auto, bubblewrap or subprocess [default: auto]."),
+        typer.Option(help="Where generated code runs: auto, bubblewrap or subprocess (default: auto)."),
     ] = None,
     require_sandbox: Annotated[
         bool, typer.Option("--require-sandbox", help="Refuse to run generated code without bubblewrap.")
     ] = False,
-    config: Annotated[Path | None, typer.Option(help="Config file [default: ~/.l2mac/config.yaml].")] = None,
+    config: Annotated[Path | None, typer.Option(help="Config file (default: ~/.l2mac/config.yaml).")] = None,
     init_config_: Annotated[bool, typer.Option("--init-config", help="Create the config file and exit.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
 ) -> None:
@@ -274,7 +274,7 @@ def resume_command(
     max_tokens: Annotated[int | None, typer.Option(help="New token limit for the whole run.")] = None,
     max_steps: Annotated[int | None, typer.Option(help="New limit on steps run.", min=1)] = None,
     max_wall_time: Annotated[float | None, typer.Option(help="Seconds this invocation may take.", min=1)] = None,
-    config: Annotated[Path | None, typer.Option(help="Config file [default: ~/.l2mac/config.yaml].")] = None,
+    config: Annotated[Path | None, typer.Option(help="Config file (default: ~/.l2mac/config.yaml).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
 ) -> None:
     """Continue an interrupted or stopped run: journaled answers are replayed, no paid call is repeated."""

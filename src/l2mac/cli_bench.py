@@ -30,7 +30,7 @@ def humaneval_command(
     ] = "single",
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.", min=1)] = None,
     tasks: Annotated[str | None, typer.Option(help="Task ids, comma-separated (e.g. 0,1,HumanEval/2).")] = None,
-    model: Annotated[str | None, typer.Option(help="Model [default: as configured; else the local model].")] = None,
+    model: Annotated[str | None, typer.Option(help="Model (default: as configured; else the local model).")] = None,
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     llama_server: Annotated[
         str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
@@ -40,8 +40,8 @@ def humaneval_command(
     workers: Annotated[
         int, typer.Option(help="Tasks generated at once (with --llama-server they share its slots).", min=1)
     ] = 1,
-    data: Annotated[Path | None, typer.Option(help="HumanEval+ v0.1.10 .jsonl.gz [default: bench/data].")] = None,
-    out: Annotated[Path | None, typer.Option(help="Results file [default: bench/results/<date>-...json].")] = None,
+    data: Annotated[Path | None, typer.Option(help="HumanEval+ v0.1.10 .jsonl.gz (default: bench/data).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Results file (default: bench/results/<date>-...json).")] = None,
     self_test: Annotated[
         bool, typer.Option("--self-test", help="Score the canonical solutions (expect the ceiling) and exit.")
     ] = False,
@@ -173,18 +173,18 @@ def _model(
 def project_command(
     task: Annotated[str, typer.Option(help="url_shortener, twitter or whatsapp.")] = "url_shortener",
     strategy: Annotated[str, typer.Option(help="single (one call writes the project), l2mac or soa.")] = "single",
-    model: Annotated[str | None, typer.Option(help="Generator [default: as configured; else the local model].")] = None,
+    model: Annotated[str | None, typer.Option(help="Generator (default: as configured; else the local model).")] = None,
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     llama_server: Annotated[
         str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
     ] = None,
-    judge: Annotated[str | None, typer.Option(help="Judge model [default: the generator].")] = None,
+    judge: Annotated[str | None, typer.Option(help="Judge model (default: the generator).")] = None,
     repeats: Annotated[int, typer.Option(help="Judge repeats, averaged.", min=1)] = 3,
     task_tokens: Annotated[int, typer.Option(help="Token budget for the generation.")] = 400_000,
     max_wall_time: Annotated[
         float | None, typer.Option(help="Stop the engine's generation after this many seconds (it is still measured).")
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Results file [default: bench/results/<date>-...json].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Results file (default: bench/results/<date>-...json).")] = None,
 ) -> None:
     """One of the paper's system-design tasks: files, LOC, syntax errors, own tests, Features % (LLM-judged)."""
     import asyncio
