@@ -1,7 +1,9 @@
 """A stand-in for llama.cpp's llama-server, for lifecycle tests: /health and /completion, with faults chosen by
 files in $FAKE_LLAMA_DIR: ``bind-fail-once`` (exits as if the port were taken), ``die-after`` (exits after that
-many completions), ``loading`` (answers /health 503 that many times first). Each request is appended to
-``requests.jsonl``; ``latency`` (seconds) delays each completion."""
+many completions), ``loading`` (answers /health 503 that many times first), ``loop`` (a streamed answer
+repeats that file's text as a line until the client hangs up; ``hung-up`` is then written). Each request is
+appended to ``requests.jsonl``; ``latency`` (seconds) delays each completion. With ``"stream": true`` the
+answer comes as server-sent events, as llama-server sends them: ``data: {...}`` lines, the last with ``stop``."""
 
 from __future__ import annotations
 
@@ -68,7 +70,27 @@ class Handler(BaseHTTPRequestHandler):
                 os._exit(3)  # dies mid-run, the request unanswered
         n = len(payload["prompt"])
         timings = {"prompt_n": n, "cache_n": 0, "prompt_ms": 10.0, "predicted_n": 2, "predicted_ms": 20.0}
-        self.reply(200, {"content": f"seen {n} tokens", "tokens_predicted": 2, "timings": timings})
+        if not payload.get("stream"):
+            self.reply(200, {"content": f"seen {n} tokens", "tokens_predicted": 2, "timings": timings})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        try:
+            if (state / "loop").exists():
+                self.event({"content": "solution.py\n```python\n", "stop": False})
+                while True:
+                    self.event({"content": (state / "loop").read_text() + "\n", "stop": False})
+                    time.sleep(0.001)
+            self.event({"content": "seen ", "stop": False})
+            self.event({"content": f"{n} tokens", "stop": False})
+            self.event({"content": "", "stop": True, "tokens_predicted": 2, "timings": timings})
+        except OSError:
+            (state / "hung-up").write_text("1")
+
+    def event(self, body: dict[str, object]) -> None:
+        self.wfile.write(f"data: {json.dumps(body)}\n\n".encode())
+        self.wfile.flush()
 
 
 ThreadingHTTPServer((host, port), Handler).serve_forever()

@@ -190,3 +190,46 @@ def test_the_local_model_sends_its_rendered_prompt_to_the_server_and_requests_ov
     sent = json.loads((state / "requests.jsonl").read_text().splitlines()[0])
     assert sent["cache_prompt"] is True and sent["stop"] == ["<|im_end|>", "<|endoftext|>"]
     assert chat.stats[0].completion_tokens == 2 and not chat.served.alive()
+
+
+def test_a_streamed_answer_is_cut_when_the_client_says_stop_and_the_server_is_hung_up_on(
+    binary: Path, state: Path
+) -> None:
+    (state / "loop").write_text("    assert f(1) == 1")
+    s = server(binary, state)
+    s.start()
+    seen: list[str] = []
+    try:
+        answer = s.complete({"prompt": [1]}, timeout_s=10, stop_when=lambda piece: len(seen.append(piece) or seen) > 20)
+        assert answer["stopped_by_client"] is True and answer["content"].startswith("solution.py\n```python\n")
+        assert answer["content"].count("assert f(1) == 1") == 20
+        end = time.monotonic() + 10
+        while not (state / "hung-up").exists() and time.monotonic() < end:
+            time.sleep(0.05)
+        assert (state / "hung-up").exists(), "the server kept generating for a client that had stopped"
+        (state / "loop").unlink()
+        assert s.complete({"prompt": [1, 2]}, timeout_s=10, stop_when=lambda piece: False)["content"] == "seen 2 tokens"
+    finally:
+        s.stop()
+
+
+def test_the_local_model_cuts_a_looping_answer_keeps_what_came_before_and_says_so(binary: Path, state: Path) -> None:
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+    from test_local_model import _BrokenLlama, _chat_with
+
+    from l2mac.models.client import CallRecord, ModelClient
+
+    (state / "loop").write_text("    assert separate([1]) == [1]")
+    chat = _chat_with(_BrokenLlama())
+    chat.served = server(binary, state)
+    chat.served.start()
+    calls: list[CallRecord] = []
+    client = ModelClient(chat.as_model("local:m"), on_call=calls.append)
+    try:
+        import asyncio
+
+        response = asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("write it")])], purpose="t"))
+    finally:
+        chat.close()
+    assert response.text == "solution.py\n```python\n    assert separate([1]) == [1]\n```"
+    assert chat.stats[0].loop_cut and calls[0].finish == "loop_cut"

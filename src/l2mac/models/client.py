@@ -65,6 +65,14 @@ class CallRecord:
     tool_calls: list[str]
     response: list[dict[str, str]] = field(default_factory=list)
     replayed: bool = False
+    #: why the answer ended: stop, length (cut off at its token limit), loop_cut (a local model's loop, cut)
+    finish: str | None = None
+
+
+def _finish(response: ModelResponse) -> str | None:
+    if (response.provider_details or {}).get("loop_cut"):
+        return "loop_cut"
+    return response.finish_reason
 
 
 def _cost(response: ModelResponse) -> float | None:
@@ -196,6 +204,7 @@ class ModelClient:
                     retries=attempt,
                     tool_calls=[c.tool_name for c in response.tool_calls],
                     response=_response_parts(response),
+                    finish=_finish(response),
                 )
             )
         return response
@@ -217,6 +226,7 @@ class ModelClient:
                     tool_calls=[c.tool_name for c in response.tool_calls],
                     response=_response_parts(response),
                     replayed=True,
+                    finish=_finish(response),
                 )
             )
         return response

@@ -39,6 +39,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from l2mac.errors import ConfigError
+from l2mac.models.local.loops import LoopGuard
 from l2mac.models.local.server import LlamaServer
 
 DEFAULT_CONTEXT_CAP = 16_384
@@ -59,6 +60,8 @@ class GenerationStats:
     completion_tokens: int
     prompt_s: float
     total_s: float
+    loop_cut: bool = False  # the answer fell into a loop and was cut there (see loops.LoopGuard)
+    hit_limit: bool = False  # the answer reached its token limit: it is most likely cut off
 
 
 def openai_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
@@ -231,11 +234,11 @@ class LocalChat:
             cached = _common_prefix(list(self.llm._input_ids), tokens)
             start = time.monotonic()
             first: float | None = None
-            pieces: list[str] = []
             n_out = 0
+            limit = min(max_tokens, room, MAX_ANSWER_TOKENS)
             stream = self.llm.create_completion(
                 tokens,
-                max_tokens=min(max_tokens, room, MAX_ANSWER_TOKENS),
+                max_tokens=limit,
                 temperature=self.temperature if temperature is None else temperature,
                 top_p=0.95,
                 repeat_penalty=REPEAT_PENALTY,  # a 1.5B model otherwise loops (seen: 4,096 tokens of asserts)
@@ -243,24 +246,39 @@ class LocalChat:
                 stream=True,
                 seed=self.seed + len(self.stats),  # reproducible runs, yet a retried prompt may differ
             )
-            for chunk in cast(Iterator[dict[str, Any]], stream):
+            guard = LoopGuard()
+            chunks = cast(Iterator[dict[str, Any]], stream)
+            for chunk in chunks:
                 if first is None:
                     first = time.monotonic()
-                pieces.append(chunk["choices"][0]["text"])
                 n_out += 1
+                if guard.feed(chunk["choices"][0]["text"]):
+                    break  # the answer is looping: stop generating, keep what came before the loop
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()  # a generator left open would finish its bookkeeping whenever it is collected
             end = time.monotonic()
-        stats = GenerationStats(len(tokens), len(tokens) - cached, n_out, (first or end) - start, end - start)
+        stats = GenerationStats(
+            len(tokens),
+            len(tokens) - cached,
+            n_out,
+            (first or end) - start,
+            end - start,
+            guard.looped,
+            not guard.looped and n_out >= limit,
+        )
         self.stats.append(stats)
-        return "".join(pieces), stats
+        return guard.trimmed(), stats
 
     def _complete_served(self, prompt: str, max_tokens: int, temperature: float | None) -> tuple[str, GenerationStats]:
         """The same request to the llama-server child: no lock, the server batches concurrent requests."""
         assert self.served is not None
         with self.lock:  # tokenizing is quick; the vocabulary object is not documented as thread-safe
             tokens, room = self._tokens(prompt)
+        limit = min(max_tokens, room, MAX_ANSWER_TOKENS)
         payload = {
             "prompt": tokens,
-            "n_predict": min(max_tokens, room, MAX_ANSWER_TOKENS),
+            "n_predict": limit,
             "temperature": self.temperature if temperature is None else temperature,
             "top_p": 0.95,
             "repeat_penalty": REPEAT_PENALTY,
@@ -268,18 +286,23 @@ class LocalChat:
             "cache_prompt": True,  # a slot keeps its prompt's KV: the next turn of a step reuses the prefix
             "seed": self.seed + len(self.stats),
         }
-        data = self.served.complete(payload, self.request_timeout_s)
-        timings = data.get("timings") or {}
+        guard = LoopGuard()
+        start = time.monotonic()
+        data = self.served.complete(payload, self.request_timeout_s, stop_when=guard.feed)
+        timings = data.get("timings") or {}  # absent when the stream was cut: then measured here
         prompt_s = float(timings.get("prompt_ms", 0.0)) / 1000
+        n_out = int(timings.get("predicted_n", data.get("tokens_predicted", 0)))
         stats = GenerationStats(
             len(tokens),
             int(timings.get("prompt_n", len(tokens))),
-            int(timings.get("predicted_n", data.get("tokens_predicted", 0))),
+            n_out,
             prompt_s,
-            prompt_s + float(timings.get("predicted_ms", 0.0)) / 1000,
+            prompt_s + float(timings["predicted_ms"]) / 1000 if timings else time.monotonic() - start,
+            guard.looped,
+            not guard.looped and n_out >= limit,
         )
         self.stats.append(stats)
-        return str(data.get("content", "")), stats
+        return guard.trimmed() if guard.looped else str(data.get("content", "")), stats
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         tools = list(info.function_tools)
@@ -296,6 +319,8 @@ class LocalChat:
         return ModelResponse(
             parts=list(parse_reply(text, {t.name for t in tools})),
             usage=RequestUsage(input_tokens=stats.prompt_tokens, output_tokens=stats.completion_tokens),
+            finish_reason="length" if stats.hit_limit else "stop",
+            provider_details={"loop_cut": True} if stats.loop_cut else None,
         )
 
     def close(self) -> None:

@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -186,12 +186,19 @@ class LlamaServer:
         return f"http://{self.host}:{self.port}{path}"
 
     # -- requests ------------------------------------------------------------------------------------------
-    def complete(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """POST /completion. A server that died is started again once and the request repeated; its answer
-        errors become ModelAPIError (retried by the client) or ModelContextWindowExceededError."""
+    def complete(
+        self, payload: dict[str, Any], timeout_s: float, stop_when: Callable[[str], bool] | None = None
+    ) -> dict[str, Any]:
+        """POST /completion. With ``stop_when``, the answer is streamed and each piece passed to it; once it
+        returns True the connection is closed, which ends the generation on the server, and the answer so far is
+        returned (``"stopped_by_client": True``). A server that died is started again once and the request
+        repeated; its answer errors become ModelAPIError (retried by the client) or
+        ModelContextWindowExceededError."""
         for attempt in range(2):
             try:
-                return self._post("/completion", payload, timeout_s)
+                if stop_when is None:
+                    return self._post("/completion", payload, timeout_s)
+                return self._stream("/completion", payload, timeout_s, stop_when)
             except OSError as e:
                 if attempt == 1 or not self._exits_within(_EXIT_GRACE_S):
                     raise ModelAPIError("llama-server", f"request failed: {e}") from e
@@ -207,18 +214,46 @@ class LlamaServer:
         raise AssertionError("unreachable")
 
     def _post(self, path: str, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        request = urllib.request.Request(
-            self.url(path), data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
-        )
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as r:
+            with urllib.request.urlopen(self._request(path, payload), timeout=timeout_s) as r:
                 data: dict[str, Any] = json.loads(r.read())
                 return data
         except urllib.error.HTTPError as e:
-            body = e.read().decode("utf-8", "replace")[:500]
-            if "context" in body.lower() and ("exceed" in body.lower() or "too long" in body.lower()):
-                raise ModelContextWindowExceededError("llama-server", body) from e
-            raise ModelAPIError("llama-server", f"HTTP {e.code}: {body}") from e
+            raise self._answer_error(e) from e
+
+    def _stream(
+        self, path: str, payload: dict[str, Any], timeout_s: float, stop_when: Callable[[str], bool]
+    ) -> dict[str, Any]:
+        """The server-sent events of a streamed completion: ``data: {...}`` lines, the last with ``stop``."""
+        pieces: list[str] = []
+        try:
+            with urllib.request.urlopen(self._request(path, {**payload, "stream": True}), timeout=timeout_s) as r:
+                for raw in r:
+                    line = raw.decode("utf-8", "replace").strip()
+                    if not line.startswith("data:") or line == "data: [DONE]":
+                        continue
+                    event: dict[str, Any] = json.loads(line[5:])
+                    piece = str(event.get("content", ""))
+                    pieces.append(piece)
+                    if event.get("stop"):
+                        return {**event, "content": "".join(pieces)}
+                    if piece and stop_when(piece):
+                        return {"content": "".join(pieces), "tokens_predicted": len(pieces), "stopped_by_client": True}
+        except urllib.error.HTTPError as e:
+            raise self._answer_error(e) from e
+        raise ConnectionResetError("the stream ended without its final event")
+
+    def _request(self, path: str, payload: dict[str, Any]) -> urllib.request.Request:
+        return urllib.request.Request(
+            self.url(path), data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
+        )
+
+    @staticmethod
+    def _answer_error(e: urllib.error.HTTPError) -> Exception:
+        body = e.read().decode("utf-8", "replace")[:500]
+        if "context" in body.lower() and ("exceed" in body.lower() or "too long" in body.lower()):
+            return ModelContextWindowExceededError("llama-server", body)
+        return ModelAPIError("llama-server", f"HTTP {e.code}: {body}")
 
 
 class _PortTaken(Exception):

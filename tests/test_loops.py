@@ -1,0 +1,85 @@
+"""A local model's looping answer is cut as it streams, and what came before the loop is kept."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+
+from pydantic_ai.messages import ModelRequest, UserPromptPart
+from test_local_model import _BrokenLlama, _chat_with
+
+from l2mac.models.client import CallRecord, ModelClient
+from l2mac.models.local.loops import LOOP_REPEATS, LoopGuard
+
+HEAD = "solution.py\n```python\ndef f(x):\n    return x\n\n\ndef test_f():\n"
+
+
+def fed(text: str, piece: int = 7) -> LoopGuard:
+    guard = LoopGuard()
+    for i in range(0, len(text), piece):
+        if guard.feed(text[i : i + piece]):
+            break
+    return guard
+
+
+def test_one_line_repeated_is_a_loop_and_one_copy_is_kept_with_the_fence_closed() -> None:
+    guard = fed(HEAD + "    assert f(1) == 1\n" * 40)
+    assert guard.looped
+    assert guard.trimmed() == HEAD + "    assert f(1) == 1\n```\n"
+    assert len(guard.text) < len(HEAD) + 21 * (LOOP_REPEATS + 2)  # stopped soon after the loop was plain
+
+
+def test_a_cycle_of_several_lines_is_a_loop() -> None:
+    cycle = "    x = g()\n    assert x\n    del x\n"
+    guard = fed(HEAD + cycle * 12)
+    assert guard.looped and guard.trimmed() == HEAD + cycle + "```\n"
+
+
+def test_real_code_is_not_a_loop() -> None:
+    varied = "".join(f"    assert f({i}) == {i}\n" for i in range(60))
+    blank_runs = "\n" * 30
+    table = "M = [\n" + "    [0, 0],\n" * (LOOP_REPEATS - 1) + "]\n"
+    text = HEAD + varied + blank_runs + table + "```\n"
+    guard = fed(text)
+    assert not guard.looped and guard.trimmed() == text
+
+
+class _LoopingLlama(_BrokenLlama):
+    """Streams a file, then one line forever, as a 1.5B model sometimes does."""
+
+    def __init__(self) -> None:
+        self.yielded = 0
+        self.closed = False
+
+    def create_completion(self, *args: object, **kwargs: object) -> Iterator[dict[str, object]]:
+        try:
+            for piece in itertools.chain([HEAD], itertools.repeat("    assert f(2) == 2\n")):
+                self.yielded += 1
+                yield {"choices": [{"text": piece}]}
+        finally:
+            self.closed = True
+
+
+def test_the_in_process_model_stops_generating_at_a_loop_and_records_it() -> None:
+    llm = _LoopingLlama()
+    chat = _chat_with(llm)
+    calls: list[CallRecord] = []
+    client = ModelClient(chat.as_model("local:m"), on_call=calls.append)
+    response = asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("write it")])], purpose="t"))
+    assert response.text == HEAD + "    assert f(2) == 2\n```"
+    assert llm.yielded == 1 + LOOP_REPEATS and llm.closed
+    assert chat.stats[0].loop_cut and calls[0].finish == "loop_cut"
+
+
+class _EndlessLlama(_BrokenLlama):
+    def create_completion(self, *args: object, **kwargs: object) -> Iterator[dict[str, object]]:
+        for i in range(int(kwargs["max_tokens"])):  # type: ignore[call-overload]
+            yield {"choices": [{"text": f"line {i}\n"}]}
+
+
+def test_an_answer_that_reaches_its_token_limit_is_marked_cut_off() -> None:
+    calls: list[CallRecord] = []
+    client = ModelClient(_chat_with(_EndlessLlama()).as_model("local:m"), on_call=calls.append)
+    response = asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("go")])], purpose="t"))
+    assert response.finish_reason == "length" and calls[0].finish == "length"
