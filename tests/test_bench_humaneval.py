@@ -234,3 +234,35 @@ def test_workers_generate_tasks_at_once_and_every_one_is_saved(tasks: list[he.Ta
     saved = json.loads(out.read_text())
     assert set(saved["tasks"]) == {t.task_id for t in tasks[:6]} and saved["sessions"][0]["workers"] == 3
     assert all(t["workers"] == 3 for t in saved["tasks"].values())
+
+
+def test_ctrl_c_starts_no_new_task_and_saves_no_outcome_for_the_tasks_it_cut_short(
+    tasks: list[he.Task], tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import threading
+    import time
+
+    out = tmp_path / "c.json"
+    started: list[str] = []
+    release = threading.Event()
+
+    def generate(task: he.Task) -> he.Generation:
+        started.append(task.task_id)
+        if task.task_id == tasks[0].task_id:
+            return he.Generation("# done\n", tokens=1, requests=1)  # finished before Ctrl-C: kept
+        if task.task_id == tasks[1].task_id:
+            while not out.exists():
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C
+        release.wait(5)  # in flight at Ctrl-C: its model goes away, so its "failure" must not be saved
+        return he.Generation("", 0, 0, error="ProviderError: the server was stopped")
+
+    meta = {"data_md5": he.DATA_MD5, "model": "fake"}
+    with pytest.raises(KeyboardInterrupt):
+        he.run_benchmark(tasks[:8], strategy="l2mac", generate=generate, score=dict, out=out, meta=meta, workers=2)
+    release.set()
+    time.sleep(0.3)
+    assert set(started) <= {t.task_id for t in tasks[:3]}  # the tasks still queued never started
+    assert set(json.loads(out.read_text())["tasks"]) == {tasks[0].task_id}

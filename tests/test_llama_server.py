@@ -233,3 +233,18 @@ def test_the_local_model_cuts_a_looping_answer_keeps_what_came_before_and_says_s
         chat.close()
     assert response.text == "solution.py\n```python\n    assert separate([1]) == [1]\n```"
     assert chat.stats[0].loop_cut and calls[0].finish == "loop_cut"
+
+
+def test_a_closed_server_is_not_started_again_so_l2mac_can_exit(binary: Path, state: Path) -> None:
+    (state / "latency").write_text("1")
+    s = server(binary, state)
+    s.start()
+    with ThreadPoolExecutor(1) as pool:
+        in_flight = pool.submit(s.complete, {"prompt": [1]}, 10)
+        time.sleep(0.3)
+        s.close()  # as on Ctrl-C, while a request is in flight
+        with pytest.raises(ModelAPIError):
+            in_flight.result()
+    with pytest.raises(ModelAPIError, match="stopped"):
+        s.complete({"prompt": [1]}, timeout_s=10)
+    assert s.restarts == 0 and len(pids(state)) == 1 and not s.alive()

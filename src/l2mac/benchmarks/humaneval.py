@@ -210,6 +210,8 @@ def run_benchmark(
     saving = threading.Lock()
     session_start = time.monotonic()
 
+    stopping = threading.Event()
+
     def one(item: tuple[int, Task]) -> None:
         i, task = item
         start = time.monotonic()
@@ -217,6 +219,8 @@ def run_benchmark(
             gen = generate(task)
         except Exception as e:  # a task's failure is its outcome, not the benchmark's end
             gen = Generation("", 0, 0, error=f"{type(e).__name__}: {e}")
+        if stopping.is_set():
+            return  # interrupted: its model went away under it, so this is no outcome; a rerun generates it
         entry = {
             "solution": gen.solution,
             "tokens": gen.tokens,
@@ -233,8 +237,15 @@ def run_benchmark(
             _save(out, {**data, "summary": summarise(done)})
         say(f"[{i}/{len(tasks)}] {task.task_id}: {entry['wall_time_s']}s, {gen.tokens} tokens")
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(one, todo))
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        for future in [pool.submit(one, item) for item in todo]:
+            future.result()
+    except BaseException:  # Ctrl-C: no new task starts; the caller closes the model, ending those in flight
+        stopping.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     if todo:
         sessions = data.setdefault("sessions", [])
         elapsed = round(time.monotonic() - session_start, 1)

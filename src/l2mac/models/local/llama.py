@@ -327,7 +327,7 @@ class LocalChat:
         """Free the model's memory now (about 1.2 GB), rather than whenever the garbage collector gets to it,
         and stop the llama-server child if there is one."""
         if self.served is not None:
-            self.served.stop()
+            self.served.close()
         with self.lock:
             self.llm.close()
 

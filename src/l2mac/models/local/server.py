@@ -86,6 +86,7 @@ class LlamaServer:
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _log: IO[bytes] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _closed: bool = field(default=False, repr=False)
 
     # -- lifecycle -----------------------------------------------------------------------------------------
     def command(self, port: int) -> list[str]:
@@ -100,6 +101,7 @@ class LlamaServer:
 
     def start(self) -> None:
         """Start the child and wait until it answers /health; a port someone took meanwhile is tried again."""
+        self._closed = False
         last = ""
         for _ in range(3):
             port = free_port(self.host)
@@ -163,6 +165,12 @@ class LlamaServer:
             return False
         return True
 
+    def close(self) -> None:
+        """Stop the child for good: requests in flight or still to come fail at once (ModelAPIError, which the
+        client does not retry) instead of starting it again, so l2mac can exit on Ctrl-C."""
+        self._closed = True
+        self.stop()
+
     def stop(self) -> None:
         """Stop the child (SIGTERM, then SIGKILL after 10 s); safe to call twice."""
         proc, self._proc = self._proc, None
@@ -195,6 +203,8 @@ class LlamaServer:
         repeated; its answer errors become ModelAPIError (retried by the client) or
         ModelContextWindowExceededError."""
         for attempt in range(2):
+            if self._closed:
+                raise ModelAPIError("llama-server", "the server was stopped: l2mac is shutting down")
             try:
                 if stop_when is None:
                     return self._post("/completion", payload, timeout_s)
@@ -203,7 +213,7 @@ class LlamaServer:
                 if attempt == 1 or not self._exits_within(_EXIT_GRACE_S):
                     raise ModelAPIError("llama-server", f"request failed: {e}") from e
                 with self._lock:  # one thread restarts it; the others find it alive again
-                    if not self.alive():
+                    if not self.alive() and not self._closed:
                         code = self._proc.returncode if self._proc else None
                         self.stop()
                         self.restarts += 1
