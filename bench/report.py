@@ -36,6 +36,9 @@ def run_conditions(r: dict[str, Any]) -> str:
     serving = {x.get("serving") for x in r.get("sessions") or [] if x.get("serving")}
     if serving:
         parts.append("model served " + " and ".join(sorted(serving)))
+    versions = [x["l2mac"] for x in r.get("sessions") or [] if x.get("l2mac")]
+    if versions:
+        parts.append("l2mac " + " then ".join(dict.fromkeys(versions)))
     if r.get("task_tokens"):
         parts.append(f"{r['task_tokens']:,} tokens per task")
     if r.get("engine_budget"):

@@ -265,4 +265,8 @@ def test_ctrl_c_starts_no_new_task_and_saves_no_outcome_for_the_tasks_it_cut_sho
     release.set()
     time.sleep(0.3)
     assert set(started) <= {t.task_id for t in tasks[:3]}  # the tasks still queued never started
-    assert set(json.loads(out.read_text())["tasks"]) == {tasks[0].task_id}
+    saved = json.loads(out.read_text())
+    assert set(saved["tasks"]) == {tasks[0].task_id}
+    assert saved["sessions"] == [
+        {**saved["sessions"][0], "tasks": 1, "workers": 2, "interrupted": True}
+    ]  # the time it ran is kept

@@ -90,6 +90,7 @@ def humaneval_command(
                 "engine_budget": he.ENGINE_BUDGET if strategy in he.ENGINE_STRATEGIES else None,
                 "serving": f"llama-server, {settings.llm.local_slots} slots" if llama_server else "in-process",
                 "machine": he.machine(),
+                "l2mac": he.code_version(),
                 "command": "l2mac " + shlex.join(sys.argv[1:]),
             }
             result = he.run_benchmark(
@@ -232,7 +233,7 @@ def project_command(
             measure_root=lambda root: pj.measure(root, runner=runner, pylint_python=python),
             judge=pj.judge_with(judge_client, spec, repeats),
         )
-        result.update(strategy=strategy, model=label, judge=judge_label, machine=he.machine())
+        result.update(strategy=strategy, model=label, judge=judge_label, machine=he.machine(), l2mac=he.code_version())
         result["max_wall_time_s"] = max_wall_time
         result["command"] = "l2mac " + shlex.join(sys.argv[1:])
         day = datetime.now(timezone.utc).strftime("%Y-%m-%d")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
 import re
+import subprocess
 import tempfile
 import threading
 import time
@@ -209,6 +211,14 @@ def run_benchmark(
     todo = [(i, t) for i, t in enumerate(tasks, 1) if t.task_id not in done]
     saving = threading.Lock()
     session_start = time.monotonic()
+    sessions: list[dict[str, Any]] = data.get("sessions", [])
+
+    def session(finished: int, interrupted: bool = False) -> dict[str, Any]:
+        """One invocation's conditions: tasks it finished, workers, elapsed time, serving, code version."""
+        elapsed = round(time.monotonic() - session_start, 1)
+        entry = {"tasks": finished, "workers": workers, "elapsed_s": elapsed, "serving": meta.get("serving")}
+        entry["l2mac"] = meta.get("l2mac")
+        return {**entry, "interrupted": True} if interrupted else entry
 
     stopping = threading.Event()
 
@@ -244,12 +254,13 @@ def run_benchmark(
     except BaseException:  # Ctrl-C: no new task starts; the caller closes the model, ending those in flight
         stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)
+        with saving:
+            finished = sum(1 for _, t in todo if t.task_id in done)
+            _save(out, {**data, "sessions": [*sessions, session(finished, interrupted=True)]})
         raise
     pool.shutdown()
     if todo:
-        sessions = data.setdefault("sessions", [])
-        elapsed = round(time.monotonic() - session_start, 1)
-        sessions.append({"tasks": len(todo), "workers": workers, "elapsed_s": elapsed, "serving": meta.get("serving")})
+        data["sessions"] = [*sessions, session(len(todo))]
     chosen = {t.task_id for t in tasks}
     say(f"scoring {len(chosen)} solutions with evalplus")
     start = time.monotonic()
@@ -260,6 +271,29 @@ def run_benchmark(
     data["summary"] = summarise({tid: t for tid, t in done.items() if tid in chosen})
     _save(out, data)
     return data
+
+
+def code_version() -> str:
+    """This l2mac's version and, in a git checkout, its commit (``+changes`` when its sources are modified), so
+    a results file says which code made each session."""
+    try:
+        version = importlib.metadata.version("l2mac")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    package = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", "-C", str(package), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if not commit:
+        return version
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    return f"{version} ({commit}{'+changes' if changed else ''})"
 
 
 def machine() -> dict[str, Any]:
