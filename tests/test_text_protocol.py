@@ -511,3 +511,21 @@ def test_a_function_echoed_as_its_stub_is_shown_back_to_be_completed(tmp_path: P
     outcome = run_step(unit, step)
     assert outcome.status is StepStatus.PASSED and store.read_text("main.py") == done  # type: ignore[attr-defined]
     assert len(script.requests) == 3
+
+
+def test_a_named_file_sent_again_unchanged_while_it_still_lacks_functions_is_sampled_more_freely(
+    tmp_path: Path,
+) -> None:
+    # seen on the URL shortener: the same 507-token stub file six times at the same temperature
+    instruction = Instruction(
+        title="S",
+        instruction="Write stack.py with push(s, x) and pop(s). Write tests/test_stack.py.",
+        requires_tests=True,
+    )
+    partial = text(fenced(("stack.py", "def push(s, x):\n    s.append(x)\n")))  # pop is missing
+    replies = [partial, partial, text(fenced(("stack.py", GOOD))), text(fenced(("tests/test_stack.py", TEST)))]
+    unit, script, _ = make_unit(tmp_path, [*replies, text("STEP COMPLETE: stack.")])
+    outcome = run_step(unit, instruction)
+    assert "repeated the files exactly" in last_user_text(script.requests[2])
+    assert script.temperatures[:4] == [None, None, 0.5, None]
+    assert outcome.status is StepStatus.PASSED

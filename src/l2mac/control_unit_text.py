@@ -260,6 +260,9 @@ class TextControlUnit(ControlUnit):
                 feedback = self.domain.render(
                     "text_next_file", saved=wrote, request=self._request_file(pending[0], to_write)
                 )
+                if unchanged:  # the same file again while it is still asked for: say so, sample more freely
+                    feedback = self.domain.render("text_unchanged") + "\n\n" + feedback
+                    temperature = min(1.0, (temperature or 0.2) + 0.3)
                 focus = pending[0]
                 continue
             ok, report = await asyncio.to_thread(self._run_checks, step)
