@@ -529,3 +529,36 @@ def test_a_named_file_sent_again_unchanged_while_it_still_lacks_functions_is_sam
     assert "repeated the files exactly" in last_user_text(script.requests[2])
     assert script.temperatures[:4] == [None, None, 0.5, None]
     assert outcome.status is StepStatus.PASSED
+
+
+def test_stubs_in_a_named_file_are_asked_for_one_at_a_time_and_merged_in_place(tmp_path: Path) -> None:
+    instruction = Instruction(
+        title="S",
+        instruction="Write stack.py with push(s, x), pop(s) and peek(s). Write tests/test_stack.py.",
+        requires_tests=True,
+    )
+
+    def fn(name: str, args: str, body: str) -> str:
+        return f'def {name}({args}):\n    """{name.title()} the stack."""\n    {body}\n'
+
+    stubs = "\n\n".join(fn(n, a, "pass") for n, a in (("push", "s, x"), ("pop", "s"), ("peek", "s")))
+    test = TEST + "\n\ndef test_peek():\n    assert peek([1, 2]) == 2\n"
+    test = test.replace("import pop, push", "import peek, pop, push")
+    replies = [
+        text(fenced(("stack.py", stubs))),
+        text(fenced(("stack.py", fn("push", "s, x", "s.append(x)")))),
+        text(fenced(("stack.py", fn("pop", "s", "return s.pop()")))),
+        text(fenced(("stack.py", fn("peek", "s", "return s[-1]")))),
+        text(fenced(("tests/test_stack.py", test))),
+        text("STEP COMPLETE: stack."),
+    ]
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, instruction)
+    second = last_user_text(script.requests[1])
+    assert (
+        "Write only this function" in second and 'def push(s, x):\n    """Push the stack."""\n    pass\n```' in second
+    )
+    assert "def pop(s):" in last_user_text(script.requests[2])
+    final = store.read_text("stack.py")
+    assert "s.append(x)" in final and "return s.pop()" in final and "return s[-1]" in final and "pass" not in final
+    assert outcome.status is StepStatus.PASSED and outcome.check_failures == 1  # completing stubs is progress

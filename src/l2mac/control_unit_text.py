@@ -167,6 +167,7 @@ class TextControlUnit(ControlUnit):
         feedback = self._request_file(to_write[0], to_write) if to_write else ""
         focus = to_write[0] if to_write else None
         temperature: float | None = None
+        lacking: dict[str, set[str]] = {}  # per named file, the functions it still lacked last time
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, state, f"turn budget spent ({self.limits.max_turns} model calls)")
@@ -242,6 +243,7 @@ class TextControlUnit(ControlUnit):
                 else:
                     temperature = None
                 wrote = saved_full if files and not unchanged else saved_full or self.domain.render("text_no_files")
+                stubs: dict[str, str] = {}
                 if (
                     requested is not None
                     and requested not in pending
@@ -253,13 +255,20 @@ class TextControlUnit(ControlUnit):
                     if owned:  # the file just written lacks what the step asks of it: ask for it again
                         written.discard(requested)
                         pending = [requested, *[p for p in pending if p != requested]]
-                        state.check_failures += 1
+                        if not set(owned) < lacking.get(requested, set()):  # no stub completed since last time
+                            state.check_failures += 1
+                        lacking[requested] = set(owned)
                         if state.check_failures > self.limits.max_check_failures:
                             return await self._fail(step, state, f"{requested} never defined {', '.join(owned)}")
                         wrote += "\n" + self.domain.render("text_missing_definitions", names=", ".join(owned))
-                feedback = self.domain.render(
-                    "text_next_file", saved=wrote, request=self._request_file(pending[0], to_write)
+                        # a stub is asked for alone: a small model sent the whole file back copies it unchanged
+                        stubs = stubbed(owned, {requested: store.read_text(requested)})
+                request = (
+                    self.domain.render("text_complete_one_stub", path=requested, stub=stubs[requested])
+                    if requested is not None and requested in stubs
+                    else self._request_file(pending[0], to_write)
                 )
+                feedback = self.domain.render("text_next_file", saved=wrote, request=request)
                 if unchanged:  # the same file again while it is still asked for: say so, sample more freely
                     feedback = self.domain.render("text_unchanged") + "\n\n" + feedback
                     temperature = min(1.0, (temperature or 0.2) + 0.3)
@@ -327,6 +336,11 @@ def _split_fragments(store: FileStore, files: list[dict[str, str]]) -> tuple[lis
             old = 0
         new = len(f["content"].splitlines())
         if old >= FRAGMENT_MIN_LINES and new < old * FRAGMENT_SHARE:
+            merged = merge_definitions(store.read_text(f["path"]), f["content"]) if f["path"].endswith(".py") else None
+            if merged is not None:  # only functions or classes the file defines: put in place of theirs
+                whole.append({"path": f["path"], "content": merged})
+                notes.append(f"Your definitions were put in place of those of the same name in {f['path']}.")
+                continue
             notes.append(
                 f"Not saved: {f['path']}: your block has {new} lines but the file has {old}; it looks like a "
                 "fragment. Write the COMPLETE file."
