@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import hashlib
+import itertools
 import json
 import os
 import threading
@@ -213,7 +214,7 @@ class _BrokenLlama:
 def _chat_with(llm: object, window: int = 4096) -> LocalChat:
     chat = LocalChat.__new__(LocalChat)
     chat.path, chat.llm, chat.context_window, chat.stats = Path("m.gguf"), llm, window, []
-    chat.temperature, chat.seed, chat.lock = 0.2, 0, threading.Lock()
+    chat.temperature, chat.seed, chat.lock, chat.requests = 0.2, 0, threading.Lock(), itertools.count()
     chat.template = jinja2.Template("{% for m in messages %}{{ m.content }}{% endfor %}")
     return chat
 

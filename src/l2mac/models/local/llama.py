@@ -11,6 +11,7 @@ in the exact format it was trained on; tool calls are parsed back from its ``<to
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -170,6 +171,8 @@ class LocalChat:
     request_timeout_s: float = SERVED_REQUEST_TIMEOUT_S
     stats: list[GenerationStats] = field(default_factory=list)
     served: LlamaServer | None = field(default=None, init=False, repr=False)
+    # one seed per request, taken as it starts: concurrent requests (agents, samples) must not share one
+    requests: Iterator[int] = field(default_factory=itertools.count, init=False, repr=False)
 
     def __post_init__(self) -> None:
         try:
@@ -244,7 +247,7 @@ class LocalChat:
                 repeat_penalty=REPEAT_PENALTY,  # a 1.5B model otherwise loops (seen: 4,096 tokens of asserts)
                 stop=["<|im_end|>", "<|endoftext|>"],
                 stream=True,
-                seed=self.seed + len(self.stats),  # reproducible runs, yet a retried prompt may differ
+                seed=self.seed + next(self.requests),  # reproducible runs, yet a retried prompt may differ
             )
             guard = LoopGuard()
             chunks = cast(Iterator[dict[str, Any]], stream)
@@ -284,7 +287,7 @@ class LocalChat:
             "repeat_penalty": REPEAT_PENALTY,
             "stop": ["<|im_end|>", "<|endoftext|>"],
             "cache_prompt": True,  # a slot keeps its prompt's KV: the next turn of a step reuses the prefix
-            "seed": self.seed + len(self.stats),
+            "seed": self.seed + next(self.requests),
         }
         guard = LoopGuard()
         start = time.monotonic()
