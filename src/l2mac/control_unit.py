@@ -43,6 +43,10 @@ class StepLimits:
     max_turns: int = 40
     max_check_failures: int = 4
     max_context_restarts: int = 3
+    #: text protocol: implementations sampled, when the tests fail, to tell a wrong test from wrong code (0: off)
+    samples: int = 0
+    #: text protocol: such agreement rounds per step
+    max_agreement_rounds: int = 2
 
 
 @dataclass(frozen=True)

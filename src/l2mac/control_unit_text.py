@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import hashlib
 import json
 import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
 from l2mac.checks.output import trim_output
-from l2mac.checks.python import is_test_file, module_name
+from l2mac.checks.python import CodeIssue, find_code_issues, is_test_file, module_name
 from l2mac.checks.repairs import python_files, repair_written
+from l2mac.checks.tests import run_tests
+from l2mac.consensus import Agreement, choose, per_test_outcomes
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
 from l2mac.errors import WorkspaceError
@@ -38,18 +44,23 @@ from l2mac.types import StepOutcome, StepStatus
 _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
 #: share of the prompt budget the step's fresh context may spend on showing file contents
 FILES_SHARE = 0.4
+#: sampling temperature of the implementations that settle a dispute between code and tests
+SAMPLE_TEMPERATURE = 0.8
 
 
 class TextControlUnit(ControlUnit):
     protocol = "text"
 
-    def file_contents(self, budget_chars: int) -> str:
-        """Each file with its content, smallest contexts first, until ``budget_chars`` is spent; the rest named."""
+    def file_contents(self, budget_chars: int, hide: Callable[[str], bool] | None = None) -> str:
+        """Each file with its content, smallest contexts first, until ``budget_chars`` is spent; the rest named.
+        Files for which ``hide`` is true are left out."""
         store = self.toolbox.env.store
         shown: list[str] = []
         listed: list[str] = []
         used = 0
         for path in store.list_files():
+            if hide is not None and hide(path):
+                continue
             try:
                 text = store.read_text(path)
             except (OSError, UnicodeError, ValueError, WorkspaceError):
@@ -65,15 +76,20 @@ class TextControlUnit(ControlUnit):
         return "\n\n".join(parts) or "(no files yet)"
 
     def fresh_context(
-        self, step: Step, progress: str = "", feedback: str = "", focus: str | None = None
+        self,
+        step: Step,
+        progress: str = "",
+        feedback: str = "",
+        focus: str | None = None,
+        hide: Callable[[str], bool] | None = None,
     ) -> list[ModelMessage]:
-        """The step, the files, and ``feedback``; the format example shows ``focus`` (the file asked for), since
-        a small model writes whatever path the example shows."""
+        """The step, the files (but those ``hide`` names), and ``feedback``; the format example shows ``focus``
+        (the file asked for), since a small model writes whatever path the example shows."""
         budget_chars = int(self.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
         prompt = self.domain.render(
             "text_step",
             **self.step_values(step, progress),
-            files=self.file_contents(budget_chars),
+            files=self.file_contents(budget_chars, hide),
             request=feedback or self.domain.render("text_request"),
             named_files=", ".join(named_files(step.instruction.instruction)) or "(as the step says)",
         )
@@ -152,6 +168,131 @@ class TextControlUnit(ControlUnit):
                 self._log("recovered", step=step.index, recovery="definitions_merged_into_file", path=path)
         return out
 
+    async def _seek_agreement(self, step: Step, report: str, seen: set[str]) -> tuple[str, bool] | None:
+        """The step's tests fail: tell a wrong test from wrong code by agreement (see :mod:`l2mac.consensus`).
+
+        Implementations of the code file under test are sampled from the step alone (its tests and the file
+        itself hidden), the tests are run against each in a scratch copy of the project, and the implementation
+        the most agree with is kept. Returns the note for the model and whether the code was replaced; None when
+        there was nothing to weigh (no per-test outcomes, no usable sample, this state already weighed)."""
+        env = self.toolbox.env
+        store = env.store
+        if self.limits.samples <= 0 or not self.run_tests or not env.python_checks:
+            return None
+        instruction = step.instruction.instruction
+        code = [p for p in named_files(instruction) if p.endswith(".py") and not is_test_file(p) and _exists(store, p)]
+        if not code:
+            return None
+        target = max(code, key=report.count)  # the file the failures mention most; the first on a tie
+        snapshot = store.snapshot()
+        state = hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()
+        if state in seen:
+            return None
+        seen.add(state)
+        current = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
+        base = per_test_outcomes(current.output)
+        if not base or all(base.values()):
+            return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
+
+        def hide(path: str) -> bool:
+            return path == target or is_test_file(path)
+
+        messages = self.fresh_context(
+            step, feedback=self.domain.render("text_request_file", path=target), focus=target, hide=hide
+        )
+        answers = await asyncio.gather(*(self._sample(step, messages) for _ in range(self.limits.samples)))
+        owned = set(_step_names_for(instruction, target))
+        candidates: list[str] = []
+        outcomes: list[dict[str, bool]] = [base]
+        for answer in answers:
+            content = _sampled_file(answer, target)
+            if content is None or owned & set(missing_definitions(instruction, {target: content})):
+                continue
+            run = await asyncio.to_thread(self._tests_with, snapshot, target, content)
+            if run is None:
+                continue
+            repaired, outcome = run
+            candidates.append(repaired)
+            outcomes.append(outcome)
+        if not candidates:
+            self._log("agreement", step=step.index, target=target, samples=len(answers), usable=0)
+            return None
+        agreement = choose(outcomes)
+        self._log(
+            "agreement",
+            step=step.index,
+            target=target,
+            samples=len(answers),
+            usable=len(candidates),
+            scores=list(agreement.scores),
+            chosen=agreement.chosen,
+            disputed=list(agreement.disputed),
+        )
+        return await self._apply_agreement(step, target, agreement, candidates, base)
+
+    async def _apply_agreement(
+        self, step: Step, target: str, agreement: Agreement, candidates: list[str], base: dict[str, bool]
+    ) -> tuple[str, bool] | None:
+        notes: list[str] = []
+        replaced = agreement.chosen != 0
+        if replaced:
+            content = candidates[agreement.chosen - 1]
+            result = await asyncio.to_thread(
+                self.toolbox.call, "write_files", {"files": [{"path": target, "content": content}]}
+            )
+            self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result="agreement: " + target)
+            notes.append(
+                self.domain.render(
+                    "text_agreement_replaced",
+                    path=target,
+                    n=agreement.implementations - 1,
+                    passed=len(agreement.passed),
+                    before=sum(base.values()),
+                    total=len(agreement.passes),
+                )
+            )
+        # a test that at most half the implementations pass, the kept one among the failing
+        doubted = [t for t in agreement.disputed if agreement.passes[t] * 2 <= agreement.implementations]
+        if doubted:
+            notes.append(
+                self.domain.render(
+                    "text_agreement_disputed",
+                    path=target,
+                    n=agreement.implementations,
+                    tests="\n".join(f"- {t}: passed by {agreement.passes[t]} of them" for t in doubted),
+                    test_files=", ".join(sorted({t.split("::")[0] for t in doubted})),
+                )
+            )
+        if not notes:
+            return None
+        return "\n\n".join(notes), replaced
+
+    async def _sample(self, step: Step, messages: list[ModelMessage]) -> str:
+        try:
+            response = await self.client.request(
+                messages, [], purpose=f"step {step.index} sample", temperature=SAMPLE_TEMPERATURE
+            )
+        except ContextOverflow:
+            return ""
+        return response.text or ""
+
+    def _tests_with(self, snapshot: dict[str, str], target: str, content: str) -> tuple[str, dict[str, bool]] | None:
+        """The tests run, one by one, in a scratch copy of the project whose ``target`` is ``content`` (after the
+        same repairs a written file gets); the repaired content and the outcomes, or None if no test ran."""
+        env = self.toolbox.env
+        with tempfile.TemporaryDirectory(prefix="l2mac-sample-") as tmp:
+            scratch = FileStore(Path(tmp))
+            for path, text in {**snapshot, target: content}.items():
+                scratch.write_text(path, text)
+
+            def check(paths: list[str]) -> list[CodeIssue]:
+                return find_code_issues(scratch.root, scratch.list_files(), only=paths)
+
+            if self.recover:
+                repair_written(scratch, check, [target], lambda recovery, **fields: None)
+            outcome = per_test_outcomes(run_tests(env.runner, scratch.root, env.test_timeout_s, each=True).output)
+            return (scratch.read_text(target), outcome) if outcome else None
+
     async def run_step(self, step: Step) -> StepOutcome:
         """Every attempt is a fresh context: the step, the files as they are now, and the last attempt's result.
 
@@ -168,6 +309,8 @@ class TextControlUnit(ControlUnit):
         focus = to_write[0] if to_write else None
         temperature: float | None = None
         lacking: dict[str, set[str]] = {}  # per named file, the functions it still lacked last time
+        weighed: set[str] = set()  # project states whose failing tests were already weighed by agreement
+        rounds = 0
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, state, f"turn budget spent ({self.limits.max_turns} model calls)")
@@ -284,6 +427,13 @@ class TextControlUnit(ControlUnit):
                 note = self.domain.render("text_missing_definitions", names=", ".join(absent))
                 ok, report = False, f"{note}\n\n{report}".strip()
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
+            agreed = None
+            if not ok and report.startswith("Tests:") and rounds < self.limits.max_agreement_rounds:
+                agreed = await self._seek_agreement(step, report, weighed)
+                rounds += agreed is not None
+                if agreed is not None and agreed[1]:  # the code was replaced: check it again
+                    ok, report = await asyncio.to_thread(self._run_checks, step)
+                    self._log("checks", step=step.index, ok=ok, report=report[:2000])
             if ok and (declared or not files or unchanged):
                 return self._outcome(step, state, StepStatus.PASSED, _summary(text, step, self))
             if ok:
@@ -310,6 +460,10 @@ class TextControlUnit(ControlUnit):
                     feedback += "\n\n" + self.domain.render("text_invented_api", names=", ".join(invented))
                 for path, names in undefined_calls(report, sources).items():
                     feedback += "\n\n" + self.domain.render("text_define_missing", path=path, names=", ".join(names))
+            if agreed is not None:
+                feedback += "\n\n" + agreed[0]
+                if not ok and (first_test := _FIRST_TEST.search(agreed[0])):
+                    focus = first_test.group(1)  # the disputed tests' file is the one to write next
             if unchanged:  # the same answer again: say so, and sample more freely next time
                 feedback = self.domain.render("text_unchanged") + "\n\n" + feedback
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
@@ -482,6 +636,24 @@ def named_files(instruction: str) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in _TO_WRITE.finditer(instruction)))
 
 
+def _sampled_file(answer: str, target: str) -> str | None:
+    """The content a sampled answer gives ``target``: its block under that name (or its bare name), else its one
+    unnamed block; None unless that is Python that parses."""
+    named = {f["path"]: f["content"] for f in fenced_files(answer)}
+    content = named.get(target)
+    if content is None:
+        same = [c for p, c in named.items() if p.rsplit("/", 1)[-1] == target.rsplit("/", 1)[-1]]
+        blocks = unnamed_blocks(answer)
+        content = same[0] if len(same) == 1 else blocks[0] if not named and len(blocks) == 1 else None
+    if content is None:
+        return None
+    try:
+        ast.parse(content)
+    except SyntaxError:
+        return None
+    return content
+
+
 def _exists(store: FileStore, path: str) -> bool:
     """Whether ``path`` (as the model gave it) is a project file; a path outside the project is not, and is
     refused later, when written, with an answer to the model rather than an exception."""
@@ -499,6 +671,7 @@ def _same(store: FileStore, path: str, content: str) -> bool:
 
 
 _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
+_FIRST_TEST = re.compile(r"^- ([\w./-]+\.py)::", re.MULTILINE)
 _NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
 
 

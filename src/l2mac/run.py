@@ -300,7 +300,7 @@ async def _execute_with(
         client=client,
         toolbox=Toolbox(tools_named(domain.tools), env),
         budget=budget,
-        limits=StepLimits(rs.max_turns, check_failures, rs.max_context_restarts),
+        limits=StepLimits(rs.max_turns, check_failures, rs.max_context_restarts, samples=rs.samples),
         history=history,
         record=record,
         emit=emit,

@@ -102,6 +102,12 @@ class RunSettings(BaseModel):
     )
     max_turns: int = Field(default=40, gt=0, description="Model calls one step may make.")
     max_context_restarts: int = Field(default=3, ge=0, description="Summarise-and-restart cycles per step.")
+    samples: int = Field(
+        default=3,
+        ge=0,
+        description="Text protocol: when a step's tests fail, implementations sampled without the tests to tell "
+        "a wrong test from wrong code (kept: the one most implementations agree with; 0: off).",
+    )
     context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
     recoveries: bool = Field(default=True, description="Turn code blocks that name a file into writes.")
     protocol: Literal["auto", "tools", "text"] = Field(

@@ -34,7 +34,10 @@ class TestRun:
         return f"{self.passed} passed, {self.failed} failed, {self.errors} errors"
 
 
-def run_tests(runner: Runner, root: Path, timeout_s: float, targets: list[str] | None = None) -> TestRun:
+def run_tests(
+    runner: Runner, root: Path, timeout_s: float, targets: list[str] | None = None, *, each: bool = False
+) -> TestRun:
+    """pytest in ``root``; with ``each``, the output ends with every test's outcome (``-rA``)."""
     argv = [
         sys.executable,
         "-m",
@@ -48,6 +51,7 @@ def run_tests(runner: Runner, root: Path, timeout_s: float, targets: list[str] |
         "addopts=",
         "--rootdir",
         str(root),
+        *(["-rA"] if each else []),
         *(targets or []),
     ]
     result = runner.run(argv, root, timeout_s)

@@ -1,0 +1,66 @@
+"""Which implementation to keep and which tests to doubt, from how implementations and tests agree.
+
+A small model's own tests are often wrong (an expected value miscounted, an API the step never asked for), and
+shown a failing test it rewrites the code to match, breaking code that was right. Following CodeT (Chen et al.,
+2022, "dual execution agreement"), the control unit samples a few more implementations of the file under test,
+written without seeing the tests, runs the tests against each, and keeps the implementation whose passed-test
+set is shared by the most implementations and holds the most tests. The tests that implementation fails are
+*disputed*: when independent implementations agree on failing them, the test is the likelier culprit.
+
+This module is the pure part: reading per-test outcomes and choosing. Sampling and running are the control
+unit's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+# pytest -rA: "PASSED tests/test_x.py::test_a", "FAILED tests/test_x.py::test_b - assert 1 == 2"
+_OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)", re.MULTILINE)
+_PASSING = frozenset({"PASSED", "XFAIL"})
+
+
+def per_test_outcomes(output: str) -> dict[str, bool]:
+    """Per test id, whether it passed, from the short summary pytest prints with ``-rA``. A test reported twice
+    (passed, then an error in its teardown) counts as failed."""
+    out: dict[str, bool] = {}
+    for kind, test in _OUTCOME.findall(output):
+        out[test] = out.get(test, True) and kind in _PASSING
+    return out
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The choice among implementations (index 0 is the current one)."""
+
+    chosen: int
+    supporters: int  # implementations that pass exactly the tests ``chosen`` passes (itself included)
+    passed: frozenset[str]
+    disputed: tuple[str, ...]  # tests ``chosen`` fails, in the order they were first seen
+    scores: tuple[int, ...]  # per implementation: supporters x tests passed (0 for one that ran no test)
+    passes: Mapping[str, int]  # per test: how many implementations pass it
+    implementations: int
+
+
+def choose(outcomes: Sequence[Mapping[str, bool]]) -> Agreement:
+    """The implementation to keep: the one whose set of passed tests has the highest CodeT score (how many
+    implementations pass exactly that set, times its size). Ties go to the current implementation (index 0),
+    then to the earliest, so an equal alternative never churns the code."""
+    if not outcomes:
+        raise ValueError("no implementations to choose from")
+    tests = list(dict.fromkeys(t for o in outcomes for t in o))
+    passed = [frozenset(t for t, ok in o.items() if ok) for o in outcomes]
+    support = {s: sum(1 for p in passed if p == s) for s in passed}
+    scores = tuple(support[p] * len(p) if outcomes[i] else 0 for i, p in enumerate(passed))
+    best = max(range(len(outcomes)), key=lambda i: (scores[i], i == 0, -i))
+    return Agreement(
+        chosen=best,
+        supporters=support[passed[best]],
+        passed=passed[best],
+        disputed=tuple(t for t in tests if t not in passed[best]),
+        scores=scores,
+        passes={t: sum(1 for p in passed if t in p) for t in tests},
+        implementations=len(outcomes),
+    )

@@ -1,0 +1,162 @@
+"""Telling a wrong test from wrong code by agreement (CodeT): implementations sampled without the tests."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage
+from test_text_protocol import fenced, make_unit
+
+from l2mac.checks.runner import SubprocessRunner
+from l2mac.checks.tests import run_tests
+from l2mac.consensus import choose, per_test_outcomes
+from l2mac.control_unit import Step, StepLimits
+from l2mac.models.scripted import last_user_text, text
+from l2mac.types import Instruction, StepStatus
+
+STEP = Instruction(
+    title="Stats",
+    instruction="Write stats.py with mean(xs) returning the average of a list of numbers, and tests/test_stats.py.",
+    requires_tests=True,
+)
+MEAN = "def mean(xs):\n    return sum(xs) / len(xs)\n"
+MEAN_LOOP = "def mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs)\n"
+MEAN_FSUM = "import math\n\n\ndef mean(xs):\n    return math.fsum(xs) / len(xs)\n"
+MEAN_BUGGY = "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n"
+MEAN_OTHER_BUG = "def mean(xs):\n    return max(xs)\n"
+RIGHT_TESTS = (
+    "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
+    "def test_one():\n    assert mean([5]) == 5\n"
+)
+WRONG_TEST = RIGHT_TESTS + "\n\ndef test_wrong():\n    assert mean([1, 2, 3]) == 3\n"
+LIMITS = StepLimits(max_turns=10, max_check_failures=4, samples=3)
+
+
+def run_step(unit: object) -> object:
+    return asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, STEP, "")))  # type: ignore[attr-defined]
+
+
+def test_pytest_outcomes_are_read_test_by_test(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n\n\ndef test_a():\n    pass\n\n\ndef test_b():\n    assert 1 == 2\n\n\n"
+        "@pytest.fixture\ndef broken():\n    raise RuntimeError\n\n\ndef test_c(broken):\n    pass\n"
+    )
+    run = run_tests(SubprocessRunner(), tmp_path, 60, each=True)
+    assert per_test_outcomes(run.output) == {
+        "test_x.py::test_a": True,
+        "test_x.py::test_b": False,
+        "test_x.py::test_c": False,
+    }
+    assert (run.passed, run.failed, run.errors) == (1, 1, 1)  # the totals are still read from the last line
+    assert per_test_outcomes("3 passed in 0.1s") == {}
+
+
+def test_choose_prefers_what_independent_implementations_agree_on() -> None:
+    tests = ["t::a", "t::b", "t::c"]
+
+    def passing(*ok: str) -> dict[str, bool]:
+        return {t: t in ok for t in tests}
+
+    # the current code passes all three (one test is wrong and the code was bent to it); two samples agree
+    # on passing a and b: 2 x 2 = 4 beats 1 x 3 = 3
+    agreement = choose([passing("t::a", "t::b", "t::c"), passing("t::a", "t::b"), passing("t::a", "t::b")])
+    assert (agreement.chosen, agreement.supporters, agreement.disputed) == (1, 2, ("t::c",))
+    assert agreement.passes == {"t::a": 3, "t::b": 3, "t::c": 1}
+    # a tie keeps the current code; an implementation that ran no test scores 0
+    assert choose([passing("t::a"), passing("t::b"), {}]).chosen == 0
+    assert choose([passing(), passing("t::a")]).chosen == 1
+
+
+def test_a_wrong_test_is_named_to_the_model_and_the_right_code_is_kept(tmp_path: Path) -> None:
+    prompts: list[str] = []
+
+    def sample(content: str):
+        def reply(messages: list[ModelMessage]):
+            prompt = last_user_text(messages)
+            prompts.append(prompt)
+            return text(fenced(("stats.py", content)))
+
+        return reply
+
+    def fix_tests(messages: list[ModelMessage]):
+        feedback = last_user_text(messages)
+        assert "tests/test_stats.py::test_wrong: passed by 0 of them" in feedback
+        assert "test_mean" not in feedback.split("These tests fail with most of them:")[1].split("When")[0]
+        return text(fenced(("tests/test_stats.py", RIGHT_TESTS)))
+
+    replies = [
+        text(fenced(("stats.py", MEAN))),
+        text(fenced(("tests/test_stats.py", WRONG_TEST))),
+        sample(MEAN_LOOP),
+        sample(MEAN_FSUM),
+        sample(MEAN),
+        fix_tests,
+        text("STEP COMPLETE\nstats.py has mean; its tests pass."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("stats.py") == MEAN  # the right code was never bent to the wrong test
+    assert store.read_text("tests/test_stats.py") == RIGHT_TESTS
+    # the samples were written from the step alone: neither the tests nor the file under test were shown
+    assert len(prompts) == 3
+    for prompt in prompts:
+        assert "test_wrong" not in prompt and "sum(xs) / len(xs)" not in prompt
+        assert "Write the complete file stats.py now" in prompt
+
+
+def test_wrong_code_is_replaced_by_the_implementation_the_samples_agree_on(tmp_path: Path) -> None:
+    def done(messages: list[ModelMessage]):
+        feedback = last_user_text(messages)
+        assert "replaced yours (yours passed 0)" in feedback
+        assert "The checks and tests pass" in feedback
+        return text("STEP COMPLETE\nstats.py has mean.")
+
+    replies = [
+        text(fenced(("stats.py", MEAN_BUGGY))),
+        text(fenced(("tests/test_stats.py", RIGHT_TESTS))),
+        text(fenced(("stats.py", MEAN_OTHER_BUG))),
+        text(fenced(("stats.py", MEAN_LOOP))),
+        text("```python\n" + MEAN + "```"),  # an unnamed block is the file asked for
+        done,
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    # one of the two that agree on passing both tests (samples are answered concurrently, in any order)
+    assert store.read_text("stats.py") in {MEAN_LOOP, MEAN}
+
+
+def test_samples_that_give_no_code_leave_the_usual_feedback(tmp_path: Path) -> None:
+    def fix(messages: list[ModelMessage]):
+        feedback = last_user_text(messages)
+        assert "implementations" not in feedback and "failed" in feedback
+        return text(fenced(("stats.py", MEAN)))
+
+    replies = [
+        text(fenced(("stats.py", MEAN_BUGGY))),
+        text(fenced(("tests/test_stats.py", RIGHT_TESTS))),
+        text("I cannot."),
+        text(fenced(("stats.py", "def mean(xs:\n"))),  # does not parse
+        text(fenced(("stats.py", "def average(xs):\n    return 0\n"))),  # lacks mean
+        fix,
+        text("STEP COMPLETE\nfixed."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("stats.py") == MEAN
+
+
+def test_agreement_is_off_unless_samples_are_asked_for(tmp_path: Path) -> None:
+    replies = [
+        text(fenced(("stats.py", MEAN_BUGGY))),
+        text(fenced(("tests/test_stats.py", RIGHT_TESTS))),
+        text(fenced(("stats.py", MEAN))),  # would be taken as a sample if sampling were on
+        text("STEP COMPLETE\nfixed."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=StepLimits(max_turns=10))
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("stats.py") == MEAN
