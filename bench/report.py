@@ -152,7 +152,8 @@ def engine_text(r: dict[str, Any]) -> str:
     if not e:
         return ""
     steps = e.get("steps") or {}
-    reason = f", {e['stopped_reason']}" if e.get("stopped_reason") else ""
+    # the reason without its advice ("raise --max-wall-time ...; resume with: ..."), which names a scratch folder
+    reason = f", {e['stopped_reason'].split(' (')[0].split(';')[0]}" if e.get("stopped_reason") else ""
     return f" (engine: {e.get('status')}{reason}; steps passed {steps.get('passed')}/{steps.get('planned')})"
 
 
@@ -171,9 +172,11 @@ def project_section() -> list[str]:
         "| judge counts | generation time | command |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    notes: list[str] = []
     for path in files:
         r = json.loads(path.read_text(encoding="utf-8"))
         t, f = r["tests"], r["features"]
+        notes += [f"- {r['task']}, {r['strategy']}: {n}" for n in r.get("notes", [])]
         lines.append(
             f"| {r['task']} | {r['strategy']} | {r['model']} | {r.get('judge')} | {r['files']} | {r['loc']} | "
             f"{r['pylint_errors']} | {r['ruff_errors']} | {t['status']} ({t['passed']} passed, {t['failed']} failed) | "
@@ -181,7 +184,17 @@ def project_section() -> list[str]:
             f"{r['generation_wall_time_s']} s{engine_text(r)} | "
             f"`{r['command']}` |"
         )
-    return [*lines, ""]
+    lines.append("")
+    if notes:  # what the person who ran it saw and the numbers cannot show (e.g. other load on the machine)
+        lines += ["Notes on these runs:", "", *notes, ""]
+    l2mac_runs = [
+        f"{r['task']} {r['strategy']} ran l2mac {r.get('l2mac')}"
+        for r in (json.loads(p.read_text(encoding="utf-8")) for p in files)
+        if r.get("l2mac") and r["strategy"] != "single"
+    ]
+    if l2mac_runs:
+        lines += ["Versions: " + "; ".join(l2mac_runs) + ".", ""]
+    return lines
 
 
 def main() -> int:
