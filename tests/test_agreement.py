@@ -12,6 +12,7 @@ from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import run_tests
 from l2mac.consensus import choose, per_test_outcomes
 from l2mac.control_unit import Step, StepLimits
+from l2mac.control_unit_text import _weighable
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
 
@@ -160,3 +161,12 @@ def test_agreement_is_off_unless_samples_are_asked_for(tmp_path: Path) -> None:
     outcome = run_step(unit)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("stats.py") == MEAN
+
+
+def test_only_failing_tests_are_weighed_not_missing_code() -> None:
+    failing = "Tests: 2 passed, 1 failed, 0 errors\n..F"
+    assert _weighable(failing)
+    assert _weighable("Code problems:\ntests/test_core.py:52: lint: F821 Undefined name `todos`\n\n" + failing)
+    assert not _weighable("Code problems:\ntodo/core.py:3: lint: F821 Undefined name `Path`\n\n" + failing)
+    assert not _weighable("The step is not done: it must write todo/cli.py, which do not exist yet.\n\n" + failing)
+    assert not _weighable("Tests: 0 passed, 0 failed, 1 errors\nImportError")

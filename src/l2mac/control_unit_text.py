@@ -428,7 +428,7 @@ class TextControlUnit(ControlUnit):
                 ok, report = False, f"{note}\n\n{report}".strip()
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
             agreed = None
-            if not ok and report.startswith("Tests:") and rounds < self.limits.max_agreement_rounds:
+            if not ok and _weighable(report) and rounds < self.limits.max_agreement_rounds:
                 agreed = await self._seek_agreement(step, report, weighed)
                 rounds += agreed is not None
                 if agreed is not None and agreed[1]:  # the code was replaced: check it again
@@ -634,6 +634,20 @@ def _step_names_for(instruction: str, path: str) -> list[str]:
 def named_files(instruction: str) -> list[str]:
     """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
     return list(dict.fromkeys(m.group(1) for m in _TO_WRITE.finditer(instruction)))
+
+
+_TESTS_FAILED = re.compile(r"^Tests: \d+ passed, [1-9]\d* failed", re.MULTILINE)
+_PROBLEM_FILE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)
+
+
+def _weighable(report: str) -> bool:
+    """Whether a failed check is the tests failing one by one, with no problem outside the test files (a lint
+    error in a test file, an undefined name, is the tests' own fault and no reason not to weigh them); a step
+    that still lacks files or definitions has something else to fix first."""
+    head, _, _ = report.partition("Tests:")
+    if not _TESTS_FAILED.search(report) or (head.strip() and not head.startswith("Code problems:")):
+        return False
+    return all(is_test_file(path) for path in _PROBLEM_FILE.findall(head))
 
 
 def _sampled_file(answer: str, target: str) -> str | None:
