@@ -10,7 +10,7 @@ from test_text_protocol import fenced, make_unit
 
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import run_tests
-from l2mac.consensus import choose, per_test_outcomes
+from l2mac.consensus import choose, per_test_outcomes, remove_tests
 from l2mac.control_unit import Step, StepLimits
 from l2mac.control_unit_text import _weighable
 from l2mac.models.scripted import last_user_text, text
@@ -170,3 +170,45 @@ def test_only_failing_tests_are_weighed_not_missing_code() -> None:
     assert not _weighable("Code problems:\ntodo/core.py:3: lint: F821 Undefined name `Path`\n\n" + failing)
     assert not _weighable("The step is not done: it must write todo/cli.py, which do not exist yet.\n\n" + failing)
     assert not _weighable("Tests: 0 passed, 0 failed, 1 errors\nImportError")
+
+
+def test_remove_tests_takes_out_whole_functions_with_their_decorators() -> None:
+    source = (
+        "import pytest\n\n\ndef test_keep():\n    assert True\n\n\n@pytest.mark.parametrize('x', [1, 2])\n"
+        "def test_param(x):\n    assert x == 3\n\n\nclass TestA:\n    def test_m(self):\n        assert 0\n\n"
+        "    def test_n(self):\n        assert 1\n"
+    )
+    out, removed = remove_tests(source, ["t.py::test_param[1]", "t.py::test_param[2]", "t.py::TestA::test_m"])
+    assert removed == ["t.py::test_param[2]", "t.py::TestA::test_m"] or removed == [
+        "t.py::test_param[1]",
+        "t.py::TestA::test_m",
+    ]
+    assert "test_param" not in out and "parametrize" not in out and "test_m" not in out
+    assert "def test_keep" in out and "def test_n" in out
+    # a class left empty would not parse: then nothing is removed
+    assert remove_tests("class TestB:\n    def test_x(self):\n        pass\n", ["t.py::TestB::test_x"]) == (
+        "class TestB:\n    def test_x(self):\n        pass\n",
+        [],
+    )
+
+
+def test_a_wrong_test_kept_after_it_was_pointed_out_is_removed_and_recorded(tmp_path: Path) -> None:
+    def keep_it(messages: list[ModelMessage]):
+        assert "test_wrong: passed by 0 of them" in last_user_text(messages)
+        return text(fenced(("tests/test_stats.py", WRONG_TEST)))  # the same wrong test again
+
+    replies = [
+        text(fenced(("stats.py", MEAN))),
+        text(fenced(("tests/test_stats.py", WRONG_TEST))),
+        text(fenced(("stats.py", MEAN_LOOP))),
+        text(fenced(("stats.py", MEAN_FSUM))),
+        text(fenced(("stats.py", MEAN))),
+        keep_it,
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert outcome.tests_removed == ["tests/test_stats.py::test_wrong"]
+    tests = store.read_text("tests/test_stats.py")
+    assert "test_wrong" not in tests and "def test_mean" in tests and "def test_one" in tests
+    assert store.read_text("stats.py") == MEAN

@@ -13,6 +13,7 @@ unit's.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,3 +65,35 @@ def choose(outcomes: Sequence[Mapping[str, bool]]) -> Agreement:
         passes={t: sum(1 for p in passed if t in p) for t in tests},
         implementations=len(outcomes),
     )
+
+
+def remove_tests(source: str, test_ids: Sequence[str]) -> tuple[str, list[str]]:
+    """``source`` without the test functions ``test_ids`` name (``path::test_f``, ``path::TestC::test_f``, with
+    or without ``[params]``), decorators included; and the ids removed. Unchanged if it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    wanted = {tuple(t.split("[")[0].split("::")[1:]): t for t in test_ids}
+    spans: list[tuple[int, int]] = []
+    removed: list[str] = []
+
+    def visit(body: list[ast.stmt], prefix: tuple[str, ...]) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, (*prefix, node.name))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (*prefix, node.name) in wanted:
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                spans.append((start, node.end_lineno or node.lineno))
+                removed.append(wanted[(*prefix, node.name)])
+
+    visit(tree.body, ())
+    lines = source.splitlines(keepends=True)
+    for start, end in sorted(spans, reverse=True):
+        del lines[start - 1 : end]
+    out = re.sub(r"\n{4,}", "\n\n\n", "".join(lines))
+    try:
+        ast.parse(out)
+    except SyntaxError:  # e.g. a test class left with no body
+        return source, []
+    return out, removed

@@ -69,6 +69,7 @@ class _State:
     reported_input: int = 0
     start_revision: int = 0
     seen: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    tests_removed: list[str] = field(default_factory=list)
 
 
 class ControlUnit:
@@ -277,6 +278,7 @@ class ControlUnit:
             context_restarts=state.restarts,
             check_failures=state.check_failures,
             files_written=self.toolbox.env.store.changed_since(state.start_revision),
+            tests_removed=list(state.tests_removed),
         )
 
     async def _fail(self, step: Step, state: _State, reason: str) -> StepOutcome:

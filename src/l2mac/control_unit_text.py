@@ -23,6 +23,7 @@ import json
 import re
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
@@ -31,7 +32,7 @@ from l2mac.checks.output import trim_output
 from l2mac.checks.python import CodeIssue, find_code_issues, is_test_file, module_name
 from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import run_tests
-from l2mac.consensus import Agreement, choose, per_test_outcomes
+from l2mac.consensus import Agreement, choose, per_test_outcomes, remove_tests
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
 from l2mac.errors import WorkspaceError
@@ -46,6 +47,15 @@ _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
 FILES_SHARE = 0.4
 #: sampling temperature of the implementations that settle a dispute between code and tests
 SAMPLE_TEMPERATURE = 0.8
+
+
+@dataclass
+class _Weighing:
+    """What agreement learned during one step."""
+
+    verdicts: dict[str, tuple[str, Agreement]] = field(default_factory=dict)  # per project state: target, verdict
+    told: set[str] = field(default_factory=set)  # tests already named to the model as doubtful
+    rounds: int = 0  # sampling rounds spent
 
 
 class TextControlUnit(ControlUnit):
@@ -168,13 +178,15 @@ class TextControlUnit(ControlUnit):
                 self._log("recovered", step=step.index, recovery="definitions_merged_into_file", path=path)
         return out
 
-    async def _seek_agreement(self, step: Step, report: str, seen: set[str]) -> tuple[str, bool] | None:
+    async def _seek_agreement(
+        self, step: Step, state: _State, report: str, memory: _Weighing
+    ) -> tuple[str, bool] | None:
         """The step's tests fail: tell a wrong test from wrong code by agreement (see :mod:`l2mac.consensus`).
 
         Implementations of the code file under test are sampled from the step alone (its tests and the file
         itself hidden), the tests are run against each in a scratch copy of the project, and the implementation
-        the most agree with is kept. Returns the note for the model and whether the code was replaced; None when
-        there was nothing to weigh (no per-test outcomes, no usable sample, this state already weighed)."""
+        the most agree with is kept. Returns the note for the model and whether a file was changed; None when
+        there was nothing to weigh (no per-test outcomes, no usable sample, no sampling round left)."""
         env = self.toolbox.env
         store = env.store
         if self.limits.samples <= 0 or not self.run_tests or not env.python_checks:
@@ -183,12 +195,14 @@ class TextControlUnit(ControlUnit):
         code = [p for p in named_files(instruction) if p.endswith(".py") and not is_test_file(p) and _exists(store, p)]
         if not code:
             return None
-        target = max(code, key=report.count)  # the file the failures mention most; the first on a tie
         snapshot = store.snapshot()
-        state = hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()
-        if state in seen:
+        key = hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()
+        if key in memory.verdicts:  # the same files again: what was learned about them still holds
+            target, agreement = memory.verdicts[key]
+            return await self._apply_agreement(step, state, target, agreement, [], {}, memory)
+        if memory.rounds >= self.limits.max_agreement_rounds:
             return None
-        seen.add(state)
+        target = max(code, key=report.count)  # the file the failures mention most; the first on a tie
         current = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
         base = per_test_outcomes(current.output)
         if not base or all(base.values()):
@@ -200,6 +214,7 @@ class TextControlUnit(ControlUnit):
         messages = self.fresh_context(
             step, feedback=self.domain.render("text_request_file", path=target), focus=target, hide=hide
         )
+        memory.rounds += 1
         answers = await asyncio.gather(*(self._sample(step, messages) for _ in range(self.limits.samples)))
         owned = set(_step_names_for(instruction, target))
         candidates: list[str] = []
@@ -218,6 +233,7 @@ class TextControlUnit(ControlUnit):
             self._log("agreement", step=step.index, target=target, samples=len(answers), usable=0)
             return None
         agreement = choose(outcomes)
+        memory.verdicts[key] = (target, agreement)
         self._log(
             "agreement",
             step=step.index,
@@ -228,19 +244,26 @@ class TextControlUnit(ControlUnit):
             chosen=agreement.chosen,
             disputed=list(agreement.disputed),
         )
-        return await self._apply_agreement(step, target, agreement, candidates, base)
+        return await self._apply_agreement(step, state, target, agreement, candidates, base, memory)
 
     async def _apply_agreement(
-        self, step: Step, target: str, agreement: Agreement, candidates: list[str], base: dict[str, bool]
+        self,
+        step: Step,
+        state: _State,
+        target: str,
+        agreement: Agreement,
+        candidates: list[str],
+        base: dict[str, bool],
+        memory: _Weighing,
     ) -> tuple[str, bool] | None:
+        """Keep the chosen implementation; name the doubtful tests; remove those that every implementation failed
+        after the model was already told and kept them (recorded in the step's outcome and the log)."""
         notes: list[str] = []
-        replaced = agreement.chosen != 0
-        if replaced:
+        changed = False
+        if candidates and agreement.chosen != 0:
             content = candidates[agreement.chosen - 1]
-            result = await asyncio.to_thread(
-                self.toolbox.call, "write_files", {"files": [{"path": target, "content": content}]}
-            )
-            self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result="agreement: " + target)
+            await self._write(step, target, content, "agreement")
+            changed = True
             notes.append(
                 self.domain.render(
                     "text_agreement_replaced",
@@ -253,19 +276,44 @@ class TextControlUnit(ControlUnit):
             )
         # a test that at most half the implementations pass, the kept one among the failing
         doubted = [t for t in agreement.disputed if agreement.passes[t] * 2 <= agreement.implementations]
-        if doubted:
+        unanimous = [t for t in doubted if t in memory.told and agreement.passes[t] == 0]
+        memory.told |= set(doubted)
+        removed: list[str] = []
+        for path in sorted({t.split("::")[0] for t in unanimous}):
+            if not _exists(self.toolbox.env.store, path):
+                continue
+            source, gone = remove_tests(self.toolbox.env.store.read_text(path), unanimous)
+            if gone:
+                await self._write(step, path, source, "disputed tests removed")
+                removed += gone
+        if removed:
+            changed = True
+            state.tests_removed += removed
+            self._log("recovered", step=step.index, recovery="disputed_tests_removed", tests=removed)
+            notes.append(
+                self.domain.render(
+                    "text_agreement_removed", n=agreement.implementations, tests="\n".join(f"- {t}" for t in removed)
+                )
+            )
+        if told := [t for t in doubted if t not in removed]:
             notes.append(
                 self.domain.render(
                     "text_agreement_disputed",
                     path=target,
                     n=agreement.implementations,
-                    tests="\n".join(f"- {t}: passed by {agreement.passes[t]} of them" for t in doubted),
-                    test_files=", ".join(sorted({t.split("::")[0] for t in doubted})),
+                    tests="\n".join(f"- {t}: passed by {agreement.passes[t]} of them" for t in told),
+                    test_files=", ".join(sorted({t.split("::")[0] for t in told})),
                 )
             )
         if not notes:
             return None
-        return "\n\n".join(notes), replaced
+        return "\n\n".join(notes), changed
+
+    async def _write(self, step: Step, path: str, content: str, why: str) -> None:
+        result = await asyncio.to_thread(
+            self.toolbox.call, "write_files", {"files": [{"path": path, "content": content}]}
+        )
+        self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=f"{why}: {path}")
 
     async def _sample(self, step: Step, messages: list[ModelMessage]) -> str:
         try:
@@ -309,8 +357,7 @@ class TextControlUnit(ControlUnit):
         focus = to_write[0] if to_write else None
         temperature: float | None = None
         lacking: dict[str, set[str]] = {}  # per named file, the functions it still lacked last time
-        weighed: set[str] = set()  # project states whose failing tests were already weighed by agreement
-        rounds = 0
+        weighing = _Weighing()  # what agreement learned about this step's tests
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, state, f"turn budget spent ({self.limits.max_turns} model calls)")
@@ -428,10 +475,9 @@ class TextControlUnit(ControlUnit):
                 ok, report = False, f"{note}\n\n{report}".strip()
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
             agreed = None
-            if not ok and _weighable(report) and rounds < self.limits.max_agreement_rounds:
-                agreed = await self._seek_agreement(step, report, weighed)
-                rounds += agreed is not None
-                if agreed is not None and agreed[1]:  # the code was replaced: check it again
+            if not ok and _weighable(report):
+                agreed = await self._seek_agreement(step, state, report, weighing)
+                if agreed is not None and agreed[1]:  # a file was changed: check again
                     ok, report = await asyncio.to_thread(self._run_checks, step)
                     self._log("checks", step=step.index, ok=ok, report=report[:2000])
             if ok and (declared or not files or unchanged):

@@ -63,6 +63,8 @@ def build_report(
         "lint_errors": sum(1 for i in issues if i.kind == "lint"),
         "import_errors": sum(1 for i in issues if i.kind == "import" and i.blocking),
         "tests": tests,
+        # the model's own tests dropped because every independent implementation failed them (see consensus.py)
+        "tests_removed": [t for o in outcomes for t in o.tests_removed],
         "steps": {
             "planned": planned_steps,
             "run": len(outcomes),
@@ -77,6 +79,7 @@ def build_report(
                     "turns": o.turns,
                     "context_restarts": o.context_restarts,
                     "check_failures": o.check_failures,
+                    "tests_removed": o.tests_removed,
                 }
                 for o in outcomes
             ],

@@ -83,6 +83,8 @@ class StepOutcome:
     context_restarts: int = 0
     check_failures: int = 0
     files_written: list[str] = field(default_factory=list)
+    #: the model's own tests removed because every implementation failed them, after it was told and kept them
+    tests_removed: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
