@@ -212,3 +212,23 @@ def test_a_wrong_test_kept_after_it_was_pointed_out_is_removed_and_recorded(tmp_
     tests = store.read_text("tests/test_stats.py")
     assert "test_wrong" not in tests and "def test_mean" in tests and "def test_one" in tests
     assert store.read_text("stats.py") == MEAN
+
+
+def test_tests_of_other_modules_are_no_evidence_about_this_one(tmp_path: Path) -> None:
+    """An older module's failing test fails with every implementation of the new one: it is not weighed, so
+    no implementation is sampled and the test is neither doubted nor removed."""
+    replies = [
+        text(fenced(("stats.py", MEAN))),
+        text(fenced(("tests/test_stats.py", RIGHT_TESTS))),
+        text("STEP COMPLETE\nstats.py has mean."),
+        text("STEP COMPLETE\nstats.py has mean."),
+    ]
+    limits = StepLimits(max_turns=10, max_check_failures=1, samples=3)
+    unit, script, store = make_unit(tmp_path, replies, limits=limits)
+    store.write_text("other.py", "def f():\n    return 1\n")
+    store.write_text("tests/test_other.py", "from other import f\n\n\ndef test_f():\n    assert f() == 2\n")
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.FAILED
+    assert outcome.tests_removed == []
+    assert "def test_f" in store.read_text("tests/test_other.py")
+    assert len(script.requests) == 3  # the step's own answers only: no implementation was sampled

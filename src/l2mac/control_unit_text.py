@@ -203,8 +203,16 @@ class TextControlUnit(ControlUnit):
         if memory.rounds >= self.limits.max_agreement_rounds:
             return None
         target = max(code, key=report.count)  # the file the failures mention most; the first on a tie
+        # only the tests of test files that use the target are evidence about it (a failing test of another
+        # module fails with every implementation of this one)
+        module = module_name(target)
+        relevant = {p for p, src in snapshot.items() if is_test_file(p) and re.search(rf"\b{re.escape(module)}\b", src)}
+
+        def evidence(outcomes: dict[str, bool]) -> dict[str, bool]:
+            return {t: ok for t, ok in outcomes.items() if t.split("::")[0] in relevant}
+
         current = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
-        base = per_test_outcomes(current.output)
+        base = evidence(per_test_outcomes(current.output))
         if not base or all(base.values()):
             return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
 
@@ -228,7 +236,7 @@ class TextControlUnit(ControlUnit):
                 continue
             repaired, outcome = run
             candidates.append(repaired)
-            outcomes.append(outcome)
+            outcomes.append(evidence(outcome))
         if not candidates:
             self._log("agreement", step=step.index, target=target, samples=len(answers), usable=0)
             return None
