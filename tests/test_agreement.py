@@ -232,3 +232,25 @@ def test_tests_of_other_modules_are_no_evidence_about_this_one(tmp_path: Path) -
     assert outcome.tests_removed == []
     assert "def test_f" in store.read_text("tests/test_other.py")
     assert len(script.requests) == 3  # the step's own answers only: no implementation was sampled
+
+
+def test_samples_are_tested_in_a_scratch_copy_inside_the_sandbox(tmp_path: Path) -> None:
+    """Under bubblewrap /tmp is private to the sandbox; the scratch copy under the host's /tmp is bound in."""
+    from test_sandbox import _bwrap_or_skip
+
+    from l2mac.checks.sandbox import BubblewrapRunner
+
+    unit, _, store = make_unit(tmp_path, [], limits=LIMITS)
+    unit.toolbox.env.runner = BubblewrapRunner(_bwrap_or_skip())
+    store.write_text("stats.py", MEAN_BUGGY)
+    store.write_text("tests/test_stats.py", WRONG_TEST)
+    ran = unit._tests_with(store.snapshot(), "stats.py", MEAN)
+    assert ran is not None
+    content, outcomes = ran
+    assert content == MEAN
+    assert outcomes == {
+        "tests/test_stats.py::test_mean": True,
+        "tests/test_stats.py::test_one": True,
+        "tests/test_stats.py::test_wrong": False,
+    }
+    assert store.read_text("stats.py") == MEAN_BUGGY  # the project itself is untouched
