@@ -254,3 +254,27 @@ def test_samples_are_tested_in_a_scratch_copy_inside_the_sandbox(tmp_path: Path)
         "tests/test_stats.py::test_wrong": False,
     }
     assert store.read_text("stats.py") == MEAN_BUGGY  # the project itself is untouched
+
+
+def test_tests_no_implementation_passes_are_no_evidence_and_are_kept(tmp_path: Path) -> None:
+    """When every implementation fails every test, nothing says the tests are wrong: they are neither named
+    as doubtful nor removed (seen in the demo: a CLI the model never got right lost its only test)."""
+    bad_tests = "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 7\n"
+
+    def unchanged(messages: list[ModelMessage]):
+        assert "likelier mistake" not in last_user_text(messages)
+        return text(fenced(("tests/test_stats.py", bad_tests)))
+
+    replies = [
+        text(fenced(("stats.py", MEAN_BUGGY))),
+        text(fenced(("tests/test_stats.py", bad_tests))),
+        *[text(fenced(("stats.py", body))) for body in (MEAN, MEAN_LOOP, MEAN_OTHER_BUG)],
+        unchanged,
+        unchanged,
+    ]
+    limits = StepLimits(max_turns=10, max_check_failures=2, samples=3)
+    unit, _, store = make_unit(tmp_path, replies, limits=limits)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.FAILED
+    assert outcome.tests_removed == []
+    assert "def test_mean" in store.read_text("tests/test_stats.py")

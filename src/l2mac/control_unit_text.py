@@ -282,9 +282,14 @@ class TextControlUnit(ControlUnit):
                     total=len(agreement.passes),
                 )
             )
-        # a test that at most half the implementations pass, the kept one among the failing
-        doubted = [t for t in agreement.disputed if agreement.passes[t] * 2 <= agreement.implementations]
-        unanimous = [t for t in doubted if t in memory.told and agreement.passes[t] == 0]
+        # A test is doubted when the kept implementation passes some tests yet fails it, and at most half of
+        # the implementations pass it; when no implementation passes any test there is no evidence either way.
+        # It is removed only on stronger evidence: the model was told and kept it, no implementation passes
+        # it, and at least two implementations agree on the tests they pass.
+        evidence = bool(agreement.passed)
+        doubted = [t for t in agreement.disputed if evidence and agreement.passes[t] * 2 <= agreement.implementations]
+        consensus = agreement.supporters >= 2
+        unanimous = [t for t in doubted if consensus and t in memory.told and agreement.passes[t] == 0]
         memory.told |= set(doubted)
         removed: list[str] = []
         for path in sorted({t.split("::")[0] for t in unanimous}):
