@@ -278,3 +278,34 @@ def test_tests_no_implementation_passes_are_no_evidence_and_are_kept(tmp_path: P
     assert outcome.status is StepStatus.FAILED
     assert outcome.tests_removed == []
     assert "def test_mean" in store.read_text("tests/test_stats.py")
+
+
+def test_the_run_summary_names_removed_tests() -> None:
+    from rich.console import Console
+
+    from l2mac.cli import summary_table
+
+    report = {
+        "status": "passed",
+        "workspace": "/w/todo",
+        "model": "local:x",
+        "steps": {"passed": 3, "failed": 0, "planned": 3},
+        "files": 6,
+        "loc": 67,
+        "syntax_errors": 0,
+        "lint_errors": 0,
+        "import_errors": 0,
+        "tests": {"status": "passed", "passed": 2, "failed": 0},
+        "tests_removed": ["tests/test_cli.py::test_main"],
+        "tokens": {"total": 100},
+        "requests": 2,
+        "isolation": "bubblewrap",
+        "cost_usd": None,
+        "wall_time_s": 1.0,
+    }
+    console = Console(width=200, record=True)
+    console.print(summary_table(report))
+    assert "tests/test_cli.py::test_main" in console.export_text()
+    console = Console(width=200, record=True)
+    console.print(summary_table({**report, "tests_removed": []}))
+    assert "removed" not in console.export_text()

@@ -126,6 +126,11 @@ def summary_table(report: dict[str, Any]) -> Table:
             f"{report['syntax_errors']} / {report['lint_errors']} / {report['import_errors']}",
         ),
         ("tests", f"{tests['status']}: {tests['passed']} passed, {tests['failed']} failed"),
+        *(
+            [("tests removed (failed by every implementation)", ", ".join(removed))]
+            if (removed := report.get("tests_removed"))
+            else []
+        ),
         ("tokens", f"{report['tokens']['total']:,} ({report['requests']} requests)"),
         ("generated code ran in", report.get("isolation", "?")),
         ("cost", cost),
