@@ -12,7 +12,7 @@ from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import run_tests
 from l2mac.consensus import choose, per_test_outcomes, remove_tests
 from l2mac.control_unit import Step, StepLimits
-from l2mac.control_unit_text import _weighable
+from l2mac.control_unit_text import _weighable, untested_modules
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
 
@@ -309,3 +309,17 @@ def test_the_run_summary_names_removed_tests() -> None:
     console = Console(width=200, record=True)
     console.print(summary_table({**report, "tests_removed": []}))
     assert "removed" not in console.export_text()
+
+
+def test_each_module_a_step_writes_must_be_imported_by_a_test() -> None:
+    sources = {
+        "todo/__init__.py": "",
+        "todo/core.py": "def load():\n    return []\n",
+        "todo/cli.py": "def main(argv):\n    return 0\n",
+        "tests/test_core.py": "from todo.core import load\n\n\ndef test_load():\n    assert load() == []\n",
+        "tests/test_cli.py": "from todo.cli import main\n",  # imports it, but holds no test
+    }
+    paths = ["todo/__init__.py", "todo/core.py", "todo/cli.py", "tests/test_cli.py"]
+    assert untested_modules(paths, sources) == ["todo/cli.py"]
+    sources["tests/test_cli.py"] = "from todo import cli\n\n\ndef test_main():\n    assert cli.main([]) == 0\n"
+    assert untested_modules(paths, sources) == []

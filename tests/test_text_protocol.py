@@ -374,7 +374,7 @@ def test_a_named_file_missing_the_functions_the_step_asks_of_it_is_asked_for_aga
 
 def test_a_test_file_redefining_a_builtin_fixture_gets_pytests_own_back(tmp_path: Path) -> None:
     bad = "import pytest\n\n\n@pytest.fixture(scope='module')\ndef tmp_path():\n    return pytest.mktempdir()\n\n\n"
-    bad += "def test_dir(tmp_path):\n    assert tmp_path.is_dir()\n"
+    bad += "def test_dir(tmp_path):\n    assert tmp_path.is_dir()\n\n\n" + TEST
     unit, _, store = make_unit(
         tmp_path, [text(fenced(("stack.py", GOOD), ("tests/test_stack.py", bad)) + "\nSTEP COMPLETE")]
     )

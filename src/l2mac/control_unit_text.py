@@ -486,6 +486,11 @@ class TextControlUnit(ControlUnit):
             if absent and self.toolbox.env.python_checks:
                 note = self.domain.render("text_missing_definitions", names=", ".join(absent))
                 ok, report = False, f"{note}\n\n{report}".strip()
+            if self.run_tests and step.instruction.requires_tests and self.toolbox.env.python_checks:
+                code = [p for p in named_files(step.instruction.instruction) if _exists(store, p)]
+                if untested := untested_modules(code, python_files(store)):
+                    note = self.domain.render("text_untested", paths=", ".join(untested))
+                    ok, report = False, f"{note}\n\n{report}".strip()
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
             agreed = None
             if not ok and _weighable(report):
@@ -607,6 +612,30 @@ def undefined_calls(report: str, sources: dict[str, str]) -> dict[str, list[str]
         called = re.search(rf"(?<![\w.]){re.escape(name)}\(", sources.get(path, ""))
         if called and name not in defined and name not in out.get(path, []):
             out.setdefault(path, []).append(name)
+    return out
+
+
+_NOT_TESTED_ITSELF = frozenset({"__init__.py", "__main__.py", "conftest.py", "setup.py"})
+
+
+def untested_modules(paths: list[str], sources: dict[str, str]) -> list[str]:
+    """The Python modules among ``paths`` that no test file both imports and holds a test function in: a step
+    that must leave tests passes only when each module it writes is tested (seen: a CLI whose test file was
+    left with no test passed on the tests of the module before it)."""
+    tests = [
+        src for p, src in sources.items() if is_test_file(p) and re.search(r"^\s*(?:async\s+)?def test", src, re.M)
+    ]
+    out = []
+    for path in paths:
+        if not path.endswith(".py") or is_test_file(path) or path.rsplit("/", 1)[-1] in _NOT_TESTED_ITSELF:
+            continue
+        module = module_name(path)
+        package, _, leaf = module.rpartition(".")
+        used = rf"\b{re.escape(module)}\b" + (
+            rf"|from\s+{re.escape(package)}\s+import\s[^\n]*\b{leaf}\b" if package else ""
+        )
+        if not any(re.search(used, src) for src in tests):
+            out.append(path)
     return out
 
 
