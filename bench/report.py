@@ -157,6 +157,36 @@ def engine_text(r: dict[str, Any]) -> str:
     return f" (engine: {e.get('status')}{reason}; steps passed {steps.get('passed')}/{steps.get('planned')})"
 
 
+def project_plot(runs: list[dict[str, Any]], target: Path) -> bool:
+    """Per task and strategy: Features % (LLM-judged), the share of its own tests that pass, pylint errors."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return False
+    labels = [f"{r['task']}\n{r['strategy']}" for r in runs]
+    features = [r["features"].get("features_pct") or 0 for r in runs]
+    own = [100 * r["tests"]["passed"] / max(1, r["tests"]["passed"] + r["tests"]["failed"]) for r in runs]
+    errors = [r["pylint_errors"] for r in runs]
+    x = range(len(runs))
+    fig, ax = plt.subplots(figsize=(max(6, 2 * len(runs)), 3.5))
+    ax.bar([i - 0.2 for i in x], features, width=0.4, label="Features % (LLM-judged)")
+    ax.bar([i + 0.2 for i in x], own, width=0.4, label="own tests passing (%)")
+    for i, e in enumerate(errors):
+        ax.annotate(f"pylint E: {e}", (i, 102), ha="center", fontsize=8)
+    ax.set_xticks(list(x), labels)
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("%")
+    ax.set_title(f"System-design tasks with {runs[0]['model']}")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(target, dpi=100)
+    return True
+
+
 def project_section() -> list[str]:
     files = sorted(RESULTS.glob("*-l2mac-*-*.json"))
     if not files:
@@ -168,28 +198,31 @@ def project_section() -> list[str]:
         "(temperature 0, the counts of each repeat are given). With only the 1.5B model on this machine, the judge",
         "is the generator itself, and it is not a credible judge: read that column with the pylint count beside it.",
         "",
-        "| task | strategy | model | judge | files | LOC | pylint E | ruff | own tests | Features % (LLM-judged) "
-        "| judge counts | generation time | command |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| date | task | strategy | model | judge | files | LOC | pylint E | ruff | own tests "
+        "| Features % (LLM-judged) | judge counts | generation time | command |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes: list[str] = []
-    for path in files:
-        r = json.loads(path.read_text(encoding="utf-8"))
+    runs = [json.loads(path.read_text(encoding="utf-8")) for path in files]
+    for path, r in zip(files, runs, strict=True):
         t, f = r["tests"], r["features"]
         notes += [f"- {r['task']}, {r['strategy']}: {n}" for n in r.get("notes", [])]
         lines.append(
-            f"| {r['task']} | {r['strategy']} | {r['model']} | {r.get('judge')} | {r['files']} | {r['loc']} | "
+            f"| {path.name[:10]} | {r['task']} | {r['strategy']} | {r['model']} | {r.get('judge')} | {r['files']} | "
+            f"{r['loc']} | "
             f"{r['pylint_errors']} | {r['ruff_errors']} | {t['status']} ({t['passed']} passed, {t['failed']} failed) | "
             f"{f.get('features_pct')}% of {f.get('features')} features | {f.get('counts')} | "
             f"{r['generation_wall_time_s']} s{engine_text(r)} | "
             f"`{r['command']}` |"
         )
     lines.append("")
+    if project_plot(runs, BENCH / "projects.png"):
+        lines += ["![Project tasks by strategy](projects.png)", ""]
     if notes:  # what the person who ran it saw and the numbers cannot show (e.g. other load on the machine)
         lines += ["Notes on these runs:", "", *notes, ""]
     l2mac_runs = [
         f"{r['task']} {r['strategy']} ran l2mac {r.get('l2mac')}"
-        for r in (json.loads(p.read_text(encoding="utf-8")) for p in files)
+        for r in runs
         if r.get("l2mac") and r["strategy"] != "single"
     ]
     if l2mac_runs:
