@@ -210,7 +210,8 @@ def project_section() -> list[str]:
         lines.append(
             f"| {path.name[:10]} | {r['task']} | {r['strategy']} | {r['model']} | {r.get('judge')} | {r['files']} | "
             f"{r['loc']} | "
-            f"{r['pylint_errors']} | {r['ruff_errors']} | {t['status']} ({t['passed']} passed, {t['failed']} failed) | "
+            f"{r['pylint_errors']} | {r['ruff_errors']} | {t['status']} ({t['passed']} passed, {t['failed']} failed"
+            f"{f', {e} errors' if (e := t.get('errors')) else ''}) | "
             f"{f.get('features_pct')}% of {f.get('features')} features | {f.get('counts')} | "
             f"{r['generation_wall_time_s']} s{engine_text(r)} | "
             f"`{r['command']}` |"
