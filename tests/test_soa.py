@@ -291,6 +291,10 @@ def test_the_text_protocol_reads_fenced_blocks_and_markers_as_the_agents_calls(t
     assert call is not None and call.tool_name == "write_skeleton"
     args = json.loads(str(call.args))
     assert args["modules"] == [{"path": "calc/ops.py", "code": OPS}] and args["tests"] == TESTS
+    # test files in Tests/ (or several) are the lead's tests too, never modules of the project
+    two = lead + "\nTests/test_more.py\n```python\n" + TESTS + "```\n"
+    args = json.loads(str(text_to_call(two, ["write_skeleton"]).args))  # type: ignore[union-attr]
+    assert args["modules"] == [{"path": "calc/ops.py", "code": OPS}] and args["tests"] == TESTS + "\n\n" + TESTS
     child = text_to_call("Here it is:\n```python\n" + MUL + "```", ["write_function", "request_contract_change"])
     assert child is not None and json.loads(str(child.args)) == {"code": MUL, "tests": ""}
     split = text_to_call(

@@ -32,6 +32,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import ToolDefinition
 
+from l2mac.checks.python import is_test_file
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.tests import run_tests
 from l2mac.events import AgentChanged, EventSink, ignore
@@ -449,9 +450,13 @@ def text_to_call(text: str, tools: list[str]) -> ToolCallPart | None:
     """A text-protocol answer read as the tool call it stands for (None when it holds none)."""
     if "write_skeleton" in tools:
         files = fenced_files(text)
-        modules = [{"path": f["path"], "code": f["content"]} for f in files if not f["path"].startswith("tests/")]
+
+        def is_tests(path: str) -> bool:  # "Tests/x.py" too: seen beside tests/x.py, a pytest name clash
+            return path.lower().startswith("tests/") or is_test_file(path)
+
+        modules = [{"path": f["path"], "code": f["content"]} for f in files if not is_tests(f["path"])]
         modules = [m for m in modules if m["path"].endswith(".py")]
-        tests = next((f["content"] for f in files if f["path"].startswith("tests/")), "")
+        tests = "\n\n".join(f["content"] for f in files if is_tests(f["path"]))  # the lead's one test file
         if not modules:
             return None
         return ToolCallPart("write_skeleton", json.dumps({"modules": modules, "tests": tests}))
