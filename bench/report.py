@@ -74,7 +74,8 @@ def shared_tasks_lines(rows: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
-def plot(rows: list[dict[str, Any]], target: Path) -> bool:
+def pyplot() -> Any:
+    """matplotlib.pyplot drawing to files, or None (said once per plot) when matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -82,6 +83,13 @@ def plot(rows: list[dict[str, Any]], target: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib is not installed: no plot", file=sys.stderr)
+        return None
+    return plt
+
+
+def plot(rows: list[dict[str, Any]], target: Path) -> bool:
+    plt = pyplot()
+    if plt is None:
         return False
     labels = [f"{r['strategy']}\n({r['scored']} tasks)" for r in rows]
     base = [100 * (r["pass@1_base"] or 0) for r in rows]
@@ -123,12 +131,7 @@ def soa_section() -> list[str]:
     for r in data["concurrency"]:
         lines.append(f"| {r['concurrency']} | {r['agents']} | {r['latency_s']} s | {r['wall_time_s']} s |")
     lines.append("")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+    if (plt := pyplot()) is not None:
         fig, ax = plt.subplots(figsize=(6, 3.5))
         xs = [r["functions"] for r in data["size"]]
         ax.plot(xs, [r["tokens_per_child_mean"] for r in data["size"]], "o-", label="tokens per child agent (mean)")
@@ -141,8 +144,6 @@ def soa_section() -> list[str]:
         fig.tight_layout()
         fig.savefig(BENCH / "soa_scaling.png", dpi=100)
         lines += ["![SoA scaling](soa_scaling.png)", ""]
-    except ImportError:
-        pass
     return lines
 
 
@@ -159,13 +160,8 @@ def engine_text(r: dict[str, Any]) -> str:
 
 def project_plot(runs: list[dict[str, Any]], target: Path) -> bool:
     """Per task and strategy: Features % (LLM-judged), the share of its own tests that pass, pylint errors."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return False
     labels = [f"{r['task']}\n{r['strategy']}" for r in runs]
     features = [r["features"].get("features_pct") or 0 for r in runs]

@@ -40,13 +40,23 @@ from l2mac.events import ToolUsed
 from l2mac.models.client import ContextOverflow
 from l2mac.recovery import fenced_files, json_files, merge_definitions, unnamed_blocks
 from l2mac.store import FileStore
-from l2mac.types import StepOutcome, StepStatus
+from l2mac.types import StepOutcome, StepStatus, ToolResult
 
 _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
 #: share of the prompt budget the step's fresh context may spend on showing file contents
 FILES_SHARE = 0.4
 #: sampling temperature of the implementations that settle a dispute between code and tests
 SAMPLE_TEMPERATURE = 0.8
+
+
+@dataclass(frozen=True)
+class _Settled:
+    """What weighing by agreement tells the step: a note for the model, whether files changed, the file to
+    write next."""
+
+    note: str
+    changed: bool
+    focus: str | None
 
 
 @dataclass
@@ -178,9 +188,7 @@ class TextControlUnit(ControlUnit):
                 self._log("recovered", step=step.index, recovery="definitions_merged_into_file", path=path)
         return out
 
-    async def _seek_agreement(
-        self, step: Step, state: _State, report: str, memory: _Weighing
-    ) -> tuple[str, bool] | None:
+    async def _seek_agreement(self, step: Step, state: _State, report: str, memory: _Weighing) -> _Settled | None:
         """The step's tests fail: tell a wrong test from wrong code by agreement (see :mod:`l2mac.consensus`).
 
         Implementations of the code file under test are sampled from the step alone (its tests and the file
@@ -263,14 +271,14 @@ class TextControlUnit(ControlUnit):
         candidates: list[str],
         base: dict[str, bool],
         memory: _Weighing,
-    ) -> tuple[str, bool] | None:
+    ) -> _Settled | None:
         """Keep the chosen implementation; name the doubtful tests; remove those that every implementation failed
         after the model was already told and kept them (recorded in the step's outcome and the log)."""
         notes: list[str] = []
         changed = False
         if candidates and agreement.chosen != 0:
             content = candidates[agreement.chosen - 1]
-            await self._write(step, target, content, "agreement")
+            await self._write(step, [{"path": target, "content": content}], "agreement")
             changed = True
             notes.append(
                 self.domain.render(
@@ -297,7 +305,7 @@ class TextControlUnit(ControlUnit):
                 continue
             source, gone = remove_tests(self.toolbox.env.store.read_text(path), unanimous)
             if gone:
-                await self._write(step, path, source, "disputed tests removed")
+                await self._write(step, [{"path": path, "content": source}], "disputed tests removed")
                 removed += gone
         if removed:
             changed = True
@@ -308,7 +316,9 @@ class TextControlUnit(ControlUnit):
                     "text_agreement_removed", n=agreement.implementations, tests="\n".join(f"- {t}" for t in removed)
                 )
             )
+        focus: str | None = None
         if told := [t for t in doubted if t not in removed]:
+            focus = told[0].split("::")[0]  # the doubted tests' file is the one to write next
             notes.append(
                 self.domain.render(
                     "text_agreement_disputed",
@@ -320,13 +330,15 @@ class TextControlUnit(ControlUnit):
             )
         if not notes:
             return None
-        return "\n\n".join(notes), changed
+        return _Settled("\n\n".join(notes), changed, focus)
 
-    async def _write(self, step: Step, path: str, content: str, why: str) -> None:
-        result = await asyncio.to_thread(
-            self.toolbox.call, "write_files", {"files": [{"path": path, "content": content}]}
-        )
-        self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=f"{why}: {path}")
+    async def _write(self, step: Step, files: list[dict[str, str]], why: str = "") -> ToolResult:
+        """``write_files``, reported as a tool use and logged (``why`` names a write the model did not ask for)."""
+        result = await asyncio.to_thread(self.toolbox.call, "write_files", {"files": files})
+        self.emit(ToolUsed(step.index, "write_files", result.ok))
+        logged = f"{why}: {', '.join(f['path'] for f in files)}" if why else result.content[:300]
+        self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=logged)
+        return result
 
     async def _sample(self, step: Step, messages: list[ModelMessage]) -> str:
         try:
@@ -421,9 +433,7 @@ class TextControlUnit(ControlUnit):
             saved = saved_full = "\n".join(fragments)
             if files and not unchanged:
                 wrote_any = True
-                result = await asyncio.to_thread(self.toolbox.call, "write_files", {"files": files})
-                self.emit(ToolUsed(step.index, "write_files", result.ok))
-                self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=result.content[:300])
+                result = await self._write(step, files)
                 saved = result.content.split("\nChecks found problems")[0]
                 saved_full = result.content
                 if self.recover and (added := await asyncio.to_thread(self._add_missing_imports, step, files)):
@@ -495,7 +505,7 @@ class TextControlUnit(ControlUnit):
             agreed = None
             if not ok and _weighable(report):
                 agreed = await self._seek_agreement(step, state, report, weighing)
-                if agreed is not None and agreed[1]:  # a file was changed: check again
+                if agreed is not None and agreed.changed:  # a file was changed: check again
                     ok, report = await asyncio.to_thread(self._run_checks, step)
                     self._log("checks", step=step.index, ok=ok, report=report[:2000])
             if ok and (declared or not files or unchanged):
@@ -525,9 +535,9 @@ class TextControlUnit(ControlUnit):
                 for path, names in undefined_calls(report, sources).items():
                     feedback += "\n\n" + self.domain.render("text_define_missing", path=path, names=", ".join(names))
             if agreed is not None:
-                feedback += "\n\n" + agreed[0]
-                if not ok and (first_test := _FIRST_TEST.search(agreed[0])):
-                    focus = first_test.group(1)  # the disputed tests' file is the one to write next
+                feedback += "\n\n" + agreed.note
+                if not ok and agreed.focus:
+                    focus = agreed.focus
             if unchanged:  # the same answer again: say so, and sample more freely next time
                 feedback = self.domain.render("text_unchanged") + "\n\n" + feedback
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
@@ -773,7 +783,6 @@ def _same(store: FileStore, path: str, content: str) -> bool:
 
 
 _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
-_FIRST_TEST = re.compile(r"^- ([\w./-]+\.py)::", re.MULTILINE)
 _NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
 
 
