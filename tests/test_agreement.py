@@ -238,10 +238,11 @@ def test_samples_are_tested_in_a_scratch_copy_inside_the_sandbox(tmp_path: Path)
     """Under bubblewrap /tmp is private to the sandbox; the scratch copy under the host's /tmp is bound in."""
     from test_sandbox import _bwrap_or_skip
 
-    from l2mac.checks.sandbox import BubblewrapRunner
+    from l2mac.checks.sandbox import BubblewrapRunner, interpreter_paths
 
     unit, _, store = make_unit(tmp_path, [], limits=LIMITS)
-    unit.toolbox.env.runner = BubblewrapRunner(_bwrap_or_skip())
+    # as a run builds it: the interpreter stays visible even when it lives under /tmp (a clone there)
+    unit.toolbox.env.runner = BubblewrapRunner(_bwrap_or_skip(), visible=interpreter_paths())
     store.write_text("stats.py", MEAN_BUGGY)
     store.write_text("tests/test_stats.py", WRONG_TEST)
     ran = unit._tests_with(store.snapshot(), "stats.py", MEAN)
