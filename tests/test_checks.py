@@ -39,6 +39,26 @@ def test_syntax_undefined_names_and_broken_local_imports_are_found(tmp_path: Pat
     assert ("rel.py", "import", True) in issues  # relative import beyond the top-level package
 
 
+def test_another_functions_local_is_named_where_it_lives_once_per_name(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: helpers use main()'s `args`; told only "undefined name" seven times, it
+    # rewrote the same code for the rest of the step.
+    cli = (
+        "import argparse\n\n"
+        "def main(argv):\n"
+        "    args = argparse.ArgumentParser().parse_args(argv)\n"
+        "    add_item(args.item)\n\n"
+        "def add_item(item):\n"
+        "    print(args.file, item)\n"
+        "    return args.file, missing\n"
+    )
+    files = write(tmp_path, {"cli.py": cli})
+    issues = [str(i) for i in find_code_issues(tmp_path, files)]
+    assert issues[0].startswith("cli.py:8: lint: F821 Undefined name `args` (also line 9): `args` is a local")
+    assert "of main() (line 4)" in issues[0] and "as a parameter" in issues[0]
+    assert issues[1] == "cli.py:9: lint: F821 Undefined name `missing`"  # bound nowhere: nothing to add
+    assert len(issues) == 2
+
+
 def test_src_layout_and_packages_resolve(tmp_path: Path) -> None:
     files = write(
         tmp_path,

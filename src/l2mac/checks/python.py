@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -231,11 +232,69 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     check = [f for f in (only if only is not None else py_all) if f.endswith(".py")]
     syntax, trees = _syntax_issues(root, py_all)
     syntax = [i for i in syntax if i.path in check]
-    lint = _ruff_issues(root, [f for f in check if f in trees])
+    lint = _explain_undefined(_ruff_issues(root, [f for f in check if f in trees]), trees)
     checker = _ImportChecker(py_all, trees)
     imports = [issue for rel in check if rel in trees for issue in checker.check(rel, trees[rel])]
     copies = _copied_into_tests(trees, [r for r in check if r in trees])
     return sorted(syntax + lint + imports + copies, key=lambda i: (i.path, i.line, i.kind))
+
+
+_UNDEFINED = re.compile(r"F821 Undefined name `(\w+)`$")
+
+
+def _local_owners(tree: ast.Module) -> dict[str, list[tuple[str, int]]]:
+    """For each name bound inside a function (a parameter or an assignment), the functions binding it and the
+    line where each does."""
+    owners: dict[str, list[tuple[str, int]]] = {}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        bound: dict[str, int] = {}
+        a = fn.args
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+            if arg is not None:
+                bound.setdefault(arg.arg, arg.lineno)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.setdefault(node.id, node.lineno)
+        for name, line in bound.items():
+            owners.setdefault(name, []).append((fn.name, line))
+    return owners
+
+
+def _explain_undefined(issues: list[CodeIssue], trees: dict[str, ast.Module]) -> list[CodeIssue]:
+    """One issue per undefined name and file (its other lines listed), saying where the name does exist when
+    it is another function's local variable: a small model uses ``args`` of ``main()`` in helper functions and,
+    told only "undefined name", rewrites the same code again."""
+    out: list[CodeIssue] = []
+    first: dict[tuple[str, str], int] = {}
+    more: dict[int, list[int]] = {}
+    for issue in issues:
+        m = _UNDEFINED.match(issue.message)
+        if m is None:
+            out.append(issue)
+            continue
+        key = (issue.path, m.group(1))
+        if key in first:
+            more[first[key]].append(issue.line)
+            continue
+        first[key] = len(out)
+        more[len(out)] = []
+        out.append(issue)
+    owners = {path: _local_owners(tree) for path, tree in trees.items()}
+    for (path, name), i in first.items():
+        issue = out[i]
+        message = issue.message
+        if more[i]:
+            message += f" (also line{'s' if len(more[i]) > 1 else ''} {', '.join(map(str, more[i]))})"
+        if bound := owners.get(path, {}).get(name):
+            where = ", ".join(f"{fn}() (line {line})" for fn, line in bound[:3])
+            message += (
+                f": `{name}` is a local variable of {where}, which no other function can see; pass it (or what "
+                f"is needed from it) as a parameter, or compute it where it is used"
+            )
+        out[i] = CodeIssue(issue.path, issue.line, issue.kind, message, issue.blocking)
+    return out
 
 
 def is_test_file(rel: str) -> bool:
