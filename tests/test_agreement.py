@@ -165,11 +165,41 @@ def test_agreement_is_off_unless_samples_are_asked_for(tmp_path: Path) -> None:
 
 def test_only_failing_tests_are_weighed_not_missing_code() -> None:
     failing = "Tests: 2 passed, 1 failed, 0 errors\n..F"
-    assert _weighable(failing)
-    assert _weighable("Code problems:\ntests/test_core.py:52: lint: F821 Undefined name `todos`\n\n" + failing)
-    assert not _weighable("Code problems:\ntodo/core.py:3: lint: F821 Undefined name `Path`\n\n" + failing)
-    assert not _weighable("The step is not done: it must write todo/cli.py, which do not exist yet.\n\n" + failing)
-    assert not _weighable("Tests: 0 passed, 0 failed, 1 errors\nImportError")
+    step = ["todo/cli.py", "tests/test_cli.py"]
+    assert _weighable(failing, step)
+    assert _weighable("Code problems:\ntests/test_core.py:52: lint: F821 Undefined name `todos`\n\n" + failing, step)
+    # a problem in code the step does not own (an earlier step's module) is fixed first, not sampled around
+    assert not _weighable("Code problems:\ntodo/core.py:3: lint: F821 Undefined name `Path`\n\n" + failing, step)
+    # one in the step's own module: samples may replace that module
+    assert _weighable("Code problems:\ntodo/cli.py:36: lint: F821 Undefined name `args`\n\n" + failing, step)
+    two = "Code problems:\ntodo/cli.py:3: lint: F821 x\ntodo/core.py:3: lint: F821 y\n\n"
+    assert not _weighable(two + failing, [*step, "todo/core.py"])
+    missing = "The step is not done: it must write todo/cli.py, which do not exist yet.\n\n"
+    assert not _weighable(missing + failing, step)
+    assert not _weighable("Tests: 0 passed, 0 failed, 1 errors\nImportError", step)
+
+
+def test_code_with_an_undefined_name_is_replaced_by_a_sampled_implementation(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: helpers used main()'s local `args`; it rewrote the same code four times.
+    broken = "def mean(xs):\n    return total(xs) / len(xs)\n\n\ndef total(ys):\n    return sum(xs)\n"
+
+    def done(messages: list[ModelMessage]):
+        feedback = last_user_text(messages)
+        assert "replaced yours (yours passed 0)" in feedback
+        return text("STEP COMPLETE\nstats.py has mean.")
+
+    replies = [
+        text(fenced(("stats.py", broken))),
+        text(fenced(("tests/test_stats.py", RIGHT_TESTS))),
+        text(fenced(("stats.py", MEAN))),
+        text(fenced(("stats.py", MEAN_LOOP))),
+        text(fenced(("stats.py", MEAN_OTHER_BUG))),
+        done,
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("stats.py") in {MEAN_LOOP, MEAN}
 
 
 def test_remove_tests_takes_out_whole_functions_with_their_decorators() -> None:

@@ -210,7 +210,9 @@ class TextControlUnit(ControlUnit):
             return await self._apply_agreement(step, state, target, agreement, [], {}, memory)
         if memory.rounds >= self.limits.max_agreement_rounds:
             return None
-        target = max(code, key=report.count)  # the file the failures mention most; the first on a tie
+        # the step's code file with code problems, else the one the failures mention most (the first on a tie)
+        broken = [p for p in _broken_code(report.partition("Tests:")[0]) if p in code]
+        target = broken[0] if broken else max(code, key=report.count)
         # only the tests of test files that use the target are evidence about it (a failing test of another
         # module fails with every implementation of this one)
         module = module_name(target)
@@ -503,7 +505,7 @@ class TextControlUnit(ControlUnit):
                     ok, report = False, f"{note}\n\n{report}".strip()
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
             agreed = None
-            if not ok and _weighable(report):
+            if not ok and _weighable(report, named_files(step.instruction.instruction)):
                 agreed = await self._seek_agreement(step, state, report, weighing)
                 if agreed is not None and agreed.changed:  # a file was changed: check again
                     ok, report = await asyncio.to_thread(self._run_checks, step)
@@ -738,14 +740,22 @@ _TESTS_FAILED = re.compile(r"^Tests: \d+ passed, [1-9]\d* failed", re.MULTILINE)
 _PROBLEM_FILE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)
 
 
-def _weighable(report: str) -> bool:
-    """Whether a failed check is the tests failing one by one, with no problem outside the test files (a lint
-    error in a test file, an undefined name, is the tests' own fault and no reason not to weigh them); a step
-    that still lacks files or definitions has something else to fix first."""
+def _weighable(report: str, step_code: list[str]) -> bool:
+    """Whether a failed check is the tests failing one by one, with code problems, if any, only in the test files
+    (a lint error in a test file is the tests' own fault and no reason not to weigh them) or in one of the step's
+    own code files, which sampled implementations may replace (seen: a CLI whose helpers used ``main()``'s
+    local ``args``, rewritten the same way four times); a step that still lacks files or definitions, or has a
+    problem in code it does not own, has something else to fix first."""
     head, _, _ = report.partition("Tests:")
     if not _TESTS_FAILED.search(report) or (head.strip() and not head.startswith("Code problems:")):
         return False
-    return all(is_test_file(path) for path in _PROBLEM_FILE.findall(head))
+    broken = _broken_code(head)
+    return not broken or (len(broken) == 1 and broken[0] in step_code)
+
+
+def _broken_code(report_head: str) -> list[str]:
+    """The code files (not tests) the "Code problems" part of a check report names, in order."""
+    return list(dict.fromkeys(p for p in _PROBLEM_FILE.findall(report_head) if not is_test_file(p)))
 
 
 def _sampled_file(answer: str, target: str) -> str | None:
