@@ -104,6 +104,8 @@ class Team:
             self.asked.setdefault(role, []).append(user)
             reply = self.answers[role].pop(0)
             name, args = reply
+            if name == "cut off":  # an answer stopped at its token limit, mid-file
+                return ModelResponse(parts=[TextPart(args["text"])], finish_reason="length")
             if self.text:
                 return ModelResponse(parts=[TextPart(as_text(name, args))])
             return ModelResponse(parts=[ToolCallPart(name, json.dumps(args))])
@@ -325,6 +327,29 @@ def test_the_same_tree_builds_in_the_text_protocol_used_for_small_local_models(t
     result = run_team(tmp_path, team, protocol="text")
     assert result.ok, result.report
     assert len(result.outcomes) == 4 and result.report["tests"]["passed"] == 3
+
+
+def test_a_lead_whose_design_is_cut_off_writes_it_again_as_a_skeleton_for_her_team(tmp_path: Path) -> None:
+    # Seen with the 1.5B model on the URL shortener: the lead wrote every module whole, no stubs, and two of
+    # her three answers were cut at the answer limit; nothing was delegated.
+    whole = OPS.replace("...", "return a * b") + "\n\ncalc/stats.py\n```python\nfrom calc.ops import add\n\n\ndef mean("
+    team = Team(
+        {
+            "lead": [("cut off", {"text": f"calc/ops.py\n```python\n{whole}"}), ("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": MEAN_SPLIT, "tests": MEAN_TESTS})],
+            "_total": [("write_function", {"code": TOTAL})],
+        },
+        text=True,
+    )
+    result = run_team(tmp_path, team, protocol="text")
+    assert result.ok, result.report
+    assert len(result.outcomes) == 4  # the lead and three agents: the work was delegated
+    again = team.asked["lead"][1]
+    assert "cut off at the length limit" in again and "a small calculator package" in again
+    assert "def mean(" not in again  # a fresh context: not the cut-off answer
+    log = (result.workspace / ".l2mac" / "log.jsonl").read_text()
+    assert "cut_off_design_asked_as_skeleton" in log
 
 
 def test_the_text_protocol_repairs_agents_files_as_the_l2mac_strategy_does(tmp_path: Path) -> None:

@@ -255,8 +255,15 @@ class Organization:
     async def _design(self, agent: Agent, user: str) -> tuple[list[Contract], str] | None:
         """The lead writes (or rewrites) her modules and tests; returns the stubs to delegate and the test file."""
         history: list[ModelMessage] = []
+        first = user
         for _ in range(self.limits.attempts):
             call, history = await self._ask(agent, "mother_system", user, [WRITE_SKELETON], history)
+            if _cut_off(history):
+                # what she owns does not fit in one answer, the very case for delegating: she starts afresh
+                # with the skeleton alone (a cut-off design is never written: its last file is incomplete)
+                self.log("recovered", recovery="cut_off_design_asked_as_skeleton", agent=agent.id)
+                user, history = first + "\n\n" + self.render("design_too_large"), []
+                continue
             try:
                 args = SkeletonArgs.model_validate(_args(call, "write_skeleton"))
                 contracts = [c for m in args.modules for c in stubs(m.code, m.path)]
@@ -483,6 +490,12 @@ _WHAT = {
     "write_function": "function (write_function, or the function in a ```python fenced block)",
     "decide_contract": "decision",
 }
+
+
+def _cut_off(history: list[ModelMessage]) -> bool:
+    """Whether the last answer of ``history`` was cut off at its token limit."""
+    last = history[-1] if history else None
+    return isinstance(last, ModelResponse) and last.finish_reason == "length"
 
 
 def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:
