@@ -256,6 +256,8 @@ def main() -> int:
         lines.append("")
         lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
         lines.append("")
+        if notes := [f"- {r['strategy']}: {n}" for r in rows for n in r.get("notes", [])]:
+            lines += ["Notes on these runs:", "", *notes, ""]
         if plot(rows, BENCH / "humanevalplus.png"):
             lines += ["![HumanEval+ pass@1 by strategy](humanevalplus.png)", ""]
     lines += project_section()
