@@ -24,7 +24,7 @@ def humaneval_rows() -> list[dict[str, Any]]:
         s = data.get("summary", {})
         if not s.get("scored"):
             continue
-        keys = ("strategy", "model", "command", "machine", "sessions", "engine_budget", "task_tokens")
+        keys = ("strategy", "model", "command", "machine", "sessions", "engine_budget", "task_tokens", "notes")
         outcomes = {tid: (t.get("base"), t.get("plus")) for tid, t in data.get("tasks", {}).items()}
         rows.append({"file": path.name, **{k: data.get(k) for k in keys}, **s, "outcomes": outcomes})
     return rows
@@ -256,7 +256,7 @@ def main() -> int:
         lines.append("")
         lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
         lines.append("")
-        if notes := [f"- {r['strategy']}: {n}" for r in rows for n in r.get("notes", [])]:
+        if notes := [f"- {r['strategy']}: {n}" for r in rows for n in r.get("notes") or []]:
             lines += ["Notes on these runs:", "", *notes, ""]
         if plot(rows, BENCH / "humanevalplus.png"):
             lines += ["![HumanEval+ pass@1 by strategy](humanevalplus.png)", ""]
