@@ -118,3 +118,25 @@ def test_a_test_file_that_copies_the_code_it_tests_is_reported(tmp_path: Path) -
     issues = [i for i in find_code_issues(tmp_path, list(files)) if i.kind == "test"]
     assert [(i.path, i.line) for i in issues] == [("tests/test_core.py", 1)]  # main() is too common to flag
     assert "from todo.core import load" in issues[0].message and issues[0].blocking
+
+
+def test_files_the_tests_write_into_the_project_are_removed_and_named(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: tests wrote Path("todos.json") into the project; a failed save left it empty,
+    # and from then on every run, and every sampled implementation, failed on it.
+    write(
+        tmp_path,
+        {
+            "keep.json": "[]",
+            "tests/test_io.py": (
+                "from pathlib import Path\n\n\ndef test_writes():\n    Path('todos.json').write_text('')\n"
+                "    Path('out/deep').mkdir(parents=True)\n    Path('out/deep/x.txt').write_text('x')\n"
+                "    Path('keep.json').write_text('[1]')\n"
+            ),
+        },
+    )
+    run = run_tests(SubprocessRunner(), tmp_path, 60)
+    assert run.ok and run.litter == ("out/deep/x.txt", "todos.json")
+    assert not (tmp_path / "todos.json").exists() and not (tmp_path / "out").exists()
+    assert (tmp_path / "keep.json").read_text() == "[1]"  # a file that was there is the project's, kept
+    assert run.output.startswith("The tests wrote out/deep/x.txt, todos.json into the project; removed")
+    assert run_tests(SubprocessRunner(), tmp_path, 60).litter == ("out/deep/x.txt", "todos.json")  # not left over

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ class TestRun:
     failed: int
     errors: int
     output: str
+    litter: tuple[str, ...] = ()  # files the tests created in the project, removed after the run
 
     @property
     def ok(self) -> bool:
@@ -54,10 +57,18 @@ def run_tests(
         *(["-rA"] if each else []),
         *(targets or []),
     ]
+    before = _project_files(root)
     result = runner.run(argv, root, timeout_s)
+    litter = tuple(_remove_new_files(root, before))
     out = result.output
+    if litter:
+        shown = ", ".join(litter[:5]) + (f" and {len(litter) - 5} more" if len(litter) > 5 else "")
+        out = (
+            f"The tests wrote {shown} into the project; removed after the run. Tests must write files under "
+            f"pytest's tmp_path, or the next run finds what this one left.\n" + out
+        )
     if result.timed_out:
-        return TestRun("timeout", 0, 0, 0, out)
+        return TestRun("timeout", 0, 0, 0, out, litter)
     counts = {"passed": 0, "failed": 0, "errors": 0}
     tail = out.strip().splitlines()[-1] if out.strip() else ""
     for n, kind in _COUNT.findall(tail):
@@ -65,8 +76,37 @@ def run_tests(
         if key in counts:
             counts[key] = int(n)
     if result.returncode == 5:
-        return TestRun("no_tests", 0, 0, 0, out)
+        return TestRun("no_tests", 0, 0, 0, out, litter)
     status = "passed" if result.returncode == 0 else "failed"
     if status == "failed" and not any(counts.values()):
         counts["errors"] = 1  # collection or usage error before any test ran
-    return TestRun(status, counts["passed"], counts["failed"], counts["errors"], out)
+    return TestRun(status, counts["passed"], counts["failed"], counts["errors"], out, litter)
+
+
+#: folders that are not the project's files: version control, the run record, caches
+_NOT_PROJECT = frozenset({".git", ".l2mac", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"})
+
+
+def _project_files(root: Path) -> set[str]:
+    """The project's files and folders (a folder ends with "/"), relative to ``root``."""
+    found: set[str] = set()
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _NOT_PROJECT]
+        base = Path(folder).relative_to(root)
+        found.update((base / n).as_posix() for n in names)
+        found.update((base / d).as_posix() + "/" for d in dirs)
+    return found
+
+
+def _remove_new_files(root: Path, before: set[str]) -> list[str]:
+    """Remove the files a test run created in the project (a small model's tests write ``todos.json`` into the
+    working folder; left there, an empty or stale one fails every later run and every sampled implementation)
+    and the folders that held only them; the removed paths, sorted."""
+    created = _project_files(root) - before
+    files = sorted(p for p in created if not p.endswith("/"))
+    for rel in files:
+        (root / rel).unlink(missing_ok=True)
+    for folder in sorted((p for p in created if p.endswith("/")), key=len, reverse=True):
+        with contextlib.suppress(OSError):
+            (root / folder).rmdir()  # a folder the tests made, once empty
+    return files
