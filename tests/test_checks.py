@@ -138,5 +138,5 @@ def test_files_the_tests_write_into_the_project_are_removed_and_named(tmp_path: 
     assert run.ok and run.litter == ("out/deep/x.txt", "todos.json")
     assert not (tmp_path / "todos.json").exists() and not (tmp_path / "out").exists()
     assert (tmp_path / "keep.json").read_text() == "[1]"  # a file that was there is the project's, kept
-    assert run.output.startswith("The tests wrote out/deep/x.txt, todos.json into the project; removed")
+    assert run.litter_note().startswith("The tests wrote out/deep/x.txt, todos.json into the project; removed")
     assert run_tests(SubprocessRunner(), tmp_path, 60).litter == ("out/deep/x.txt", "todos.json")  # not left over

@@ -153,7 +153,8 @@ class ControlUnit:
                     "(files named tests/test_*.py with functions named test_*)."
                 )
             elif not outcome.ok:
-                problems.append(f"Tests: {outcome.headline()}\n{trim_output(outcome.output, env.max_output_chars)}")
+                trimmed = trim_output(outcome.output, env.max_output_chars)
+                problems.append(f"Tests: {outcome.headline()}\n{outcome.litter_note()}{trimmed}")
         return not problems, "\n\n".join(problems)
 
     # -- the step ----------------------------------------------------------------------------------------

@@ -29,6 +29,17 @@ class TestRun:
     def ok(self) -> bool:
         return self.status == "passed"
 
+    def litter_note(self) -> str:
+        """What to tell the model about files its tests left in the project (kept apart from pytest's output,
+        which is trimmed to its first failure); empty when there were none."""
+        if not self.litter:
+            return ""
+        shown = ", ".join(self.litter[:5]) + (f" and {len(self.litter) - 5} more" if len(self.litter) > 5 else "")
+        return (
+            f"The tests wrote {shown} into the project; removed after the run. Tests must write files under "
+            f"pytest's tmp_path, or the next run finds what this one left.\n"
+        )
+
     def headline(self) -> str:
         if self.status == "no_tests":
             return "no tests were collected"
@@ -61,12 +72,6 @@ def run_tests(
     result = runner.run(argv, root, timeout_s)
     litter = tuple(_remove_new_files(root, before))
     out = result.output
-    if litter:
-        shown = ", ".join(litter[:5]) + (f" and {len(litter) - 5} more" if len(litter) > 5 else "")
-        out = (
-            f"The tests wrote {shown} into the project; removed after the run. Tests must write files under "
-            f"pytest's tmp_path, or the next run finds what this one left.\n" + out
-        )
     if result.timed_out:
         return TestRun("timeout", 0, 0, 0, out, litter)
     counts = {"passed": 0, "failed": 0, "errors": 0}
