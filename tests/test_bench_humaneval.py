@@ -237,13 +237,16 @@ def test_workers_generate_tasks_at_once_and_every_one_is_saved(tasks: list[he.Ta
 
 
 def test_ctrl_c_starts_no_new_task_and_saves_no_outcome_for_the_tasks_it_cut_short(
-    tasks: list[he.Task], tmp_path: Path
+    tasks: list[he.Task], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     import os
     import signal
     import threading
     import time
 
+    # Ctrl-C as a terminal delivers it, even when pytest runs in a job started with SIGINT ignored (nohup ... &)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     out = tmp_path / "c.json"
     started: list[str] = []
     release = threading.Event()

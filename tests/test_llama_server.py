@@ -125,8 +125,10 @@ def test_concurrent_requests_are_in_flight_together(binary: Path, state: Path) -
 
 
 CHILD = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
+# as a terminal delivers Ctrl-C, even when this test runs in a job started with SIGINT ignored (nohup ... &)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from l2mac.models.local.server import LlamaServer
 s = LlamaServer(Path(sys.argv[1]), Path("m.gguf"), 1024, startup_timeout_s=20)
 s.start()
