@@ -8,9 +8,8 @@ added after the module docstring and ``from __future__`` imports. Anything else 
 from __future__ import annotations
 
 import ast
-import re
 
-from l2mac.checks.python import CodeIssue, is_test_file, module_name
+from l2mac.checks.python import UNDEFINED_NAME, CodeIssue, is_test_file, module_name
 
 _FROM = {
     "pathlib": ["Path"],
@@ -33,8 +32,6 @@ _MODULES = [
 KNOWN_IMPORTS: dict[str, str] = {name: f"import {name}" for name in _MODULES}
 KNOWN_IMPORTS.update({n: f"from {mod} import {n}" for mod, names in _FROM.items() for n in names})
 
-_UNDEFINED = re.compile(r"F821 Undefined name `([A-Za-z_][A-Za-z0-9_]*)`")
-
 
 def import_line(tree: ast.Module) -> int:
     """Where new imports go: after the module docstring and ``from __future__`` imports (0-based line)."""
@@ -52,7 +49,7 @@ def undefined_names(issues: list[CodeIssue]) -> dict[str, set[str]]:
     """Undefined names per file, from the lint issues."""
     out: dict[str, set[str]] = {}
     for issue in issues:
-        if m := _UNDEFINED.search(issue.message):
+        if m := UNDEFINED_NAME.search(issue.message):
             out.setdefault(issue.path, set()).add(m.group(1))
     return out
 

@@ -239,26 +239,22 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     return sorted(syntax + lint + imports + copies, key=lambda i: (i.path, i.line, i.kind))
 
 
-_UNDEFINED = re.compile(r"F821 Undefined name `(\w+)`$")
+#: ruff's undefined-name issue; its message may go on with what :func:`_explain_undefined` adds
+UNDEFINED_NAME = re.compile(r"F821 Undefined name `([A-Za-z_]\w*)`")
 
 
-def _local_owners(tree: ast.Module) -> dict[str, list[tuple[str, int]]]:
-    """For each name bound inside a function (a parameter or an assignment), the functions binding it and the
-    line where each does."""
-    owners: dict[str, list[tuple[str, int]]] = {}
+def _local_owners(tree: ast.Module, name: str) -> list[tuple[str, int]]:
+    """The functions that bind ``name`` locally (as a parameter or by assignment), with the line where each does."""
+    owners: list[tuple[str, int]] = []
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        bound: dict[str, int] = {}
         a = fn.args
-        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
-            if arg is not None:
-                bound.setdefault(arg.arg, arg.lineno)
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                bound.setdefault(node.id, node.lineno)
-        for name, line in bound.items():
-            owners.setdefault(name, []).append((fn.name, line))
+        params = [p for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None]
+        stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        lines = [p.lineno for p in params if p.arg == name] + [n.lineno for n in stores if n.id == name]
+        if lines:
+            owners.append((fn.name, min(lines)))
     return owners
 
 
@@ -266,34 +262,29 @@ def _explain_undefined(issues: list[CodeIssue], trees: dict[str, ast.Module]) ->
     """One issue per undefined name and file (its other lines listed), saying where the name does exist when
     it is another function's local variable: a small model uses ``args`` of ``main()`` in helper functions and,
     told only "undefined name", rewrites the same code again."""
-    out: list[CodeIssue] = []
-    first: dict[tuple[str, str], int] = {}
-    more: dict[int, list[int]] = {}
+    lines: dict[tuple[str, str], list[int]] = {}
     for issue in issues:
-        m = _UNDEFINED.match(issue.message)
+        if m := UNDEFINED_NAME.match(issue.message):
+            lines.setdefault((issue.path, m.group(1)), []).append(issue.line)
+    out: list[CodeIssue] = []
+    for issue in issues:
+        m = UNDEFINED_NAME.match(issue.message)
         if m is None:
             out.append(issue)
             continue
         key = (issue.path, m.group(1))
-        if key in first:
-            more[first[key]].append(issue.line)
-            continue
-        first[key] = len(out)
-        more[len(out)] = []
-        out.append(issue)
-    owners = {path: _local_owners(tree) for path, tree in trees.items()}
-    for (path, name), i in first.items():
-        issue = out[i]
-        message = issue.message
-        if more[i]:
-            message += f" (also line{'s' if len(more[i]) > 1 else ''} {', '.join(map(str, more[i]))})"
-        if bound := owners.get(path, {}).get(name):
-            where = ", ".join(f"{fn}() (line {line})" for fn, line in bound[:3])
+        if key not in lines:
+            continue  # its first line was already reported
+        message, more = issue.message, lines.pop(key)[1:]
+        if more:
+            message += f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})"
+        if issue.path in trees and (owners := _local_owners(trees[issue.path], key[1])):
+            where = ", ".join(f"{fn}() (line {line})" for fn, line in owners[:3])
             message += (
-                f": `{name}` is a local variable of {where}, which no other function can see; pass it (or what "
+                f": `{key[1]}` is a local variable of {where}, which no other function can see; pass it (or what "
                 f"is needed from it) as a parameter, or compute it where it is used"
             )
-        out[i] = CodeIssue(issue.path, issue.line, issue.kind, message, issue.blocking)
+        out.append(CodeIssue(issue.path, issue.line, issue.kind, message, issue.blocking))
     return out
 
 
