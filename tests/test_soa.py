@@ -314,16 +314,21 @@ def test_the_text_protocol_reads_fenced_blocks_and_markers_as_the_agents_calls(t
     assert text_to_call("I think it is done.", ["write_function"]) is None
 
 
-def test_the_same_tree_builds_in_the_text_protocol_used_for_small_local_models(tmp_path: Path) -> None:
-    team = Team(
+def text_tree_team(*lead: tuple[str, dict[str, Any]]) -> Team:
+    """The two-level calculator tree, answered in the text protocol, after the lead's ``lead`` answers."""
+    return Team(
         {
-            "lead": [("write_skeleton", SKELETON)],
+            "lead": list(lead),
             "mul": [("write_function", {"code": MUL})],
             "mean": [("write_function", {"code": MEAN_SPLIT, "tests": MEAN_TESTS})],
             "_total": [("write_function", {"code": TOTAL})],
         },
         text=True,
     )
+
+
+def test_the_same_tree_builds_in_the_text_protocol_used_for_small_local_models(tmp_path: Path) -> None:
+    team = text_tree_team(("write_skeleton", SKELETON))
     result = run_team(tmp_path, team, protocol="text")
     assert result.ok, result.report
     assert len(result.outcomes) == 4 and result.report["tests"]["passed"] == 3
@@ -333,15 +338,7 @@ def test_a_lead_whose_design_is_cut_off_writes_it_again_as_a_skeleton_for_her_te
     # Seen with the 1.5B model on the URL shortener: the lead wrote every module whole, no stubs, and two of
     # her three answers were cut at the answer limit; nothing was delegated.
     whole = OPS.replace("...", "return a * b") + "\n\ncalc/stats.py\n```python\nfrom calc.ops import add\n\n\ndef mean("
-    team = Team(
-        {
-            "lead": [("cut off", {"text": f"calc/ops.py\n```python\n{whole}"}), ("write_skeleton", SKELETON)],
-            "mul": [("write_function", {"code": MUL})],
-            "mean": [("write_function", {"code": MEAN_SPLIT, "tests": MEAN_TESTS})],
-            "_total": [("write_function", {"code": TOTAL})],
-        },
-        text=True,
-    )
+    team = text_tree_team(("cut off", {"text": f"calc/ops.py\n```python\n{whole}"}), ("write_skeleton", SKELETON))
     result = run_team(tmp_path, team, protocol="text")
     assert result.ok, result.report
     assert len(result.outcomes) == 4  # the lead and three agents: the work was delegated
