@@ -10,7 +10,7 @@ from test_text_protocol import fenced, make_unit
 
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import run_tests
-from l2mac.consensus import choose, per_test_outcomes, remove_tests
+from l2mac.consensus import choose, per_test_outcomes, relevant_tests, remove_tests
 from l2mac.control_unit import Step, StepLimits
 from l2mac.control_unit_text import _weighable, untested_modules
 from l2mac.models.scripted import last_user_text, text
@@ -354,3 +354,55 @@ def test_each_module_a_step_writes_must_be_imported_by_a_test() -> None:
     assert untested_modules(paths, sources) == ["todo/cli.py"]
     sources["tests/test_cli.py"] = "from todo import cli\n\n\ndef test_main():\n    assert cli.main([]) == 0\n"
     assert untested_modules(paths, sources) == []
+
+
+def test_a_test_of_another_module_in_the_same_file_is_no_evidence(tmp_path: Path) -> None:
+    """A test of an older module copied into this step's test file fails with every implementation of this
+    one: it is neither named as doubtful nor removed with the wrong test beside it (seen in the demo: core
+    tests copied into tests/test_cli.py were removed because every sampled CLI failed them)."""
+    copied = WRONG_TEST.replace("from stats", "from other import f\nfrom stats") + (
+        "\n\ndef test_f():\n    assert f() == 2\n"
+    )
+
+    def keep_it(messages: list[ModelMessage]):
+        told = last_user_text(messages)
+        assert "test_wrong: passed by 0 of them" in told and "test_f" not in told.partition("doubt")[2]
+        return text(fenced(("tests/test_stats.py", copied)))
+
+    replies = [
+        text(fenced(("stats.py", MEAN))),
+        text(fenced(("tests/test_stats.py", copied))),
+        text(fenced(("stats.py", MEAN_LOOP))),
+        text(fenced(("stats.py", MEAN_FSUM))),
+        text(fenced(("stats.py", MEAN))),
+        keep_it,
+        *[text("STEP COMPLETE\nstats.py has mean.")] * 6,
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    store.write_text("other.py", "def f():\n    return 1\n")
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.FAILED  # test_f still fails: other.py is not this step's to fix
+    assert outcome.tests_removed == ["tests/test_stats.py::test_wrong"]
+    assert "def test_f" in store.read_text("tests/test_stats.py")
+
+
+def test_relevant_tests_are_those_that_reach_a_module_directly_or_through_fixtures() -> None:
+    source = (
+        "import subprocess\nimport pytest\nfrom todo.core import Todo\nfrom todo.cli import main\n"
+        "from todo import cli as c\n\n\n@pytest.fixture\ndef run(tmp_path):\n"
+        "    return lambda *a: main(['--file', str(tmp_path / 't.json'), *a])\n\n\n"
+        "def test_core():\n    assert Todo('a', False).done is False\n\n\n"
+        "def test_fixture(run):\n    assert run('list') == 0\n\n\n"
+        "def test_alias():\n    assert c.main([]) == 0\n\n\n"
+        "def test_subprocess():\n    subprocess.run(['python', '-m', 'todo.cli'], check=True)\n\n\n"
+        "class TestCli:\n    def test_method(self):\n        assert main([]) == 0\n"
+    )
+    path = "tests/test_cli.py"
+    assert relevant_tests(source, path, "todo.cli") == {
+        f"{path}::test_fixture",
+        f"{path}::test_alias",
+        f"{path}::test_subprocess",
+        f"{path}::TestCli::test_method",
+    }
+    assert relevant_tests(source, path, "todo.core") == {f"{path}::test_core"}
+    assert relevant_tests("def test_x(:\n", path, "todo.cli") == set()

@@ -67,6 +67,60 @@ def choose(outcomes: Sequence[Mapping[str, bool]]) -> Agreement:
     )
 
 
+def relevant_tests(source: str, path: str, module: str) -> set[str]:
+    """The ids (``path::test_f``, ``path::TestC::test_f``) of the tests in ``source`` that use ``module``: they
+    reference a name imported from it (or the module itself, or a fixture or helper that does), or name it in
+    a string (a test that runs ``python -m todo.cli``). Only these are evidence about an implementation of
+    ``module``: a test of another module, copied into the same file, fails with every implementation of this
+    one (seen: core tests copied into tests/test_cli.py were removed as "disputed" by the CLI's samples)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    parent, _, leaf = module.rpartition(".")
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                if node.module == module:
+                    if alias.name == "*":
+                        names.add("*")
+                    names.add(alias.asname or alias.name)
+                elif node.module == parent and alias.name == leaf:
+                    names.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == module and alias.asname:
+                    names.add(alias.asname)
+    functions: dict[tuple[str, ...], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+
+    def collect(body: list[ast.stmt], prefix: tuple[str, ...]) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                collect(node.body, (*prefix, node.name))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions[(*prefix, node.name)] = node
+
+    collect(tree.body, ())
+    mention = re.compile(rf"\b{re.escape(module)}\b|\b{re.escape(module.replace('.', '/'))}\.py\b")
+
+    def uses(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        if "*" in names:
+            return True
+        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+        loaded = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        return bool((params | loaded) & names) or bool(mention.search(ast.unparse(fn)))
+
+    changed = True
+    while changed:  # fixtures and helpers that use the module make their users relevant too
+        changed = False
+        for fn in functions.values():
+            if not fn.name.startswith("test") and fn.name not in names and uses(fn):
+                names.add(fn.name)
+                changed = True
+    return {"::".join((path, *key)) for key, fn in functions.items() if fn.name.startswith("test") and uses(fn)}
+
+
 def remove_tests(source: str, test_ids: Sequence[str]) -> tuple[str, list[str]]:
     """``source`` without the test functions ``test_ids`` name (``path::test_f``, ``path::TestC::test_f``, with
     or without ``[params]``), decorators included; and the ids removed. Unchanged if it does not parse."""
