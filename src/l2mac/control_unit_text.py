@@ -32,7 +32,7 @@ from l2mac.checks.output import trim_output
 from l2mac.checks.python import CodeIssue, find_code_issues, is_test_file, module_name
 from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import run_tests
-from l2mac.consensus import Agreement, choose, per_test_outcomes, remove_tests
+from l2mac.consensus import Agreement, choose, per_test_outcomes, relevant_tests, remove_tests
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
 from l2mac.errors import WorkspaceError
@@ -213,13 +213,13 @@ class TextControlUnit(ControlUnit):
         # the step's code file with code problems, else the one the failures mention most (the first on a tie)
         broken = [p for p in _broken_code(report.partition("Tests:")[0]) if p in code]
         target = broken[0] if broken else max(code, key=report.count)
-        # only the tests of test files that use the target are evidence about it (a failing test of another
-        # module fails with every implementation of this one)
+        # only the tests that use the target are evidence about it (a failing test of another module fails
+        # with every implementation of this one)
         module = module_name(target)
-        relevant = {p for p, src in snapshot.items() if is_test_file(p) and re.search(rf"\b{re.escape(module)}\b", src)}
+        relevant = {t for p, src in snapshot.items() if is_test_file(p) for t in relevant_tests(src, p, module)}
 
         def evidence(outcomes: dict[str, bool]) -> dict[str, bool]:
-            return {t: ok for t, ok in outcomes.items() if t.split("::")[0] in relevant}
+            return {t: ok for t, ok in outcomes.items() if t.split("[")[0] in relevant}
 
         current = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
         base = evidence(per_test_outcomes(current.output))
@@ -229,17 +229,22 @@ class TextControlUnit(ControlUnit):
         def hide(path: str) -> bool:
             return path == target or is_test_file(path)
 
-        messages = self.fresh_context(
-            step, feedback=self.domain.render("text_request_file", path=target), focus=target, hide=hide
+        # the names the step gives the file are asked for by name: asked only for "the file", most samples
+        # held the dataclass alone and were unusable
+        owned = _step_names_for(instruction, target)
+        request = (
+            self.domain.render("text_request_sample", path=target, names=", ".join(owned))
+            if owned
+            else self.domain.render("text_request_file", path=target)
         )
+        messages = self.fresh_context(step, feedback=request, focus=target, hide=hide)
         memory.rounds += 1
         answers = await asyncio.gather(*(self._sample(step, messages) for _ in range(self.limits.samples)))
-        owned = set(_step_names_for(instruction, target))
         candidates: list[str] = []
         outcomes: list[dict[str, bool]] = [base]
         for answer in answers:
             content = _sampled_file(answer, target)
-            if content is None or owned & set(missing_definitions(instruction, {target: content})):
+            if content is None or set(owned) & set(missing_definitions(instruction, {target: content})):
                 continue
             run = await asyncio.to_thread(self._tests_with, snapshot, target, content)
             if run is None:
