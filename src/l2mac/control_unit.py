@@ -153,8 +153,7 @@ class ControlUnit:
                     "(files named tests/test_*.py with functions named test_*)."
                 )
             elif not outcome.ok:
-                trimmed = trim_output(outcome.output, env.max_output_chars)
-                problems.append(f"Tests: {outcome.headline()}\n{outcome.litter_note()}{trimmed}")
+                problems.append(outcome.report(env.max_output_chars))
         return not problems, "\n\n".join(problems)
 
     # -- the step ----------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from l2mac.checks.hints import failure_hints
+from l2mac.checks.output import trim_output
 from l2mac.checks.runner import Runner
 
 _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")
@@ -39,6 +41,13 @@ class TestRun:
             f"The tests wrote {shown} into the project; removed after the run. Tests must write files under "
             f"pytest's tmp_path, or the next run finds what this one left.\n"
         )
+
+    def report(self, max_chars: int) -> str:
+        """What the model is shown: the counts, files the tests left, hints for common runtime errors, and
+        pytest's output trimmed to about ``max_chars`` (hints and notes go first: the output is cut)."""
+        hints = "".join(f"{h}\n" for h in failure_hints(self.output)) if not self.ok else ""
+        head = f"Tests: {self.headline()}\n{self.litter_note()}{hints}"
+        return head + trim_output(self.output, max(max_chars - len(head), max_chars // 2))
 
     def headline(self) -> str:
         if self.status == "no_tests":

@@ -36,8 +36,7 @@ class RunTestsArgs(BaseModel):
 def run_tests(args: RunTestsArgs, env: ToolEnv) -> ToolResult:
     targets = [env.store.relative(env.store.resolve(p)) for p in args.paths]
     outcome = run_pytest(env.runner, env.store.root, env.test_timeout_s, targets)
-    body = trim_output(outcome.output, env.max_output_chars)
-    return ToolResult(f"Tests: {outcome.headline()}\n{outcome.litter_note()}{body}", ok=outcome.ok)
+    return ToolResult(outcome.report(env.max_output_chars), ok=outcome.ok)
 
 
 RUN_PYTHON = Tool("run_python", "Run a Python file of the project and show its output.", RunPythonArgs, run_python)

@@ -1,0 +1,88 @@
+"""Hints for common runtime errors in a failing test run (the rules are data, in ``hints.yaml``).
+
+A small model shown a traceback tends to write the failing line again unchanged; a sentence that says what
+the error means and what to write instead is what makes it change the line."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import yaml
+
+_SECTION = re.compile(r"^_{3,} .+ _{3,}$")
+_ERROR = re.compile(r"^E\s+(?P<text>\S.*)$")
+# "todo/core.py:19: TypeError" or "todo/core.py:19: in save_todos": a frame in a project file (not /usr/...)
+_FRAME = re.compile(r"^(?P<path>[\w.-]+(?:/[\w.-]+)*\.py):(?P<line>\d+): ")
+MAX_HINTS = 3
+
+
+@dataclass(frozen=True)
+class _Rule:
+    error: re.Pattern[str]
+    code: re.Pattern[str] | None
+    hint: str
+
+
+@cache
+def _rules() -> tuple[_Rule, ...]:
+    text = resources.files(__package__).joinpath("hints.yaml").read_text(encoding="utf-8")
+    return tuple(
+        _Rule(re.compile(r["error"]), re.compile(r["code"]) if r.get("code") else None, " ".join(r["hint"].split()))
+        for r in yaml.safe_load(text)
+    )
+
+
+@dataclass(frozen=True)
+class _Failure:
+    error: str  # the exception line, e.g. "TypeError: 'Todo' object is not iterable"
+    code: str  # the source line it was raised from (pytest's ">" line), or ""
+    where: str  # the last project frame, "todo/core.py:19", or ""
+
+
+def _failures(output: str) -> list[_Failure]:
+    """The first exception of each failure section in pytest's output, with the line and project frame."""
+    out: list[_Failure] = []
+    code, where, error = "", "", ""
+
+    def flush() -> None:
+        if error:
+            out.append(_Failure(error, code, where))
+
+    for line in output.splitlines():
+        if _SECTION.match(line):
+            flush()
+            code, where, error = "", "", ""
+        elif line.startswith(">") and not error:
+            code = line[1:].strip()
+        elif (m := _ERROR.match(line)) and not error:
+            error = m.group("text").strip()
+        elif m := _FRAME.match(line):
+            where = f"{m.group('path')}:{m.group('line')}"
+    flush()
+    return out
+
+
+def failure_hints(output: str) -> list[str]:
+    """One line per distinct hint that applies to the failures in ``output`` (at most :data:`MAX_HINTS`),
+    naming where the error was raised."""
+    hints: list[str] = []
+    seen: set[str] = set()
+    for failure in _failures(output):
+        for rule in _rules():
+            m = rule.error.search(failure.error)
+            if m is None or (rule.code is not None and not rule.code.search(failure.code)):
+                continue
+            advice = rule.hint.format(**{k: v or "" for k, v in m.groupdict().items()})
+            if advice in seen:
+                break
+            seen.add(advice)
+            where = f" at {failure.where}" if failure.where else ""
+            line = f" (`{failure.code}`)" if failure.code and len(failure.code) <= 120 else ""
+            hints.append(f"Hint: {m.group(0)}{where}{line}. {advice}")
+            break
+        if len(hints) >= MAX_HINTS:
+            break
+    return hints
