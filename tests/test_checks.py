@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
+from l2mac.checks.autofix import repair_ignored_argv
+from l2mac.checks.repairs import repair_written
+from l2mac.store import FileStore
 
 
 def write(root: Path, files: dict[str, str]) -> list[str]:
@@ -140,3 +143,63 @@ def test_files_the_tests_write_into_the_project_are_removed_and_named(tmp_path: 
     assert (tmp_path / "keep.json").read_text() == "[1]"  # a file that was there is the project's, kept
     assert run.litter_note().startswith("The tests wrote out/deep/x.txt, todos.json into the project; removed")
     assert run_tests(SubprocessRunner(), tmp_path, 60).litter == ("out/deep/x.txt", "todos.json")  # not left over
+
+
+def test_a_failing_run_is_reported_with_hints_for_common_runtime_errors_first(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: `json.dump([dict(todo) ...])` on a dataclass, written again unchanged through
+    # nine attempts with only the traceback to go on; and an interactive input() loop for a command line.
+    write(
+        tmp_path,
+        {
+            "todo.py": (
+                "import json\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass Todo:\n    item: str\n\n\n"
+                "def save(path, todos):\n    path.write_text(json.dumps([dict(t) for t in todos]))\n\n\n"
+                "def ask():\n    return input('item? ')\n"
+            ),
+            "tests/test_todo.py": (
+                "from todo import Todo, ask, save\n\n\ndef test_save(tmp_path):\n"
+                "    save(tmp_path / 't.json', [Todo('milk')])\n\n\ndef test_save_again(tmp_path):\n"
+                "    save(tmp_path / 't.json', [Todo('eggs')])\n\n\ndef test_ask():\n    assert ask() == 'milk'\n\n\n"
+                "def test_fine():\n    assert Todo('x').item == 'x'\n"
+            ),
+        },
+    )
+    run = run_tests(SubprocessRunner(), tmp_path, 60)
+    report = run.report(1200)
+    head, _, rest = report.partition("\n")
+    hints = [line for line in rest.splitlines() if line.startswith("Hint: ")]
+    assert head == "Tests: 1 passed, 3 failed, 0 errors"
+    assert len(hints) == 2  # one per distinct error, however many tests meet it
+    assert hints[0].startswith("Hint: TypeError: 'Todo' object is not iterable at todo.py:11")
+    assert "dataclasses.asdict(obj)" in hints[0] and "Todo(**d)" in hints[0]
+    assert "input()" in hints[1] and "argparse" in hints[1]
+    assert rest.startswith(hints[0])  # before pytest's output, which is what gets cut
+    assert len(run.output) > 2000 and len(report) < 1200 + 100  # the hints' room is taken from pytest's output
+    assert "Hint" not in run_tests(SubprocessRunner(), tmp_path, 60, ["tests/test_todo.py::test_fine"]).report(1200)
+
+
+def test_main_that_ignores_its_argv_is_made_to_parse_it(tmp_path: Path) -> None:
+    source = (
+        "import argparse\n\n\ndef main(argv: list[str] | None = None) -> int:\n"
+        "    parser = argparse.ArgumentParser()\n    args = parser.parse_args()\n\n"
+        "    def nested():\n        return parser.parse_args()\n\n    return 0\n\n\n"
+        "def cli():\n    return argparse.ArgumentParser().parse_args()\n\n\n"
+        "def run(args):\n    return build().parse_args( )\n"
+    )
+    fixed, functions = repair_ignored_argv(source)
+    assert functions == ["main"]
+    assert "    args = parser.parse_args(argv)\n" in fixed
+    assert "        return parser.parse_args()\n" in fixed  # a nested function's call is its own
+    assert "    return argparse.ArgumentParser().parse_args()\n" in fixed  # cli() has no argv to pass
+    assert repair_ignored_argv(fixed) == (fixed, [])
+    assert repair_ignored_argv("def main(argv):\n    return p.parse_args([])\n")[1] == []
+    store = FileStore(tmp_path)  # every file a model writes goes through this repair
+    store.write_text("cli.py", source)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda paths: [], ["cli.py"], lambda r, **f: logged.append((r, f)))
+    assert store.read_text("cli.py") == fixed
+    assert notes == [
+        "Changed parse_args() to parse the function's own argument list in cli.py (main()): with no argument "
+        "argparse reads the command line of whatever runs the code, e.g. pytest"
+    ]
+    assert logged == [("argv_passed_to_parse_args", {"path": "cli.py", "functions": ["main"]})]

@@ -123,3 +123,58 @@ def repair_fixture_misuse(source: str) -> tuple[str, list[str], list[str]]:
     if not (dropped or removed):
         return source, [], []
     return "\n".join(lines) + "\n", sorted(dropped), sorted(removed)
+
+
+#: parameters that hold a command line a function should parse
+_ARGV_PARAMS = ("argv", "args", "arguments")
+
+
+def repair_ignored_argv(source: str) -> tuple[str, list[str]]:
+    """``source`` with ``parser.parse_args()`` inside ``def main(argv)`` made ``parser.parse_args(argv)``: a
+    small model's ``main(argv)`` that ignores its argument parses the test runner's own command line, and
+    every test that calls ``main([...])`` fails on argparse's SystemExit. Returns the source and the functions
+    repaired."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    lines = source.splitlines(keepends=True)
+    edits: list[tuple[int, int, str]] = []  # (line index, column of "()", parameter)
+    repaired: list[str] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+        param = next((p for p in _ARGV_PARAMS if p in params), None)
+        if param is None:
+            continue
+        for call in _own_nodes(fn):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "parse_args"
+                and not call.args
+                and not call.keywords
+                and call.end_lineno is not None
+                and call.end_col_offset is not None
+            ):
+                line, col = call.end_lineno - 1, call.end_col_offset - 2
+                if lines[line].encode()[col : col + 2] == b"()":
+                    edits.append((line, col, param))
+                    repaired.append(fn.name)
+    for line, col, param in sorted(edits, reverse=True):
+        raw = lines[line].encode()
+        lines[line] = (raw[:col] + f"({param})".encode() + raw[col + 2 :]).decode()
+    return "".join(lines), list(dict.fromkeys(repaired))
+
+
+def _own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of ``fn``'s body, not those of the functions and classes defined inside it."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out

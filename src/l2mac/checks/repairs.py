@@ -1,13 +1,20 @@
 """Deterministic repairs of what small models reliably get wrong in the files they write, shared by every
 strategy that writes files from a model's answer (the text protocol's control unit, the self-organised agents):
-imports forgotten for names whose module is certain, pytest fixtures imported from pytest or redefined."""
+imports forgotten for names whose module is certain, pytest fixtures imported from pytest or redefined, a
+``main(argv)`` that parses the runner's command line instead of its ``argv``."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable
 
-from l2mac.checks.autofix import add_imports, project_definitions, repair_fixture_misuse, undefined_names
+from l2mac.checks.autofix import (
+    add_imports,
+    project_definitions,
+    repair_fixture_misuse,
+    repair_ignored_argv,
+    undefined_names,
+)
 from l2mac.checks.python import CodeIssue, module_name
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
@@ -37,6 +44,19 @@ def repair_written(
                 "as test parameters instead"
             )
         log("pytest_fixture_misuse_repaired", path=path)
+    for path in [p for p in paths if p.endswith(".py")]:
+        try:
+            fixed, functions = repair_ignored_argv(store.read_text(path))
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            continue
+        if functions:
+            store.write_text(path, fixed)
+            which = ", ".join(f"{f}()" for f in functions)
+            notes.append(
+                f"Changed parse_args() to parse the function's own argument list in {path} ({which}): with no "
+                "argument argparse reads the command line of whatever runs the code, e.g. pytest"
+            )
+            log("argv_passed_to_parse_args", path=path, functions=functions)
     undefined = undefined_names(check_files(paths))
     if not undefined:
         return notes
