@@ -81,7 +81,8 @@ def failure_hints(output: str) -> list[str]:
             seen.add(advice)
             where = f" at {failure.where}" if failure.where else ""
             line = f" (`{failure.code}`)" if failure.code and len(failure.code) <= 120 else ""
-            hints.append(f"Hint: {m.group(0)}{where}{line}. {advice}")
+            error = failure.error if len(failure.error) <= 150 else failure.error[:150] + "..."
+            hints.append(f"Hint: {error}{where}{line}. {advice}")
             break
         if len(hints) >= MAX_HINTS:
             break
