@@ -17,6 +17,7 @@ from l2mac.domains import load_domain
 from l2mac.models.client import ModelClient
 from l2mac.models.registry import ModelInfo
 from l2mac.models.scripted import ScriptedModel, call, last_user_text, text
+from l2mac.record import RunRecord
 from l2mac.recovery import fenced_files, json_files, lenient_json, merge_definitions, recover_arguments, unnamed_blocks
 from l2mac.run import protocol_for
 from l2mac.store import FileStore
@@ -562,3 +563,40 @@ def test_stubs_in_a_named_file_are_asked_for_one_at_a_time_and_merged_in_place(t
     final = store.read_text("stack.py")
     assert "s.append(x)" in final and "return s.pop()" in final and "return s[-1]" in final and "pass" not in final
     assert outcome.status is StepStatus.PASSED and outcome.check_failures == 1  # completing stubs is progress
+
+
+def test_an_earlier_steps_file_broken_by_this_step_is_put_back_and_the_model_told(tmp_path: Path) -> None:
+    """Seen with the 1.5B model: in the CLI step it sent every file back and broke todo/core.py, whose tests
+    had passed at the end of the step before. What worked when a step began is put back, not lost."""
+    core = "def add(a, b):\n    return a + b\n"
+    core_test = "from core import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    cli = "import sys\n\nfrom core import add\n\n\ndef main(argv):\n    print(add(*map(int, argv)))\n    return 0\n"
+    cli_test = "from cli import main\n\n\ndef test_main(capsys):\n    assert main(['2', '3']) == 0\n"
+    cli_test += "    assert capsys.readouterr().out == '5\\n'\n"
+    step = Instruction(
+        title="Command line",
+        instruction="Write cli.py with main(argv) printing the sum of its two numbers. Write tests/test_cli.py.",
+        requires_tests=True,
+    )
+
+    def told(messages: list[ModelMessage]):
+        note = last_user_text(messages)
+        assert "Restored as they were when this step began: core.py." in note
+        assert "tests/test_core.py::test_add passed before and now fails" in note
+        return text("STEP COMPLETE\ncli.py adds its arguments.")
+
+    replies = [
+        text(fenced(("cli.py", cli))),
+        text(fenced(("tests/test_cli.py", cli_test), ("core.py", "def add(a, b):\n    return a - b\n"))),
+        told,
+    ]
+    unit, _, store = make_unit(tmp_path, replies)
+    unit.record = RunRecord(store.root)
+    store.write_text("core.py", core)
+    store.write_text("tests/test_core.py", core_test)
+    outcome = run_step(unit, step)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("core.py") == core
+    events = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    undone = [e for e in events if e.get("recovery") == "regression_undone"]
+    assert undone and undone[0]["paths"] == ["core.py"] and undone[0]["tests"] == ["tests/test_core.py::test_add"]

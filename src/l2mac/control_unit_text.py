@@ -60,6 +60,15 @@ class _Settled:
 
 
 @dataclass
+class _Baseline:
+    """The project as a step found it, so that the step cannot silently break what worked."""
+
+    snapshot: dict[str, str]
+    own: set[str]  # the files the step names: its own to write
+    measured: tuple[frozenset[str], frozenset[str]] | None = None  # tests that passed, files with problems
+
+
+@dataclass
 class _Weighing:
     """What agreement learned during one step."""
 
@@ -339,6 +348,82 @@ class TextControlUnit(ControlUnit):
             return None
         return _Settled("\n\n".join(notes), changed, focus)
 
+    def _step_checks(self, step: Step) -> tuple[bool, str]:
+        """The project's checks, and what the step itself still lacks: its files, the definitions it names, a
+        test of each module it writes."""
+        store = self.toolbox.env.store
+        ok, report = self._run_checks(step)
+        missing = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
+        if missing:
+            note = self.domain.render("text_missing_files", files=", ".join(missing))
+            ok, report = False, f"{note}\n\n{report}".strip()
+        absent = missing_definitions(step.instruction.instruction, python_files(store))
+        if absent and self.toolbox.env.python_checks:
+            note = self.domain.render("text_missing_definitions", names=", ".join(absent))
+            ok, report = False, f"{note}\n\n{report}".strip()
+        if self.run_tests and step.instruction.requires_tests and self.toolbox.env.python_checks:
+            code = [p for p in named_files(step.instruction.instruction) if _exists(store, p)]
+            if untested := untested_modules(code, python_files(store)):
+                note = self.domain.render("text_untested", paths=", ".join(untested))
+                ok, report = False, f"{note}\n\n{report}".strip()
+        return ok, report
+
+    def _baseline(self, step: Step) -> _Baseline:
+        """The project as the step finds it; what worked then is measured only if the step changes it."""
+        return _Baseline(self.toolbox.env.store.snapshot(), set(named_files(step.instruction.instruction)))
+
+    def _what_worked(self, before: _Baseline) -> tuple[frozenset[str], frozenset[str]]:
+        """The tests that passed when the step began and the files that had code problems then, measured in a
+        scratch copy of the project as it was (once per step)."""
+        if before.measured is None:
+            env = self.toolbox.env
+            with tempfile.TemporaryDirectory(prefix="l2mac-before-") as tmp:
+                scratch = FileStore(Path(tmp))
+                for path, text in before.snapshot.items():
+                    scratch.write_text(path, text)
+                troubled = frozenset(i.path for i in find_code_issues(scratch.root, scratch.list_files()) if i.blocking)
+                passing: frozenset[str] = frozenset()
+                if self.run_tests and any(is_test_file(p) for p in before.snapshot):
+                    run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True)
+                    passing = frozenset(t for t, ok in per_test_outcomes(run.output).items() if ok)
+            before.measured = (passing, troubled)
+        return before.measured
+
+    async def _undo_regressions(self, step: Step, before: _Baseline, report: str, removed: list[str]) -> str | None:
+        """Put back the earlier steps' files this step changed when the change broke what worked when the step
+        began: a test that passed then fails (or is gone), or a file that was clean has code problems. A small
+        model shown every file sends them all back, and rewrites working code of an earlier step along the way
+        (seen: the CLI step broke todo/core.py's save_todos, then dropped its Todo class). Returns the note for
+        the model, or None when nothing was put back. Tests agreement removed (``removed``) are not missed."""
+        store = self.toolbox.env.store
+        earlier = {p: c for p, c in before.snapshot.items() if p not in before.own}
+        changed = [p for p, content in earlier.items() if not _same(store, p, content)]
+        if not changed or not self.toolbox.env.python_checks:
+            return None
+        passing, troubled = await asyncio.to_thread(self._what_worked, before)
+        problems = set(_PROBLEM_FILE.findall(report.partition("Tests:")[0]))
+        spoiled = [p for p in changed if p in problems and p not in troubled]
+        broken: list[str] = []
+        if passing:
+            env = self.toolbox.env
+            run = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
+            now = per_test_outcomes(run.output)
+            broken = sorted(t for t in passing if not now.get(t, False) and t not in removed)
+        undo = changed if broken else spoiled
+        if not undo:
+            return None
+        await self._write(step, [{"path": p, "content": earlier[p]} for p in undo], "regression undone")
+        self._log("recovered", step=step.index, recovery="regression_undone", paths=undo, tests=broken[:10])
+        what = [f"- {t} passed before and now fails" for t in broken[:5]] + [
+            f"- {p} had no code problems before and now has" for p in spoiled if p in undo
+        ]
+        return self.domain.render(
+            "text_regression_undone",
+            paths=", ".join(undo),
+            what="\n".join(what),
+            own=", ".join(named_files(step.instruction.instruction)) or "the files it needs",
+        )
+
     async def _write(self, step: Step, files: list[dict[str, str]], why: str = "") -> ToolResult:
         """``write_files``, reported as a tool use and logged (``why`` names a write the model did not ask for)."""
         result = await asyncio.to_thread(self.toolbox.call, "write_files", {"files": files})
@@ -390,6 +475,7 @@ class TextControlUnit(ControlUnit):
         temperature: float | None = None
         lacking: dict[str, set[str]] = {}  # per named file, the functions it still lacked last time
         weighing = _Weighing()  # what agreement learned about this step's tests
+        before = await asyncio.to_thread(self._baseline, step)
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, state, f"turn budget spent ({self.limits.max_turns} model calls)")
@@ -494,20 +580,11 @@ class TextControlUnit(ControlUnit):
                     temperature = min(1.0, (temperature or 0.2) + 0.3)
                 focus = pending[0]
                 continue
-            ok, report = await asyncio.to_thread(self._run_checks, step)
-            missing = [p for p in named_files(step.instruction.instruction) if not store.exists(p)]
-            if missing:
-                note = self.domain.render("text_missing_files", files=", ".join(missing))
-                ok, report = False, f"{note}\n\n{report}".strip()
+            ok, report = await asyncio.to_thread(self._step_checks, step)
+            undone = await self._undo_regressions(step, before, report, state.tests_removed) if not ok else None
+            if undone is not None:
+                ok, report = await asyncio.to_thread(self._step_checks, step)
             absent = missing_definitions(step.instruction.instruction, python_files(store))
-            if absent and self.toolbox.env.python_checks:
-                note = self.domain.render("text_missing_definitions", names=", ".join(absent))
-                ok, report = False, f"{note}\n\n{report}".strip()
-            if self.run_tests and step.instruction.requires_tests and self.toolbox.env.python_checks:
-                code = [p for p in named_files(step.instruction.instruction) if _exists(store, p)]
-                if untested := untested_modules(code, python_files(store)):
-                    note = self.domain.render("text_untested", paths=", ".join(untested))
-                    ok, report = False, f"{note}\n\n{report}".strip()
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
             agreed = None
             if not ok and _weighable(report, named_files(step.instruction.instruction)):
@@ -545,6 +622,8 @@ class TextControlUnit(ControlUnit):
                 feedback += "\n\n" + agreed.note
                 if not ok and agreed.focus:
                     focus = agreed.focus
+            if undone is not None:
+                feedback = undone + "\n\n" + feedback
             if unchanged:  # the same answer again: say so, and sample more freely next time
                 feedback = self.domain.render("text_unchanged") + "\n\n" + feedback
                 temperature = min(1.0, (temperature or 0.2) + 0.3)
