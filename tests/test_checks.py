@@ -203,3 +203,17 @@ def test_main_that_ignores_its_argv_is_made_to_parse_it(tmp_path: Path) -> None:
         "argparse reads the command line of whatever runs the code, e.g. pytest"
     ]
     assert logged == [("argv_passed_to_parse_args", {"path": "cli.py", "functions": ["main"]})]
+
+
+def test_tests_written_into_a_code_file_are_reported(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: asked again for todo/cli.py, it wrote a copy of tests/test_core.py into it.
+    files = {
+        "todo/cli.py": "from pathlib import Path\nimport pytest\nfrom todo.core import load\n\n\n"
+        "def test_load():\n    assert load(Path('x')) == []\n",
+        "todo/core.py": "def load(path):\n    return []\n\n\ndef test_mode():\n    return False\n",
+        "tests/test_core.py": "import pytest\nfrom todo.core import load\n\n\ndef test_load():\n"
+        "    assert load(1) == []\n",
+    }
+    issues = [i for i in find_code_issues(tmp_path, write(tmp_path, files)) if i.kind == "test"]
+    assert [(i.path, i.line, i.blocking) for i in issues] == [("todo/cli.py", 6, True)]
+    assert "holds pytest tests (test_load), but it is program code" in issues[0].message

@@ -236,7 +236,8 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     checker = _ImportChecker(py_all, trees)
     imports = [issue for rel in check if rel in trees for issue in checker.check(rel, trees[rel])]
     copies = _copied_into_tests(trees, [r for r in check if r in trees])
-    return sorted(syntax + lint + imports + copies, key=lambda i: (i.path, i.line, i.kind))
+    misplaced = [i for r in check if r in trees and (i := _tests_in_code(r, trees[r])) is not None]
+    return sorted(syntax + lint + imports + copies + misplaced, key=lambda i: (i.path, i.line, i.kind))
 
 
 #: ruff's undefined-name issue; its message may go on with what :func:`_explain_undefined` adds
@@ -300,6 +301,31 @@ def module_name(rel: str) -> str:
     return ".".join(parts[:-1] if parts and parts[-1] == "__init__" else parts)
 
 
+def _tests_in_code(rel: str, tree: ast.Module) -> CodeIssue | None:
+    """A code file (not a test file) that imports pytest and defines test functions holds tests where the code
+    should be: a small model asked again for a module writes its tests into it (seen: todo/cli.py replaced by
+    a copy of tests/test_core.py)."""
+    uses_pytest = any(
+        (isinstance(n, ast.Import) and any(a.name == "pytest" for a in n.names))
+        or (isinstance(n, ast.ImportFrom) and n.module == "pytest")
+        for n in tree.body
+    )
+    if is_test_file(rel) or not uses_pytest:
+        return None
+    tests = [
+        n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
+    ]
+    if not tests:
+        return None
+    return CodeIssue(
+        rel,
+        tests[0].lineno,
+        "test",
+        f"holds pytest tests ({', '.join(t.name for t in tests[:3])}), but it is program code, not a test file: "
+        f"write the code {rel} should have here, and tests in a tests/test_*.py file",
+    )
+
+
 def _copied_into_tests(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
     """A test file that defines a function or class the project defines elsewhere tests its own copy, not the
     project's code (a small model's habit): report it, naming the module to import from."""
@@ -308,7 +334,7 @@ def _copied_into_tests(trees: dict[str, ast.Module], check: list[str]) -> list[C
     for rel, tree in trees.items():
         if not is_test_file(rel):
             for node in tree.body:
-                if isinstance(node, defs) and not node.name.startswith("_") and node.name != "main":
+                if isinstance(node, defs) and not node.name.startswith(("_", "test")) and node.name != "main":
                     owners.setdefault(node.name, rel)
     issues = []
     for rel in check:
