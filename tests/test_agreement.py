@@ -288,12 +288,16 @@ def test_samples_are_tested_in_a_scratch_copy_inside_the_sandbox(tmp_path: Path)
 
 
 def test_tests_no_implementation_passes_are_no_evidence_and_are_kept(tmp_path: Path) -> None:
-    """When every implementation fails every test, nothing says the tests are wrong: they are neither named
-    as doubtful nor removed (seen in the demo: a CLI the model never got right lost its only test)."""
+    """When every implementation fails every test, nothing proves the tests wrong: they are not named as the
+    likelier mistake, and never removed (seen in the demo: a CLI the model never got right lost its only
+    test). The model is only asked to check what they expect against the step."""
     bad_tests = "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 7\n"
 
     def unchanged(messages: list[ModelMessage]):
-        assert "likelier mistake" not in last_user_text(messages)
+        told = last_user_text(messages)
+        assert "likelier mistake" not in told
+        if "summarise" not in told:
+            assert "none of them passes these:\n- tests/test_stats.py::test_mean\nEither the test or" in told
         return text(fenced(("tests/test_stats.py", bad_tests)))
 
     replies = [

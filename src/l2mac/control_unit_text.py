@@ -344,6 +344,21 @@ class TextControlUnit(ControlUnit):
                     test_files=", ".join(sorted({t.split("::")[0] for t in told})),
                 )
             )
+        # With no evidence either way (no implementation passes any test) the tests are not doubted, but when
+        # several implementations all fail a test, its expectation is worth checking (seen: a test expecting
+        # main() to raise SystemExit, kept through five attempts while the CLI returned 0 as the step asked).
+        unpassed = [t for t in agreement.disputed if agreement.passes[t] == 0]
+        if not evidence and unpassed and agreement.implementations >= MIN_IMPLEMENTATIONS_TO_QUESTION:
+            focus = unpassed[0].split("::")[0]
+            notes.append(
+                self.domain.render(
+                    "text_agreement_none_pass",
+                    path=target,
+                    n=agreement.implementations,
+                    tests="\n".join(f"- {t}" for t in unpassed),
+                    test_files=", ".join(sorted({t.split("::")[0] for t in unpassed})),
+                )
+            )
         if not notes:
             return None
         return _Settled("\n\n".join(notes), changed, focus)
@@ -630,6 +645,9 @@ class TextControlUnit(ControlUnit):
             else:
                 temperature = None
 
+
+#: implementations (the current one and samples) that must all fail a test before its expectation is questioned
+MIN_IMPLEMENTATIONS_TO_QUESTION = 3
 
 #: a block with fewer than this share of an existing file's lines (of at least FRAGMENT_MIN_LINES) is a fragment
 FRAGMENT_SHARE = 0.5
