@@ -217,3 +217,19 @@ def test_tests_written_into_a_code_file_are_reported(tmp_path: Path) -> None:
     issues = [i for i in find_code_issues(tmp_path, write(tmp_path, files)) if i.kind == "test"]
     assert [(i.path, i.line, i.blocking) for i in issues] == [("todo/cli.py", 6, True)]
     assert "holds pytest tests (test_load), but it is program code" in issues[0].message
+
+
+def test_a_module_that_copies_a_function_of_a_module_it_imports_is_reported(tmp_path: Path) -> None:
+    # Seen: todo/cli.py imported Todo from todo.core, then copied load_todos with its bug, so a fix of core
+    # never reached the CLI.
+    files = {
+        "todo/__init__.py": "",
+        "todo/core.py": "class Todo:\n    pass\n\n\ndef load(p):\n    return []\n\n\ndef main():\n    return 0\n",
+        "todo/cli.py": (
+            "from todo.core import Todo\n\n\ndef load(p):\n    return [Todo()]\n\n\ndef main():\n    return 1\n"
+        ),
+        "todo/other.py": "def load(p):\n    return None\n",  # imports nothing from core: its own load
+    }
+    issues = [i for i in find_code_issues(tmp_path, write(tmp_path, files)) if "again" in i.message]
+    assert [(i.path, i.line) for i in issues] == [("todo/cli.py", 4)]  # main() is every module's own
+    assert "use `from todo.core import load`" in issues[0].message and issues[0].blocking

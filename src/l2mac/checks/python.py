@@ -237,7 +237,8 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     imports = [issue for rel in check if rel in trees for issue in checker.check(rel, trees[rel])]
     copies = _copied_into_tests(trees, [r for r in check if r in trees])
     misplaced = [i for r in check if r in trees and (i := _tests_in_code(r, trees[r])) is not None]
-    return sorted(syntax + lint + imports + copies + misplaced, key=lambda i: (i.path, i.line, i.kind))
+    again = _defined_again(trees, [r for r in check if r in trees])
+    return sorted(syntax + lint + imports + copies + misplaced + again, key=lambda i: (i.path, i.line, i.kind))
 
 
 #: ruff's undefined-name issue; its message may go on with what :func:`_explain_undefined` adds
@@ -299,6 +300,43 @@ def module_name(rel: str) -> str:
     """The dotted module a project file is imported as (``src/`` layouts and packages included)."""
     parts = _module_path(rel)
     return ".".join(parts[:-1] if parts and parts[-1] == "__init__" else parts)
+
+
+def _defined_again(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
+    """A module that imports from another project module and also defines one of that module's functions or
+    classes again has a copy that drifts from the original (seen: todo/cli.py imported Todo from todo.core,
+    then copied load_todos and save_todos, bug included, so fixing core never fixed the CLI)."""
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    files = {module_name(rel): rel for rel in trees if not is_test_file(rel)}
+    issues: list[CodeIssue] = []
+    for rel in check:
+        if is_test_file(rel):
+            continue
+        tree = trees[rel]
+        sources = {
+            n.module
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and not n.level and n.module in files and files[n.module] != rel
+        }
+        theirs = {
+            node.name: module
+            for module in sorted(sources)
+            for node in trees[files[module]].body
+            if isinstance(node, defs) and not node.name.startswith("_") and node.name != "main"
+        }
+        for node in tree.body:
+            if isinstance(node, defs) and node.name in theirs:
+                module = theirs[node.name]
+                issues.append(
+                    CodeIssue(
+                        rel,
+                        node.lineno,
+                        "lint",
+                        f"defines {node.name!r} again, but {files[module]} defines it and this file imports from "
+                        f"it: delete this copy and use `from {module} import {node.name}`",
+                    )
+                )
+    return issues
 
 
 def _tests_in_code(rel: str, tree: ast.Module) -> CodeIssue | None:
