@@ -12,7 +12,7 @@ from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import run_tests
 from l2mac.consensus import choose, per_test_outcomes, relevant_tests, remove_tests
 from l2mac.control_unit import Step, StepLimits
-from l2mac.control_unit_text import _weighable, untested_modules
+from l2mac.control_unit_text import _weighable, untested_functions, untested_modules
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
 
@@ -410,3 +410,16 @@ def test_relevant_tests_are_those_that_reach_a_module_directly_or_through_fixtur
     }
     assert relevant_tests(source, path, "todo.core") == {f"{path}::test_core"}
     assert relevant_tests("def test_x(:\n", path, "todo.cli") == set()
+
+
+def test_a_function_the_step_names_that_no_test_calls_is_reported() -> None:
+    instruction = "Write todo/cli.py with main(argv: list[str]) -> int and helper(x: int) -> int. Write tests."
+    sources = {
+        "todo/cli.py": "def main(argv):\n    return 0\n\n\ndef helper(x):\n    return x\n",
+        "tests/test_cli.py": "from todo.cli import helper\n\n\ndef test_helper():\n    assert helper(1) == 1\n",
+    }
+    assert untested_functions(instruction, ["todo/cli.py"], sources) == {"todo/cli.py": ["main"]}
+    sources["tests/test_run.py"] = (
+        "import subprocess\n\n\ndef test_run():\n    subprocess.run(['python', '-m', 'todo.cli'])\n"
+    )
+    assert untested_functions(instruction, ["todo/cli.py"], sources) == {}

@@ -381,6 +381,10 @@ class TextControlUnit(ControlUnit):
             if untested := untested_modules(code, python_files(store)):
                 note = self.domain.render("text_untested", paths=", ".join(untested))
                 ok, report = False, f"{note}\n\n{report}".strip()
+            else:
+                for path, names in untested_functions(step.instruction.instruction, code, python_files(store)).items():
+                    note = self.domain.render("text_untested_functions", path=path, names=", ".join(names))
+                    ok, report = False, f"{note}\n\n{report}".strip()
         return ok, report
 
     def _baseline(self, step: Step) -> _Baseline:
@@ -750,6 +754,41 @@ def untested_modules(paths: list[str], sources: dict[str, str]) -> list[str]:
         )
         if not any(re.search(used, src) for src in tests):
             out.append(path)
+    return out
+
+
+def untested_functions(instruction: str, paths: list[str], sources: dict[str, str]) -> dict[str, list[str]]:
+    """Per module among ``paths``, the functions the step names for it that it defines and that no test file
+    importing it ever uses (calls, passes or names in a string that runs it, as ``python -m`` does): a step
+    passed with a CLI whose tests called copies of the core functions and never main(), which crashed on
+    every real command line."""
+    tests = {p: src for p, src in sources.items() if is_test_file(p)}
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        if not path.endswith(".py") or is_test_file(path) or path not in sources:
+            continue
+        try:
+            tree = ast.parse(sources[path])
+        except SyntaxError:
+            continue
+        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        wanted = [n for n in _step_names_for(instruction, path) if n in defined]
+        module = module_name(path)
+        used: set[str] = set()
+        for src in tests.values():
+            try:
+                test_tree = ast.parse(src)
+            except SyntaxError:
+                continue
+            for node in ast.walk(test_tree):
+                if isinstance(node, ast.Name):
+                    used.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    used.add(node.attr)
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and module in node.value:
+                    used.add("main")  # the module run as a program
+        if missing := [n for n in wanted if n not in used]:
+            out[path] = missing
     return out
 
 
