@@ -233,3 +233,31 @@ def test_a_module_that_copies_a_function_of_a_module_it_imports_is_reported(tmp_
     issues = [i for i in find_code_issues(tmp_path, write(tmp_path, files)) if "again" in i.message]
     assert [(i.path, i.line) for i in issues] == [("todo/cli.py", 4)]  # main() is every module's own
     assert "use `from todo.core import load`" in issues[0].message and issues[0].blocking
+
+
+def test_exact_copies_of_an_imported_modules_functions_become_imports(tmp_path: Path) -> None:
+    core = (
+        "import json\n\n\ndef load(p):\n    return json.loads(p.read_text())\n\n\n"
+        "def save(p, x):\n    p.write_text(x)\n"
+    )
+    cli = (
+        "import json\n\nfrom todo.core import save\n\n\ndef main(argv):\n    return len(load(argv[0]))\n\n\n"
+        "def load(p):\n    return json.loads(p.read_text())\n\n\ndef save(p, x):\n    p.write_text(x + '!')\n"
+    )
+    store = FileStore(tmp_path)
+    store.write_text("todo/__init__.py", "")
+    store.write_text("todo/core.py", core)
+    store.write_text("todo/cli.py", cli)
+    logged: list[tuple[str, dict[str, object]]] = []
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    notes = repair_written(store, check, ["todo/cli.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("todo/cli.py")
+    assert "def load" not in fixed and "from todo.core import load\n" in fixed  # the exact copy is gone
+    assert "    p.write_text(x + '!')" in fixed  # a different save() is the model's to sort out
+    assert notes[0] == "Replaced exact copies in todo/cli.py by imports of the originals: from todo.core import load"
+    assert logged[0] == (
+        "copies_replaced_by_imports",
+        {"path": "todo/cli.py", "imports": ["from todo.core import load"]},
+    )
+    issues = find_code_issues(store.root, store.list_files())
+    assert [(i.path, "again" in i.message) for i in issues] == [("todo/cli.py", True)]  # only save() is left

@@ -8,6 +8,7 @@ added after the module docstring and ``from __future__`` imports. Anything else 
 from __future__ import annotations
 
 import ast
+import re
 
 from l2mac.checks.python import UNDEFINED_NAME, CodeIssue, is_test_file, module_name
 
@@ -178,3 +179,41 @@ def _own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             todo.extend(ast.iter_child_nodes(node))
     return out
+
+
+def drop_identical_copies(source: str, own_module: str, modules: dict[str, ast.Module]) -> tuple[str, list[str]]:
+    """``source`` without the top-level functions and classes that are exact copies of ones defined by a
+    project module it imports from (``modules``: dotted name -> tree), each replaced by an import of the
+    original, and the import lines added. A small model writing todo/cli.py copies todo/core.py's functions
+    and, told to delete the copies, writes them again; an exact copy can go without changing behaviour."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    imported = sorted(
+        {
+            n.module
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and not n.level and n.module in modules and n.module != own_module
+        }
+    )
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    originals = {
+        node.name: (module, ast.dump(node))
+        for module in imported
+        for node in modules[module].body
+        if isinstance(node, defs) and not node.name.startswith("_") and node.name != "main"
+    }
+    lines = source.splitlines()
+    added: list[str] = []
+    for node in sorted(tree.body, key=lambda n: -n.lineno):  # bottom-up, so earlier line numbers hold
+        if isinstance(node, defs) and node.name in originals and ast.dump(node) == originals[node.name][1]:
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            del lines[start - 1 : node.end_lineno or node.lineno]
+            added.append(f"from {originals[node.name][0]} import {node.name}")
+    if not added:
+        return source, []
+    added.reverse()
+    head = import_line(ast.parse("\n".join(lines)))
+    lines[head:head] = added
+    return re.sub(r"\n{4,}", "\n\n\n", "\n".join(lines) + "\n"), added

@@ -1,7 +1,8 @@
 """Deterministic repairs of what small models reliably get wrong in the files they write, shared by every
 strategy that writes files from a model's answer (the text protocol's control unit, the self-organised agents):
 imports forgotten for names whose module is certain, pytest fixtures imported from pytest or redefined, a
-``main(argv)`` that parses the runner's command line instead of its ``argv``."""
+``main(argv)`` that parses the runner's command line instead of its ``argv``, exact copies of functions of a
+module the file imports from."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from collections.abc import Callable
 
 from l2mac.checks.autofix import (
     add_imports,
+    drop_identical_copies,
     project_definitions,
     repair_fixture_misuse,
     repair_ignored_argv,
     undefined_names,
 )
-from l2mac.checks.python import CodeIssue, module_name
+from l2mac.checks.python import CodeIssue, is_test_file, module_name
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -57,15 +59,21 @@ def repair_written(
                 "argument argparse reads the command line of whatever runs the code, e.g. pytest"
             )
             log("argv_passed_to_parse_args", path=path, functions=functions)
+    trees = _trees(store)
+    modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
+    for path in [p for p in paths if p.endswith(".py") and not is_test_file(p) and p in trees]:
+        try:
+            fixed, imports = drop_identical_copies(store.read_text(path), module_name(path), modules)
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            continue
+        if imports:
+            store.write_text(path, fixed)
+            notes.append(f"Replaced exact copies in {path} by imports of the originals: {'; '.join(imports)}")
+            log("copies_replaced_by_imports", path=path, imports=imports)
+            trees = _trees(store)
     undefined = undefined_names(check_files(paths))
     if not undefined:
         return notes
-    trees: dict[str, ast.Module] = {}
-    for rel, source in python_files(store).items():
-        try:
-            trees[rel] = ast.parse(source)
-        except SyntaxError:
-            continue
     project = project_definitions(trees)
     for path, names in undefined.items():
         own = module_name(path)
@@ -81,6 +89,16 @@ def repair_written(
             notes.append(f"Added the missing imports to {path}: {'; '.join(added)}")
             log("missing_imports_added", path=path, imports=added)
     return notes
+
+
+def _trees(store: FileStore) -> dict[str, ast.Module]:
+    trees: dict[str, ast.Module] = {}
+    for rel, source in python_files(store).items():
+        try:
+            trees[rel] = ast.parse(source)
+        except SyntaxError:
+            continue
+    return trees
 
 
 def imported_modules(tree: ast.Module) -> set[str]:
