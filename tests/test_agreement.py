@@ -409,6 +409,11 @@ def test_relevant_tests_are_those_that_reach_a_module_directly_or_through_fixtur
         f"{path}::TestCli::test_method",
     }
     assert relevant_tests(source, path, "todo.core") == {f"{path}::test_core"}
+    # main only imported into todo.cli (defined elsewhere): the tests of it are not about todo.cli's own code
+    assert relevant_tests(source, path, "todo.cli", defined={"helper"}) == {
+        f"{path}::test_alias",
+        f"{path}::test_subprocess",
+    }
     assert relevant_tests("def test_x(:\n", path, "todo.cli") == set()
 
 
@@ -423,3 +428,16 @@ def test_a_function_the_step_names_that_no_test_calls_is_reported() -> None:
         "import subprocess\n\n\ndef test_run():\n    subprocess.run(['python', '-m', 'todo.cli'])\n"
     )
     assert untested_functions(instruction, ["todo/cli.py"], sources) == {}
+
+
+def test_the_last_test_of_a_function_the_step_names_is_never_removed(tmp_path: Path) -> None:
+    unit, _, store = make_unit(tmp_path, [], limits=LIMITS)
+    store.write_text("stats.py", MEAN)
+    store.write_text("tests/test_stats.py", WRONG_TEST)
+    step = Step("Statistics helpers", 1, 1, STEP, "")
+    without_wrong, _ = remove_tests(WRONG_TEST, ["tests/test_stats.py::test_wrong"])
+    without_all, _ = remove_tests(
+        WRONG_TEST, [f"tests/test_stats.py::{t}" for t in ("test_wrong", "test_mean", "test_one")]
+    )
+    assert not unit._last_test_of_a_step_function(step, "tests/test_stats.py", without_wrong)
+    assert unit._last_test_of_a_step_function(step, "tests/test_stats.py", without_all)  # mean() untested

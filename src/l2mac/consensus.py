@@ -67,12 +67,14 @@ def choose(outcomes: Sequence[Mapping[str, bool]]) -> Agreement:
     )
 
 
-def relevant_tests(source: str, path: str, module: str) -> set[str]:
+def relevant_tests(source: str, path: str, module: str, defined: set[str] | None = None) -> set[str]:
     """The ids (``path::test_f``, ``path::TestC::test_f``) of the tests in ``source`` that use ``module``: they
     reference a name imported from it (or the module itself, or a fixture or helper that does), or name it in
     a string (a test that runs ``python -m todo.cli``). Only these are evidence about an implementation of
     ``module``: a test of another module, copied into the same file, fails with every implementation of this
-    one (seen: core tests copied into tests/test_cli.py were removed as "disputed" by the CLI's samples)."""
+    one (seen: core tests copied into tests/test_cli.py were removed as "disputed" by the CLI's samples).
+    With ``defined`` (the names the module itself defines), a name it only imports and re-exports does not
+    count: ``from todo.cli import load_todos`` tests todo.core's function."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -85,7 +87,8 @@ def relevant_tests(source: str, path: str, module: str) -> set[str]:
                 if node.module == module:
                     if alias.name == "*":
                         names.add("*")
-                    names.add(alias.asname or alias.name)
+                    if defined is None or alias.name in defined:
+                        names.add(alias.asname or alias.name)
                 elif node.module == parent and alias.name == leaf:
                     names.add(alias.asname or alias.name)
         elif isinstance(node, ast.Import):

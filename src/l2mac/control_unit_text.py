@@ -225,7 +225,10 @@ class TextControlUnit(ControlUnit):
         # only the tests that use the target are evidence about it (a failing test of another module fails
         # with every implementation of this one)
         module = module_name(target)
-        relevant = {t for p, src in snapshot.items() if is_test_file(p) for t in relevant_tests(src, p, module)}
+        defined = _defined_names(snapshot.get(target, ""))
+        relevant = {
+            t for p, src in snapshot.items() if is_test_file(p) for t in relevant_tests(src, p, module, defined)
+        }
 
         def evidence(outcomes: dict[str, bool]) -> dict[str, bool]:
             return {t: ok for t, ok in outcomes.items() if t.split("[")[0] in relevant}
@@ -320,6 +323,9 @@ class TextControlUnit(ControlUnit):
             if not _exists(self.toolbox.env.store, path):
                 continue
             source, gone = remove_tests(self.toolbox.env.store.read_text(path), unanimous)
+            if gone and self._last_test_of_a_step_function(step, path, source):
+                self._log("agreement_kept_last_test", step=step.index, tests=gone)
+                continue
             if gone:
                 await self._write(step, [{"path": path, "content": source}], "disputed tests removed")
                 removed += gone
@@ -442,6 +448,15 @@ class TextControlUnit(ControlUnit):
             what="\n".join(what),
             own=", ".join(named_files(step.instruction.instruction)) or "the files it needs",
         )
+
+    def _last_test_of_a_step_function(self, step: Step, path: str, source: str) -> bool:
+        """Whether ``path`` becoming ``source`` would leave a function the step names with no test: such a test
+        is never removed, however the samples agree (seen: the CLI step's only test of main() removed)."""
+        instruction = step.instruction.instruction
+        code = [p for p in named_files(instruction) if p.endswith(".py") and not is_test_file(p)]
+        sources = python_files(self.toolbox.env.store)
+        before = untested_functions(instruction, code, sources)
+        return untested_functions(instruction, code, {**sources, path: source}) != before
 
     async def _write(self, step: Step, files: list[dict[str, str]], why: str = "") -> ToolResult:
         """``write_files``, reported as a tool use and logged (``why`` names a write the model did not ask for)."""
@@ -915,6 +930,23 @@ def _sampled_file(answer: str, target: str) -> str | None:
     except SyntaxError:
         return None
     return content
+
+
+def _defined_names(source: str) -> set[str] | None:
+    """The names a module's own top-level code binds (definitions and assignments, not imports); None if it
+    does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
 
 
 def _exists(store: FileStore, path: str) -> bool:
