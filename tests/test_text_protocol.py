@@ -600,3 +600,13 @@ def test_an_earlier_steps_file_broken_by_this_step_is_put_back_and_the_model_tol
     events = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
     undone = [e for e in events if e.get("recovery") == "regression_undone"]
     assert undone and undone[0]["paths"] == ["core.py"] and undone[0]["tests"] == ["tests/test_core.py::test_add"]
+
+
+def test_builtins_an_instruction_shows_are_not_definitions_the_step_owes() -> None:
+    from l2mac.control_unit_text import named_definitions
+
+    instruction = (
+        "Write todo/cli.py with main(argv: list[str]) -> int, ending with `if __name__ == '__main__': raise "
+        "SystemExit(main(sys.argv[1:]))`, printing with print(text); parser.add_subparsers(dest='command')."
+    )
+    assert named_definitions(instruction) == ["main"]

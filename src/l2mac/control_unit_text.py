@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import builtins
 import hashlib
 import json
 import re
@@ -709,11 +710,8 @@ _TO_WRITE = re.compile(
 
 
 _CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
-_NOT_NAMES = frozenset(
-    {"print", "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "range", "open", "isinstance"}
-    | {"super", "type", "min", "max", "sum", "sorted", "enumerate", "zip", "map", "filter", "any", "all", "repr"}
-    | {"format", "input"}
-)
+#: calls an instruction may show that are not the project's to define: every builtin (print, SystemExit, ...)
+_NOT_NAMES = frozenset(dir(builtins))
 
 
 _NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
