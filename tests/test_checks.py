@@ -261,3 +261,20 @@ def test_exact_copies_of_an_imported_modules_functions_become_imports(tmp_path: 
     )
     issues = find_code_issues(store.root, store.list_files())
     assert [(i.path, "again" in i.message) for i in issues] == [("todo/cli.py", True)]  # only save() is left
+
+
+def test_a_call_that_returns_none_where_a_value_is_expected_gets_a_hint(tmp_path: Path) -> None:
+    # Seen in the README run at 353d834: main(argv) -> int with no return statement, tested with == 0.
+    write(
+        tmp_path,
+        {
+            "cli.py": "def main(argv):\n    print(argv)\n",
+            "tests/test_cli.py": "from cli import main\n\n\ndef test_main():\n    assert main(['add', 'x']) == 0\n",
+        },
+    )
+    hints = [h for h in run_tests(SubprocessRunner(), tmp_path, 60).report(4000).splitlines() if h.startswith("Hint")]
+    assert hints == [
+        "Hint: AssertionError: assert None == 0 at tests/test_cli.py:5 (`assert main(['add', 'x']) == 0`). The call "
+        "returned None where the test expects 0: the function has no return statement on that path. Return the "
+        "value (for main(argv) -> int: `return 0` at the end, and 1 on errors)."
+    ]
