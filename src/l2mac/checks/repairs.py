@@ -59,21 +59,23 @@ def repair_written(
                 "argument argparse reads the command line of whatever runs the code, e.g. pytest"
             )
             log("argv_passed_to_parse_args", path=path, functions=functions)
-    trees = _trees(store)
-    modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
-    for path in [p for p in paths if p.endswith(".py") and not is_test_file(p) and p in trees]:
+    code = [p for p in paths if p.endswith(".py") and not is_test_file(p)]
+    trees = _trees(store) if code else {}  # parsed once, and only when a code file was written
+    for path in [p for p in code if p in trees]:
+        modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
         try:
             fixed, imports = drop_identical_copies(store.read_text(path), module_name(path), modules)
         except (OSError, UnicodeError, ValueError, WorkspaceError):
             continue
         if imports:
             store.write_text(path, fixed)
+            trees[path] = ast.parse(fixed)
             notes.append(f"Replaced exact copies in {path} by imports of the originals: {'; '.join(imports)}")
             log("copies_replaced_by_imports", path=path, imports=imports)
-            trees = _trees(store)
     undefined = undefined_names(check_files(paths))
     if not undefined:
         return notes
+    trees = trees or _trees(store)
     project = project_definitions(trees)
     for path, names in undefined.items():
         own = module_name(path)
