@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
-from l2mac.checks.autofix import repair_ignored_argv
+from l2mac.checks.autofix import drop_shadowed_imports, repair_ignored_argv
 from l2mac.checks.repairs import repair_written
 from l2mac.store import FileStore
 
@@ -278,3 +278,82 @@ def test_a_call_that_returns_none_where_a_value_is_expected_gets_a_hint(tmp_path
         "returned None where the test expects 0: the function has no return statement on that path. Return the "
         "value (for main(argv) -> int: `return 0` at the end, and 1 on errors)."
     ]
+
+
+def test_a_cli_function_named_like_an_imported_one_loses_the_dead_import_and_is_not_called_a_copy(
+    tmp_path: Path,
+) -> None:
+    # Seen in the README run at 3ac3e62: todo/cli.py imported add_todo from todo.core and defined its own
+    # add_todo(file, task), which main() calls. Told nine times to "delete this copy", the model could not.
+    core = "def load(path):\n    return []\n\n\ndef add_todo(todos, todo):\n    todos.append(todo)\n    return todos\n"
+    cli = (
+        "from todo.core import (load,\n    add_todo)\n\n\ndef main(argv):\n    add_todo(argv[0], argv[1])\n"
+        "    return 0\n\n\ndef add_todo(file, task):\n    return load(file) + [task]\n"
+    )
+    store = FileStore(tmp_path)
+    store.write_text("todo/__init__.py", "")
+    store.write_text("todo/core.py", core)
+    store.write_text("todo/cli.py", cli)
+    logged: list[tuple[str, dict[str, object]]] = []
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    notes = repair_written(store, check, ["todo/cli.py"], lambda r, **f: logged.append((r, f)))
+    assert store.read_text("todo/cli.py").startswith("from todo.core import load\n\n\ndef main(argv):\n")
+    assert logged == [("shadowed_imports_dropped", {"path": "todo/cli.py", "names": ["add_todo"]})]
+    assert "(add_todo)" in notes[0]
+    assert find_code_issues(store.root, store.list_files()) == []  # other parameters: a function of its own
+
+
+def test_a_shadowed_import_read_before_the_definition_is_kept() -> None:
+    source = (
+        "from a import f, g\n\nalias = f\n\n\n@g\ndef h():\n    pass\n\n\ndef f():\n    pass\n\n\n"
+        "def g(x):\n    return x\n"
+    )
+    assert drop_shadowed_imports(source) == (source, [])  # both are used at import time, before their defs
+    assert drop_shadowed_imports("from a import f as ff\n\n\ndef ff():\n    pass\n")[1] == []  # aliases: left alone
+
+
+def test_type_errors_that_break_at_run_time_are_reported_once_per_message_with_advice(tmp_path: Path) -> None:
+    # The three bugs of the README run at 3ac3e62, none of which its tests caught before the CLI step.
+    files = {
+        "todo/__init__.py": "",
+        "todo/core.py": (
+            "import json\nfrom dataclasses import dataclass\nfrom pathlib import Path\n\n\n@dataclass\nclass Todo:\n"
+            "    task: str\n\n\ndef load(path: Path) -> list[Todo]:\n    return [Todo(**d) for d in json.loads("
+            "path.read_text())]\n\n\ndef save(path: Path, todos: list[Todo]) -> None:\n"
+            "    path.write_text(json.dumps([dict(t) for t in todos]))\n"
+        ),
+        "todo/cli.py": (
+            "from todo.core import load, save\n\n\ndef main(argv: list[str]) -> int:\n    todos = load(argv[0])\n"
+            "    todos += load(argv[1])\n    save(argv[0], todos)\n\n\ndef untyped(x):\n    return load(x, 1)\n"
+        ),
+        "tests/test_cli.py": "from todo.cli import main\n\n\ndef test_main():\n    x: int = 'not checked'\n",
+    }
+    issues = [i for i in find_code_issues(tmp_path, write(tmp_path, files)) if i.kind == "type"]
+    # untyped() is not checked (no annotations), nor are the tests; the second call of load() is listed
+    assert [(i.path, i.line) for i in issues] == [
+        ("todo/cli.py", 4),
+        ("todo/cli.py", 5),
+        ("todo/cli.py", 7),
+        ("todo/core.py", 16),
+    ]
+    assert all(i.blocking for i in issues)
+    assert "Missing return statement: " in issues[0].message and "`return 0`" in issues[0].message
+    assert issues[1].message.startswith(
+        'Argument 1 to "load" has incompatible type "str"; expected "Path" (also line 6): pass a Path, for '
+        "example load(Path("
+    )
+    assert issues[2].message.startswith('Argument 1 to "save" has incompatible type "str"; expected "Path": ')
+    assert "dataclasses.asdict(obj)" in issues[3].message
+    assert not (tmp_path / ".mypy_cache").exists()  # the cache is l2mac's, not left in the project
+
+
+def test_the_type_check_ignores_the_projects_own_mypy_config(tmp_path: Path) -> None:
+    # mypy imports the plugins a config names: generated code must never run outside the sandbox this way.
+    files = {
+        "mypy.ini": "[mypy]\nplugins = evil_plugin\n",
+        "evil_plugin.py": "open('ran', 'w').write('plugin ran')\n",
+        "app.py": "def f() -> int:\n    pass\n\n\ndef g(x: int) -> str:\n    return x\n",
+    }
+    issues = find_code_issues(tmp_path, write(tmp_path, files))
+    assert not (tmp_path / "ran").exists()
+    assert [(i.path, i.line, i.kind) for i in issues] == [("app.py", 6, "type")]  # empty-body: not reported

@@ -40,7 +40,7 @@ def test_full_run_plans_builds_meets_failing_test_fixes_it_and_reports(tmp_path:
     assert report["tests"] == {"status": "passed", "passed": 3, "failed": 0, "errors": 0}
     assert report["steps"]["passed"] == 2 and report["steps"]["failed"] == 0
     assert report["files"] == 5 and report["loc"] > 30
-    assert report["syntax_errors"] == report["lint_errors"] == report["import_errors"] == 0
+    assert report["syntax_errors"] == report["lint_errors"] == report["import_errors"] == report["type_errors"] == 0
     assert report["tokens"]["total"] > 0 and report["requests"] == 8
     assert report["cost_usd"] is None and report["unpriced_requests"] == 8  # a scripted model has no price
     assert report["wall_time_s"] > 0

@@ -122,8 +122,9 @@ def summary_table(report: dict[str, Any]) -> Table:
         ("steps", f"{steps['passed']} passed, {steps['failed']} failed of {steps['planned']}"),
         ("files / LOC", f"{report['files']} / {report['loc']}"),
         (
-            "syntax / lint / import errors",
-            f"{report['syntax_errors']} / {report['lint_errors']} / {report['import_errors']}",
+            "syntax / lint / import / type errors",
+            f"{report['syntax_errors']} / {report['lint_errors']} / {report['import_errors']} / "
+            f"{report.get('type_errors', 0)}",  # older reports have no type check
         ),
         ("tests", f"{tests['status']}: {tests['passed']} passed, {tests['failed']} failed"),
         *(

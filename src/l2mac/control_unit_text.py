@@ -29,8 +29,9 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
+from l2mac.checks.issues import CodeIssue
 from l2mac.checks.output import trim_output
-from l2mac.checks.python import CodeIssue, find_code_issues, is_test_file, module_name
+from l2mac.checks.python import find_code_issues, is_test_file, module_name
 from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import run_tests
 from l2mac.consensus import Agreement, choose, per_test_outcomes, relevant_tests, remove_tests

@@ -62,6 +62,7 @@ def build_report(
         "syntax_errors": sum(1 for i in issues if i.kind == "syntax"),
         "lint_errors": sum(1 for i in issues if i.kind == "lint"),
         "import_errors": sum(1 for i in issues if i.kind == "import" and i.blocking),
+        "type_errors": sum(1 for i in issues if i.kind == "type"),
         "tests": tests,
         # the model's own tests dropped because every independent implementation failed them (see consensus.py)
         "tests_removed": [t for o in outcomes for t in o.tests_removed],

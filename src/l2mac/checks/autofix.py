@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import re
 
-from l2mac.checks.python import UNDEFINED_NAME, CodeIssue, is_test_file, module_name
+from l2mac.checks.issues import CodeIssue
+from l2mac.checks.python import UNDEFINED_NAME, is_test_file, module_name
 
 _FROM = {
     "pathlib": ["Path"],
@@ -217,3 +218,56 @@ def drop_identical_copies(source: str, own_module: str, modules: dict[str, ast.M
     head = import_line(ast.parse("\n".join(lines)))
     lines[head:head] = added
     return re.sub(r"\n{4,}", "\n\n\n", "\n".join(lines) + "\n"), added
+
+
+def drop_shadowed_imports(source: str) -> tuple[str, list[str]]:
+    """``source`` without the names it imports (``from m import name``) and then defines again at the top level
+    with ``def`` or ``class``: from the definition on, the import is dead, so dropping it changes nothing at
+    run time. Returns the names dropped. Seen: todo/cli.py imported add_todo from todo.core and defined its own
+    add_todo(file, task), which main() calls; told to delete "the copy", the model could not."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    defined = {node.name: node.lineno for node in tree.body if isinstance(node, defs)}
+    lines = source.splitlines()
+    dropped: list[str] = []
+    for node in sorted(tree.body, key=lambda n: -n.lineno):  # bottom-up, so earlier line numbers hold
+        if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
+            continue
+        shadowed = [
+            a
+            for a in node.names
+            if a.asname is None
+            and defined.get(a.name, 0) > node.lineno
+            and not _used_at_import_time(tree, a.name, node.lineno, defined[a.name])
+        ]
+        if not shadowed:
+            continue
+        kept = [a for a in node.names if a not in shadowed]
+        indent = lines[node.lineno - 1][: node.col_offset]
+        new = [indent + ast.unparse(ast.ImportFrom(node.module, kept, node.level))] if kept else []
+        lines[node.lineno - 1 : node.end_lineno or node.lineno] = new
+        dropped += [a.name for a in reversed(shadowed)]
+    if not dropped:
+        return source, []
+    return "\n".join(lines) + "\n", list(reversed(dropped))
+
+
+def _used_at_import_time(tree: ast.Module, name: str, start: int, end: int) -> bool:
+    """Whether module-level code between lines ``start`` and ``end`` (decorators, defaults and class bases
+    included, function bodies not) reads ``name``."""
+    for stmt in tree.body:
+        if not start < stmt.lineno < end:
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            kw = [d for d in stmt.args.kw_defaults if d is not None]
+            parts: list[ast.AST] = [*stmt.decorator_list, *stmt.args.defaults, *kw]
+        elif isinstance(stmt, ast.ClassDef):
+            parts = [*stmt.decorator_list, *stmt.bases, *stmt.keywords]
+        else:
+            parts = [stmt]
+        if any(isinstance(n, ast.Name) and n.id == name for part in parts for n in ast.walk(part)):
+            return True
+    return False

@@ -1,4 +1,5 @@
-"""Static checks of Python files: syntax (compile), pyflakes-class errors (ruff) and broken imports (AST).
+"""Static checks of Python files: syntax (compile), pyflakes-class errors (ruff), broken imports (AST), type
+errors that are bugs at run time (mypy, ``typecheck.py``) and the project-shape checks below.
 
 Third-party modules that are not installed are reported as warnings, not blocking errors: the model cannot
 install packages, and the project's tests will say whether that matters.
@@ -13,24 +14,13 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+
+from l2mac.checks.issues import CodeIssue
+from l2mac.checks.typecheck import type_issues
 
 # E9: syntax/IO errors, F63: invalid comparisons, F7: statement errors, F82: undefined names.
 RUFF_RULES = "E9,F63,F7,F82"
-
-
-@dataclass(frozen=True)
-class CodeIssue:
-    path: str
-    line: int
-    kind: str  # "syntax" | "lint" | "import"
-    message: str
-    blocking: bool = True
-
-    def __str__(self) -> str:
-        tag = "" if self.blocking else " (warning)"
-        return f"{self.path}:{self.line}: {self.kind}{tag}: {self.message}"
 
 
 def _syntax_issues(root: Path, files: list[str]) -> tuple[list[CodeIssue], dict[str, ast.Module]]:
@@ -238,7 +228,10 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     copies = _copied_into_tests(trees, [r for r in check if r in trees])
     misplaced = [i for r in check if r in trees and (i := _tests_in_code(r, trees[r])) is not None]
     again = _defined_again(trees, [r for r in check if r in trees])
-    return sorted(syntax + lint + imports + copies + misplaced + again, key=lambda i: (i.path, i.line, i.kind))
+    # mypy only where the code compiles: a syntax error is reported once, by compile
+    types = type_issues(root, [f for f in py_all if f in trees], [f for f in check if f in trees])
+    found = syntax + lint + imports + copies + misplaced + again + types
+    return sorted(found, key=lambda i: (i.path, i.line, i.kind))
 
 
 #: ruff's undefined-name issue; its message may go on with what :func:`_explain_undefined` adds
@@ -303,9 +296,12 @@ def module_name(rel: str) -> str:
 
 
 def _defined_again(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
-    """A module that imports from another project module and also defines one of that module's functions or
-    classes again has a copy that drifts from the original (seen: todo/cli.py imported Todo from todo.core,
-    then copied load_todos and save_todos, bug included, so fixing core never fixed the CLI)."""
+    """A module that imports from another project module and also defines one of that module's functions
+    again, with the same parameters, has a copy that drifts from the original (seen: todo/cli.py imported Todo
+    from todo.core, then copied load_todos and save_todos, bug included, so fixing core never fixed the CLI).
+    A function of the same name with other parameters is a function of its own (a CLI's ``add_todo(file,
+    task)`` beside core's ``add_todo(todos, todo)``): the model cannot "delete the copy", so it is not reported.
+    Exact copies never get here: the repairs replace them by imports."""
     defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     files = {module_name(rel): rel for rel in trees if not is_test_file(rel)}
     issues: list[CodeIssue] = []
@@ -319,24 +315,36 @@ def _defined_again(trees: dict[str, ast.Module], check: list[str]) -> list[CodeI
             if isinstance(n, ast.ImportFrom) and not n.level and n.module in files and files[n.module] != rel
         }
         theirs = {
-            node.name: module
+            node.name: (module, node)
             for module in sorted(sources)
             for node in trees[files[module]].body
             if isinstance(node, defs) and not node.name.startswith("_") and node.name != "main"
         }
         for node in tree.body:
-            if isinstance(node, defs) and node.name in theirs:
-                module = theirs[node.name]
-                issues.append(
-                    CodeIssue(
-                        rel,
-                        node.lineno,
-                        "lint",
-                        f"defines {node.name!r} again, but {files[module]} defines it and this file imports from "
-                        f"it: delete this copy and use `from {module} import {node.name}`",
-                    )
+            if not isinstance(node, defs) or node.name not in theirs:
+                continue
+            module, original = theirs[node.name]
+            if _parameters(node) != _parameters(original):
+                continue
+            issues.append(
+                CodeIssue(
+                    rel,
+                    node.lineno,
+                    "lint",
+                    f"defines {node.name!r} again, with the same parameters as in {files[module]}, which this file "
+                    f"imports from: delete this copy and use `from {module} import {node.name}` (mend the original "
+                    f"in {files[module]} if it is wrong), or rename it if it does something else",
                 )
+            )
     return issues
+
+
+def _parameters(node: ast.stmt) -> list[str] | None:
+    """A function's parameter names; None for a class (a class copied is a copy whatever its body)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = node.args
+    return [p.arg for p in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg] if p is not None]
 
 
 def _tests_in_code(rel: str, tree: ast.Module) -> CodeIssue | None:

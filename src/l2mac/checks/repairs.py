@@ -1,8 +1,8 @@
 """Deterministic repairs of what small models reliably get wrong in the files they write, shared by every
 strategy that writes files from a model's answer (the text protocol's control unit, the self-organised agents):
 imports forgotten for names whose module is certain, pytest fixtures imported from pytest or redefined, a
-``main(argv)`` that parses the runner's command line instead of its ``argv``, exact copies of functions of a
-module the file imports from."""
+``main(argv)`` that parses the runner's command line instead of its ``argv``, imports that the file's own
+definitions replace, exact copies of functions of a module the file imports from."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from collections.abc import Callable
 from l2mac.checks.autofix import (
     add_imports,
     drop_identical_copies,
+    drop_shadowed_imports,
     project_definitions,
     repair_fixture_misuse,
     repair_ignored_argv,
     undefined_names,
 )
-from l2mac.checks.python import CodeIssue, is_test_file, module_name
+from l2mac.checks.issues import CodeIssue
+from l2mac.checks.python import is_test_file, module_name
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -72,6 +74,19 @@ def repair_written(
             trees[path] = ast.parse(fixed)
             notes.append(f"Replaced exact copies in {path} by imports of the originals: {'; '.join(imports)}")
             log("copies_replaced_by_imports", path=path, imports=imports)
+    for path in [p for p in paths if p.endswith(".py")]:
+        try:
+            fixed, shadowed = drop_shadowed_imports(store.read_text(path))
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            continue
+        if shadowed:
+            store.write_text(path, fixed)
+            notes.append(
+                f"Removed from {path}'s imports the names it defines itself further down ({', '.join(shadowed)}): "
+                "its own definitions replaced them, so those imports did nothing. If a function should call "
+                "the imported one, give it a name of its own (for example cmd_add for a command)"
+            )
+            log("shadowed_imports_dropped", path=path, names=shadowed)
     undefined = undefined_names(check_files(paths))
     if not undefined:
         return notes

@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_ai.tools import ToolDefinition
 
-from l2mac.checks.python import CodeIssue, find_code_issues
+from l2mac.checks.issues import CodeIssue
+from l2mac.checks.python import find_code_issues
 from l2mac.checks.runner import Runner
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore

@@ -1,0 +1,128 @@
+"""Type errors in a generated project (mypy), limited to the kinds that are bugs at run time.
+
+A 1.5B model's code often has the annotations right and the calls wrong: ``json.dump([dict(todo)])`` on a
+dataclass, ``main(argv) -> int`` that never returns, ``load_todos(args.file)`` with a ``str`` where the
+function reads ``path.is_file()``. Tests that save an empty list or never check main's return value pass
+anyway; mypy names each line before the code is run. Only annotated functions are checked (mypy's default),
+and only the error codes in :data:`BLOCKING_CODES`; style-like complaints (missing annotations, Optional
+narrowing, re-assignment to another type) are left out, since a small model told about them churns instead of
+fixing bugs. The rules that explain a message are data, in ``type_hints.yaml``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from platformdirs import user_cache_dir
+
+from l2mac.checks.issues import CodeIssue
+
+#: mypy error codes reported to the model: each is a call or a return that fails (or misbehaves) at run time
+BLOCKING_CODES = frozenset(
+    {
+        "arg-type",
+        "attr-defined",
+        "call-arg",
+        "call-overload",
+        "func-returns-value",
+        "index",
+        "operator",
+        "return",
+        "return-value",
+    }
+)
+TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class _Rule:
+    message: re.Pattern[str]
+    hint: str
+
+
+@cache
+def _rules() -> tuple[_Rule, ...]:
+    text = resources.files(__package__).joinpath("type_hints.yaml").read_text(encoding="utf-8")
+    return tuple(_Rule(re.compile(r["message"]), " ".join(r["hint"].split())) for r in yaml.safe_load(text))
+
+
+def explain(message: str) -> str:
+    """mypy's ``message`` with the advice of the first rule that matches it, if any."""
+    for rule in _rules():
+        if m := rule.message.search(message):
+            return f"{message}: " + rule.hint.format(**{k: v or "" for k, v in m.groupdict().items()})
+    return message
+
+
+def cache_dir() -> Path:
+    """mypy's cache, shared by every project: the standard library's types, most of a cold check's time (about
+    2 s of 2.5 here), are then read instead of analysed. Entries are written whole (``--no-sqlite-cache``:
+    one file each, renamed into place), so concurrent checks (benchmark workers, agents) cannot corrupt it."""
+    return Path(user_cache_dir("l2mac")) / "mypy"
+
+
+def _argv(files: list[str], cache: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        "",  # never the project's own config: it could name plugins, which mypy would import and run
+        "--output",
+        "json",
+        "--no-site-packages",
+        "--ignore-missing-imports",
+        "--follow-imports",
+        "silent",
+        "--explicit-package-bases",
+        "--no-sqlite-cache",
+        "--cache-dir",
+        str(cache),
+        *files,
+    ]
+
+
+def type_issues(root: Path, files: list[str], check: list[str]) -> list[CodeIssue]:
+    """Blocking type errors in ``check`` (paths relative to ``root``), with the whole of ``files`` analysed so
+    that calls across modules are checked. Empty when mypy is missing or fails: a check that cannot run must
+    not stop a step."""
+    wanted = set(check)
+    if not files or not wanted:
+        return []
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    if (root / "src").is_dir():
+        env["MYPYPATH"] = "src"
+    try:
+        done = subprocess.run(
+            _argv(files, cache_dir()), cwd=root, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode not in (0, 1):  # 2: mypy could not run (a crash, bad flags, a duplicate module)
+        return []
+    lines: dict[tuple[str, str], list[int]] = {}  # one issue per message and file, its other lines listed
+    for row in done.stdout.splitlines():
+        try:
+            item = json.loads(row)
+        except json.JSONDecodeError:
+            continue
+        rel = Path(str(item.get("file", ""))).as_posix()
+        if item.get("severity") != "error" or item.get("code") not in BLOCKING_CODES or rel not in wanted:
+            continue
+        at = lines.setdefault((rel, str(item.get("message", ""))), [])
+        if (line := int(item.get("line") or 0)) not in at:
+            at.append(line)
+    issues: list[CodeIssue] = []
+    for (rel, message), at in lines.items():
+        more = f" (also line{'s' if len(at) > 2 else ''} {', '.join(map(str, at[1:]))})" if len(at) > 1 else ""
+        issues.append(CodeIssue(rel, at[0], "type", explain(message + more)))
+    return issues
