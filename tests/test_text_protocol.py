@@ -610,3 +610,18 @@ def test_builtins_an_instruction_shows_are_not_definitions_the_step_owes() -> No
         "SystemExit(main(sys.argv[1:]))`, printing with print(text); parser.add_subparsers(dest='command')."
     )
     assert named_definitions(instruction) == ["main"]
+
+
+def test_a_command_line_step_is_shown_the_shape_of_a_command_line_program(tmp_path: Path) -> None:
+    # Seen in the README run at d2d57a0: asked for "argparse with one sub-command per action", the model wrote
+    # nested functions calling input() and parser.parse_args() with no argument, and never recovered.
+    unit, _, _ = make_unit(tmp_path, [])
+    cli = Instruction(
+        title="Command line",
+        instruction="Write todo/cli.py with main(argv: list[str]) -> int using argparse, one sub-command per action.",
+        requires_tests=True,
+    )
+    shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
+    assert "never calls input()" in shown and "sub = parser.add_subparsers(dest=" in shown
+    assert "args = parser.parse_args(argv)" in shown
+    assert "never calls input()" not in system_text(unit.fresh_context(Step("Build a stack", 1, 1, STEP, "")))

@@ -45,6 +45,9 @@ from l2mac.store import FileStore
 from l2mac.types import StepOutcome, StepStatus, ToolResult
 
 _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
+# a step that writes a command-line program: the model is shown the shape of one (``text_cli_pattern``); told
+# only "argparse with sub-commands", a 1.5B model wrote nested functions calling input() and parse_args()
+_CLI = re.compile(r"\bargparse\b|command[- ]line|\bCLI\b|sub-?commands?\b|\bmain\(argv", re.IGNORECASE)
 #: share of the prompt budget the step's fresh context may spend on showing file contents
 FILES_SHARE = 0.4
 #: sampling temperature of the implementations that settle a dispute between code and tests
@@ -131,6 +134,8 @@ class TextControlUnit(ControlUnit):
             example_lang=_fence_lang(example),
             example_module=module_name(example) if example.endswith(".py") else "main",
         )
+        if "text_cli_pattern" in self.domain.prompts and _CLI.search(step.instruction.instruction):
+            system += "\n\n" + self.domain.render("text_cli_pattern")
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
     def _request_file(self, path: str, to_write: list[str]) -> str:
