@@ -1,16 +1,20 @@
 """How much the small-model recoveries help: the share of steps that complete on the embedded model.
 
-    .venv/bin/python bench/recoveries.py [--max-turns 5] [--only text,tools-raw] [--tasks demo,roman]
+    .venv/bin/python bench/recoveries.py [--max-turns 5] [--only text,text-raw] [--tasks demo,roman]
 
 Each task runs with a fixed prompt program (the same steps for every configuration, so planning luck does not
-enter the comparison), in three configurations:
+enter the comparison), in four configurations:
 
 - ``tools-raw``: steps by tool calls only; no recoveries (malformed calls are still answered with the error
   and the schema, as always);
 - ``tools+recoveries``: tool calls, plus the recoveries (a fenced block naming its file becomes a write;
   Python-literal arguments are re-encoded as JSON);
 - ``text``: the text protocol used by default for local models (files as fenced blocks, checks after every
-  answer, a fresh context per attempt), with the recoveries.
+  answer, a fresh context per attempt), with the recoveries (the above, and the repairs of written files:
+  forgotten imports, pytest fixtures, ``parse_args(argv)``, copies, shadowed imports, bare or unnamed blocks);
+- ``text-raw``: the same protocol with every recovery off (``--no-recoveries``): only answers in the
+  expected format are written, and nothing the model wrote is repaired. Agreement sampling and the
+  regression guard stay on in both text configurations: they weigh and undo, they do not repair.
 
 Writes ``bench/results/recoveries-<UTC time>.json`` after every run, so a partial benchmark is kept.
 """
@@ -36,6 +40,7 @@ RESULTS = Path(__file__).parent / "results"
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "text": {"protocol": "text", "recoveries": True},
+    "text-raw": {"protocol": "text", "recoveries": False},
     "tools-raw": {"protocol": "tools", "recoveries": False},
     "tools+recoveries": {"protocol": "tools", "recoveries": True},
 }
