@@ -357,3 +357,14 @@ def test_the_type_check_ignores_the_projects_own_mypy_config(tmp_path: Path) -> 
     issues = find_code_issues(tmp_path, write(tmp_path, files))
     assert not (tmp_path / "ran").exists()
     assert [(i.path, i.line, i.kind) for i in issues] == [("app.py", 6, "type")]  # empty-body: not reported
+
+
+def test_the_same_tests_give_the_same_output_twice(tmp_path: Path) -> None:
+    # The output goes into the model's prompt: seen, two runs of one commit drifted apart from a check on.
+    write(
+        tmp_path,
+        {"tests/test_a.py": "import time\n\n\ndef test_slow():\n    time.sleep(0.02)\n    assert 1 == 2\n"},
+    )
+    first, second = (run_tests(SubprocessRunner(), tmp_path, 60).output for _ in range(2))
+    assert first == second
+    assert first.splitlines()[-1] == "1 failed"

@@ -80,7 +80,7 @@ def run_tests(
     before = _project_files(root)
     result = runner.run(argv, root, timeout_s)
     litter = tuple(_remove_new_files(root, before))
-    out = result.output
+    out = stable_output(result.output)
     if result.timed_out:
         return TestRun("timeout", 0, 0, 0, out, litter)
     counts = {"passed": 0, "failed": 0, "errors": 0}
@@ -95,6 +95,17 @@ def run_tests(
     if status == "failed" and not any(counts.values()):
         counts["errors"] = 1  # collection or usage error before any test ran
     return TestRun(status, counts["passed"], counts["failed"], counts["errors"], out, litter)
+
+
+_DURATION = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?(?=(?: =+)?$)", re.MULTILINE)
+
+
+def stable_output(output: str) -> str:
+    """pytest's output without the duration on its summary line, which changes from one run of the same tests
+    to the next. The output goes into the model's prompt, and a prompt must be the same for the same project,
+    or a seeded run (and its replay on resume) drifts. (Under bubblewrap /tmp is new for every run, so
+    tmp_path is the same each time too.)"""
+    return _DURATION.sub("", output)
 
 
 #: folders that are not the project's files: version control, the run record, caches
