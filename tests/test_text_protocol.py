@@ -615,7 +615,7 @@ def test_builtins_an_instruction_shows_are_not_definitions_the_step_owes() -> No
 def test_a_command_line_step_is_shown_the_shape_of_a_command_line_program(tmp_path: Path) -> None:
     # Seen in the README run at d2d57a0: asked for "argparse with one sub-command per action", the model wrote
     # nested functions calling input() and parser.parse_args() with no argument, and never recovered.
-    unit, _, _ = make_unit(tmp_path, [])
+    unit, _, store = make_unit(tmp_path, [])
     cli = Instruction(
         title="Command line",
         instruction="Write todo/cli.py with main(argv: list[str]) -> int using argparse, one sub-command per action.",
@@ -624,4 +624,15 @@ def test_a_command_line_step_is_shown_the_shape_of_a_command_line_program(tmp_pa
     shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
     assert "never calls input()" in shown and "sub = parser.add_subparsers(dest=" in shown
     assert "args = parser.parse_args(argv)" in shown
+    assert "from notes.core import Note, load_notes, save_notes" in shown  # no data module yet: the example's
     assert "never calls input()" not in system_text(unit.fresh_context(Step("Build a stack", 1, 1, STEP, "")))
+    # with the project's own load and save, the pattern uses them: shown the notes example, the model copied
+    # Note and save_notes into the todo app (README run at 4cd00e5)
+    store.write_text("tests/test_core.py", "def load_x():\n    pass\n\n\ndef save_x():\n    pass\n\n\nclass X: ...\n")
+    store.write_text(
+        "todo/core.py",
+        "class Todo:\n    pass\n\n\ndef load_todos(path):\n    return []\n\n\ndef save_todos(path, todos):\n    pass\n",
+    )
+    shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
+    assert "from todo.core import Todo, load_todos, save_todos" in shown and "Note" not in shown
+    assert "items.append(Todo(args.text))" in shown and '"--file", default="todos.json"' in shown

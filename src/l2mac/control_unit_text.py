@@ -135,7 +135,8 @@ class TextControlUnit(ControlUnit):
             example_module=module_name(example) if example.endswith(".py") else "main",
         )
         if "text_cli_pattern" in self.domain.prompts and _CLI.search(step.instruction.instruction):
-            system += "\n\n" + self.domain.render("text_cli_pattern")
+            names = cli_pattern_names(python_files(self.toolbox.env.store))
+            system += "\n\n" + self.domain.render("text_cli_pattern", **names)
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
     def _request_file(self, path: str, to_write: list[str]) -> str:
@@ -997,3 +998,43 @@ def _summary(text: str, step: Step, unit: TextControlUnit) -> str:
         return prose[:1500]
     changed = unit.toolbox.env.store.list_files()
     return f"Step {step.index} ({step.instruction.title}) is done. Files now: {', '.join(changed[:40])}."
+
+
+#: the names ``text_cli_pattern`` shows when the project has no module that loads and saves its data
+_NOTES_EXAMPLE = {
+    "module": "notes.core",
+    "cls": "Note",
+    "load": "load_notes",
+    "save": "save_notes",
+    "default_file": "notes.json",
+    "about": "this example is a notes tool whose notes/core.py has Note, load_notes and save_notes",
+}
+
+
+def cli_pattern_names(sources: dict[str, str]) -> dict[str, str]:
+    """The project's own data module, class, load and save functions for the command-line pattern, so the
+    example can be followed as it is: shown a notes tool, the model copied its names (Note, save_notes,
+    add_note) into the todo app. The first non-test module (in path order) that defines a class and
+    top-level functions named load*/save* (or read*/write*); else the notes example."""
+    for path, source in sorted(sources.items()):
+        if is_test_file(path) or not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+        load = next((f for f in functions if f.startswith(("load", "read"))), None)
+        save = next((f for f in functions if f.startswith(("save", "write", "store"))), None)
+        if load and save and classes:
+            module = module_name(path)
+            return {
+                "module": module,
+                "cls": classes[0],
+                "load": load,
+                "save": save,
+                "default_file": f"{module.split('.')[0]}s.json",
+                "about": f"with this project's {module}: {classes[0]}, {load} and {save}",
+            }
+    return dict(_NOTES_EXAMPLE)
