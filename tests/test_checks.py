@@ -17,6 +17,22 @@ def write(root: Path, files: dict[str, str]) -> list[str]:
     return sorted(files)
 
 
+Logged = list[tuple[str, dict[str, object]]]
+
+
+def repaired_cli(tmp_path: Path, core: str, cli: str) -> tuple[FileStore, list[str], Logged]:
+    """A todo package with these core.py and cli.py, after the repairs of a write of cli.py: the store, the notes
+    for the model and what was logged."""
+    store = FileStore(tmp_path)
+    store.write_text("todo/__init__.py", "")
+    store.write_text("todo/core.py", core)
+    store.write_text("todo/cli.py", cli)
+    logged: Logged = []
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    notes = repair_written(store, check, ["todo/cli.py"], lambda r, **f: logged.append((r, f)))
+    return store, notes, logged
+
+
 def test_syntax_undefined_names_and_broken_local_imports_are_found(tmp_path: Path) -> None:
     files = write(
         tmp_path,
@@ -244,13 +260,7 @@ def test_exact_copies_of_an_imported_modules_functions_become_imports(tmp_path: 
         "import json\n\nfrom todo.core import save\n\n\ndef main(argv):\n    return len(load(argv[0]))\n\n\n"
         "def load(p):\n    return json.loads(p.read_text())\n\n\ndef save(p, x):\n    p.write_text(x + '!')\n"
     )
-    store = FileStore(tmp_path)
-    store.write_text("todo/__init__.py", "")
-    store.write_text("todo/core.py", core)
-    store.write_text("todo/cli.py", cli)
-    logged: list[tuple[str, dict[str, object]]] = []
-    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
-    notes = repair_written(store, check, ["todo/cli.py"], lambda r, **f: logged.append((r, f)))
+    store, notes, logged = repaired_cli(tmp_path, core, cli)
     fixed = store.read_text("todo/cli.py")
     assert "def load" not in fixed and "from todo.core import load\n" in fixed  # the exact copy is gone
     assert "    p.write_text(x + '!')" in fixed  # a different save() is the model's to sort out
@@ -290,13 +300,7 @@ def test_a_cli_function_named_like_an_imported_one_loses_the_dead_import_and_is_
         "from todo.core import (load,\n    add_todo)\n\n\ndef main(argv):\n    add_todo(argv[0], argv[1])\n"
         "    return 0\n\n\ndef add_todo(file, task):\n    return load(file) + [task]\n"
     )
-    store = FileStore(tmp_path)
-    store.write_text("todo/__init__.py", "")
-    store.write_text("todo/core.py", core)
-    store.write_text("todo/cli.py", cli)
-    logged: list[tuple[str, dict[str, object]]] = []
-    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
-    notes = repair_written(store, check, ["todo/cli.py"], lambda r, **f: logged.append((r, f)))
+    store, notes, logged = repaired_cli(tmp_path, core, cli)
     assert store.read_text("todo/cli.py").startswith("from todo.core import load\n\n\ndef main(argv):\n")
     assert logged == [("shadowed_imports_dropped", {"path": "todo/cli.py", "names": ["add_todo"]})]
     assert "(add_todo)" in notes[0]
