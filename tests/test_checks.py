@@ -349,6 +349,10 @@ def test_type_errors_that_break_at_run_time_are_reported_once_per_message_with_a
     assert issues[2].message.startswith('Argument 1 to "save" has incompatible type "str"; expected "Path": ')
     assert "dataclasses.asdict(obj)" in issues[3].message
     assert not (tmp_path / ".mypy_cache").exists()  # the cache is l2mac's, not left in the project
+    # without the type check (what repairs ask for), the same files have no type issues and the rest is kept
+    untyped = find_code_issues(tmp_path, list(files), types=False)
+    assert [i for i in untyped if i.kind == "type"] == []
+    assert untyped == [i for i in find_code_issues(tmp_path, list(files)) if i.kind != "type"]
 
 
 def test_the_type_check_ignores_the_projects_own_mypy_config(tmp_path: Path) -> None:

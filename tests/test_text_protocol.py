@@ -6,9 +6,11 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart
 
 from l2mac.checks.autofix import add_imports
+from l2mac.checks.issues import CodeIssue
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.context import ContextBudget
 from l2mac.control_unit import Step, StepLimits
@@ -294,6 +296,32 @@ def test_forgotten_standard_imports_are_added_and_unknown_names_are_left_to_the_
         '"""Store."""\nfrom __future__ import annotations\nfrom pathlib import Path\nimport json\n'
     )
     assert add_imports("x = frobnicate(1)\n", {"frobnicate"}) == ("x = frobnicate(1)\n", [])
+
+
+def test_the_type_check_runs_once_per_look_at_the_files_not_again_for_repairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mypy is the slowest check; repairs only need undefined names, so they must not run it again
+    import l2mac.checks.python as python_checks
+
+    runs: list[list[str]] = []
+    real = python_checks.type_issues
+
+    def counted(root: Path, all_files: list[str], check: list[str]) -> list[CodeIssue]:
+        runs.append(check)
+        return real(root, all_files, check)
+
+    monkeypatch.setattr(python_checks, "type_issues", counted)
+    code = '"""Store."""\nfrom __future__ import annotations\n\n\ndef load(path: Path) -> list:\n'
+    code += "    return json.loads(path.read_text()) if path.exists() else []\n"
+    test = "from store import load\n\n\ndef test_missing(tmp_path):\n    assert load(tmp_path / 'x.json') == []\n"
+    replies = [text(fenced(("store.py", code), ("tests/test_store.py", test)) + "\nSTEP COMPLETE: store.")]
+    unit, _, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, Instruction(title="Store", instruction="A loader with tests.", requires_tests=True))
+    assert outcome.status is StepStatus.PASSED
+    assert "import json" in store.read_text("store.py")  # the repair ran
+    # the write's check, the check again after the repair changed store.py, the step's checks: not a 4th
+    assert len(runs) == 3
 
 
 def test_a_bare_file_name_means_the_one_project_file_of_that_name(tmp_path: Path) -> None:

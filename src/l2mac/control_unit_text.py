@@ -25,6 +25,7 @@ import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
@@ -160,7 +161,7 @@ class TextControlUnit(ControlUnit):
         def log(recovery: str, **fields: object) -> None:
             self._log("recovered", step=step.index, recovery=recovery, **fields)
 
-        return repair_written(env.store, env.check_files, paths, log)
+        return repair_written(env.store, partial(env.check_files, types=False), paths, log)
 
     def _resolve_bare_names(self, step: Step, files: list[dict[str, str]], to_write: list[str]) -> list[dict[str, str]]:
         """A bare file name ("test_core.py") that is not a file but the name of exactly one project file (or
@@ -493,7 +494,7 @@ class TextControlUnit(ControlUnit):
                 scratch.write_text(path, text)
 
             def check(paths: list[str]) -> list[CodeIssue]:
-                return find_code_issues(scratch.root, scratch.list_files(), only=paths)
+                return find_code_issues(scratch.root, scratch.list_files(), only=paths, types=False)
 
             if self.recover:
                 repair_written(scratch, check, [target], lambda recovery, **fields: None)

@@ -216,8 +216,11 @@ class _ImportChecker:
         ]
 
 
-def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = None) -> list[CodeIssue]:
-    """Issues in the Python files of ``all_files`` (or just ``only``), sorted by path and line."""
+def find_code_issues(
+    root: Path, all_files: list[str], only: list[str] | None = None, *, types: bool = True
+) -> list[CodeIssue]:
+    """Issues in the Python files of ``all_files`` (or just ``only``), sorted by path and line; ``types=False``
+    leaves out the type check, the slowest part (mypy), for callers that only need the rest."""
     py_all = [f for f in all_files if f.endswith(".py")]
     check = [f for f in (only if only is not None else py_all) if f.endswith(".py")]
     syntax, trees = _syntax_issues(root, py_all)
@@ -229,8 +232,8 @@ def find_code_issues(root: Path, all_files: list[str], only: list[str] | None = 
     misplaced = [i for r in check if r in trees and (i := _tests_in_code(r, trees[r])) is not None]
     again = _defined_again(trees, [r for r in check if r in trees])
     # mypy only where the code compiles: a syntax error is reported once, by compile
-    types = type_issues(root, [f for f in py_all if f in trees], [f for f in check if f in trees])
-    found = syntax + lint + imports + copies + misplaced + again + types
+    typed = type_issues(root, [f for f in py_all if f in trees], [f for f in check if f in trees]) if types else []
+    found = syntax + lint + imports + copies + misplaced + again + typed
     return sorted(found, key=lambda i: (i.path, i.line, i.kind))
 
 

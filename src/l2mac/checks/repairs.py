@@ -30,7 +30,8 @@ def repair_written(
     store: FileStore, check_files: Callable[[list[str]], list[CodeIssue]], paths: list[str], log: Log
 ) -> list[str]:
     """Repair the Python files just written; returns one note per repair, to tell the model what was done.
-    ``log(recovery, **fields)`` records each."""
+    ``log(recovery, **fields)`` records each. ``check_files`` is asked only for undefined names, so it need not
+    run the type check (callers pass one without it: mypy would run twice per write)."""
     notes: list[str] = []
     for path in paths:
         try:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import partial
 from importlib import resources
 from string import Template
 from typing import Any
@@ -224,9 +225,8 @@ class Organization:
         """The engine's deterministic repairs of small models' files (forgotten imports, pytest fixture misuse),
         in the text protocol as in the l2mac strategy's."""
         if self.protocol == "text":
-            repair_written(
-                self.env.store, self.env.check_files, [p for p in paths if p.endswith(".py")], self._repaired
-            )
+            untyped = partial(self.env.check_files, types=False)
+            repair_written(self.env.store, untyped, [p for p in paths if p.endswith(".py")], self._repaired)
 
     def _repaired(self, recovery: str, **fields: object) -> None:
         self.log("recovered", recovery=recovery, **fields)

@@ -33,10 +33,10 @@ class ToolEnv:
     test_timeout_s: float = 180.0
     max_output_chars: int = 6000
 
-    def check_files(self, paths: list[str]) -> list[CodeIssue]:
+    def check_files(self, paths: list[str], *, types: bool = True) -> list[CodeIssue]:
         if not self.python_checks:
             return []
-        return find_code_issues(self.store.root, self.store.list_files(), only=paths)
+        return find_code_issues(self.store.root, self.store.list_files(), only=paths, types=types)
 
 
 @dataclass(frozen=True)
