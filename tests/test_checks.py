@@ -376,3 +376,18 @@ def test_the_same_tests_give_the_same_output_twice(tmp_path: Path) -> None:
     first, second = (run_tests(SubprocessRunner(), tmp_path, 60).output for _ in range(2))
     assert first == second
     assert first.splitlines()[-1] == "1 failed"
+
+
+def test_input_in_a_program_that_parses_its_arguments_is_reported(tmp_path: Path) -> None:
+    # README run at e7fe518: done and remove took no argument and prompted with input(); no test could type
+    cli = (
+        "import argparse\n\n\ndef main(argv):\n    parser = argparse.ArgumentParser()\n"
+        "    sub = parser.add_subparsers(dest='command')\n    sub.add_parser('done')\n    sub.add_parser('remove')\n"
+        "    args = parser.parse_args(argv)\n    if args.command == 'done':\n        task = input('Task: ')\n"
+        "    elif args.command == 'remove':\n        task = input('Task: ')\n    return 0\n"
+    )
+    files = {"cli.py": cli, "game.py": "def ask():\n    return input('Your guess: ')\n", "tests/test_cli.py": ""}
+    issues = find_code_issues(tmp_path, write(tmp_path, files))
+    assert [(i.path, i.line, i.kind, i.blocking) for i in issues] == [("cli.py", 11, "lint", True)]
+    assert issues[0].message.startswith("input() in a command-line program (also line 13): a test cannot type")
+    assert 'sub.add_parser("done").add_argument("number", type=int)' in issues[0].message

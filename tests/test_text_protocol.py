@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -664,3 +665,33 @@ def test_a_command_line_step_is_shown_the_shape_of_a_command_line_program(tmp_pa
     shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
     assert "from todo.core import Todo, load_todos, save_todos" in shown and "Note" not in shown
     assert "items.append(Todo(args.text))" in shown and '"--file", default="todos.json"' in shown
+    assert 'sub.add_parser("remove").add_argument("number", type=int)' in shown  # an item comes as an argument
+
+
+def test_the_command_line_pattern_is_a_program_that_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the model copies the pattern nearly as it is, so the pattern itself must run: add, list and remove
+    unit, _, store = make_unit(tmp_path, [])
+    store.write_text("todo/__init__.py", "")
+    store.write_text(
+        "todo/core.py",
+        "import json\nfrom dataclasses import asdict, dataclass\nfrom pathlib import Path\n\n\n@dataclass\n"
+        "class Todo:\n    task: str\n\n\ndef load_todos(path: Path) -> list[Todo]:\n"
+        "    return [Todo(**d) for d in json.loads(path.read_text())] if path.exists() else []\n\n\n"
+        "def save_todos(path: Path, todos: list[Todo]) -> None:\n"
+        "    path.write_text(json.dumps([asdict(t) for t in todos]))\n",
+    )
+    cli = Instruction(title="Command line", instruction="Write todo/cli.py with argparse sub-commands.")
+    shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
+    program = shown.split("Write it in this shape")[1].split("```python\n")[1].split("```")[0]
+    namespace: dict[str, object] = {"__name__": "todo.cli"}
+    monkeypatch.syspath_prepend(str(store.root))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))  # the project's todo package is forgotten after
+    exec(compile(program, "todo/cli.py", "exec"), namespace)
+    main = namespace["main"]
+    assert callable(main)
+    data = str(tmp_path / "todos.json")
+    for argv in (["add", "milk"], ["add", "eggs"], ["remove", "1"], ["list"]):
+        assert main(["--file", data, *argv]) == 0
+    assert capsys.readouterr().out == "1 Todo(task='eggs')\n"

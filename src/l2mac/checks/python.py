@@ -230,6 +230,7 @@ def find_code_issues(
     imports = [issue for rel in check if rel in trees for issue in checker.check(rel, trees[rel])]
     copies = _copied_into_tests(trees, [r for r in check if r in trees])
     misplaced = [i for r in check if r in trees and (i := _tests_in_code(r, trees[r])) is not None]
+    misplaced += [i for r in check if r in trees and (i := _prompts_in_command_line(r, trees[r])) is not None]
     again = _defined_again(trees, [r for r in check if r in trees])
     # mypy only where the code compiles: a syntax error is reported once, by compile
     typed = type_issues(root, [f for f in py_all if f in trees], [f for f in check if f in trees]) if types else []
@@ -372,6 +373,26 @@ def _tests_in_code(rel: str, tree: ast.Module) -> CodeIssue | None:
         "test",
         f"holds pytest tests ({', '.join(t.name for t in tests[:3])}), but it is program code, not a test file: "
         f"write the code {rel} should have here, and tests in a tests/test_*.py file",
+    )
+
+
+def _prompts_in_command_line(rel: str, tree: ast.Module) -> CodeIssue | None:
+    """A program that parses its arguments with argparse and also calls input() asks for what its arguments
+    should carry, and a test cannot type: seen in the demo, ``done`` and ``remove`` sub-commands without an
+    argument that prompted for the task instead."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    parses = any(isinstance(c.func, ast.Attribute) and c.func.attr == "parse_args" for c in calls)
+    prompts = sorted(c.lineno for c in calls if isinstance(c.func, ast.Name) and c.func.id == "input")
+    if is_test_file(rel) or not parses or not prompts:
+        return None
+    also = f" (also line {', '.join(map(str, prompts[1:]))})" if prompts[1:] else ""
+    return CodeIssue(
+        rel,
+        prompts[0],
+        "lint",
+        f"input() in a command-line program{also}: a test cannot type, and the value belongs in the arguments. "
+        'Give the sub-command an argument, e.g. sub.add_parser("done").add_argument("number", type=int), '
+        "use args.number, and delete the input() call",
     )
 
 
