@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart
 from l2mac.checks.autofix import add_imports
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.runner import SubprocessRunner
+from l2mac.checks.tests import run_tests
 from l2mac.context import ContextBudget
 from l2mac.control_unit import Step, StepLimits
 from l2mac.control_unit_text import TextControlUnit
@@ -668,30 +668,37 @@ def test_a_command_line_step_is_shown_the_shape_of_a_command_line_program(tmp_pa
     assert 'sub.add_parser("remove").add_argument("number", type=int)' in shown  # an item comes as an argument
 
 
-def test_the_command_line_pattern_is_a_program_that_works(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the model copies the pattern nearly as it is, so the pattern itself must run: add, list and remove
+def test_the_command_line_pattern_is_the_steps_program_and_its_test_passes(tmp_path: Path) -> None:
+    # The model copies the pattern nearly as it is (README run at 9a8c6e1: add, list and remove exactly as
+    # shown, the step's `done` left out, and tests of core copied in place of tests of main()). So the pattern
+    # is built from the step's own commands and data class, and it comes with a test: both must work as shown.
     unit, _, store = make_unit(tmp_path, [])
     store.write_text("todo/__init__.py", "")
     store.write_text(
         "todo/core.py",
         "import json\nfrom dataclasses import asdict, dataclass\nfrom pathlib import Path\n\n\n@dataclass\n"
-        "class Todo:\n    task: str\n\n\ndef load_todos(path: Path) -> list[Todo]:\n"
+        "class Todo:\n    task: str\n    completed: bool\n    note: str = ''\n\n\n"
+        "def load_todos(path: Path) -> list[Todo]:\n"
         "    return [Todo(**d) for d in json.loads(path.read_text())] if path.exists() else []\n\n\n"
         "def save_todos(path: Path, todos: list[Todo]) -> None:\n"
         "    path.write_text(json.dumps([asdict(t) for t in todos]))\n",
     )
-    cli = Instruction(title="Command line", instruction="Write todo/cli.py with argparse sub-commands.")
+    cli = Instruction(
+        title="Command line",
+        instruction="Write todo/cli.py with main(argv) using argparse, one sub-command per action: `add TASK` adds "
+        "a task; `list` prints one line per task; `done` marks a task as completed; `remove` removes a task. "
+        "Write tests/test_cli.py.",
+    )
     shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
-    program = shown.split("Write it in this shape")[1].split("```python\n")[1].split("```")[0]
-    namespace: dict[str, object] = {"__name__": "todo.cli"}
-    monkeypatch.syspath_prepend(str(store.root))
-    monkeypatch.setattr(sys, "modules", dict(sys.modules))  # the project's todo package is forgotten after
-    exec(compile(program, "todo/cli.py", "exec"), namespace)
-    main = namespace["main"]
-    assert callable(main)
-    data = str(tmp_path / "todos.json")
-    for argv in (["add", "milk"], ["add", "eggs"], ["remove", "1"], ["list"]):
-        assert main(["--file", data, *argv]) == 0
-    assert capsys.readouterr().out == "1 Todo(task='eggs')\n"
+    pattern = shown.split("Write it in this shape")[1]
+    program, test = [block.split("```")[0] for block in pattern.split("```python\n")[1:3]]
+    assert 'sub.add_parser("done").add_argument("number", type=int)' in program
+    assert "items.append(Todo(args.task, False))" in program  # the class's required fields, not its defaults
+    assert "items[args.number - 1].completed = True" in program
+    assert test.startswith("from todo.cli import main\n")
+    store.write_text("todo/cli.py", program)
+    store.write_text("tests/test_cli.py", test)
+    run = run_tests(SubprocessRunner(), store.root, 60)
+    assert run.passed == 1 and run.failed == 0, run.output
+    store.write_text("tests/test_cli.py", test.replace('"eggs" in printed', '"milk" in printed'))
+    assert run_tests(SubprocessRunner(), store.root, 60).failed == 1  # the example's last check is a real one

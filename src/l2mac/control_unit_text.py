@@ -35,6 +35,7 @@ from l2mac.checks.output import trim_output
 from l2mac.checks.python import find_code_issues, is_test_file, module_name
 from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import run_tests
+from l2mac.cli_pattern import cli_pattern_fields
 from l2mac.consensus import Agreement, choose, per_test_outcomes, relevant_tests, remove_tests
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
@@ -136,8 +137,8 @@ class TextControlUnit(ControlUnit):
             example_module=module_name(example) if example.endswith(".py") else "main",
         )
         if "text_cli_pattern" in self.domain.prompts and _CLI.search(step.instruction.instruction):
-            names = cli_pattern_names(python_files(self.toolbox.env.store))
-            system += "\n\n" + self.domain.render("text_cli_pattern", **names)
+            fields = cli_pattern_fields(python_files(self.toolbox.env.store), step.instruction.instruction)
+            system += "\n\n" + self.domain.render("text_cli_pattern", **fields)
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
     def _request_file(self, path: str, to_write: list[str]) -> str:
@@ -999,43 +1000,3 @@ def _summary(text: str, step: Step, unit: TextControlUnit) -> str:
         return prose[:1500]
     changed = unit.toolbox.env.store.list_files()
     return f"Step {step.index} ({step.instruction.title}) is done. Files now: {', '.join(changed[:40])}."
-
-
-#: the names ``text_cli_pattern`` shows when the project has no module that loads and saves its data
-_NOTES_EXAMPLE = {
-    "module": "notes.core",
-    "cls": "Note",
-    "load": "load_notes",
-    "save": "save_notes",
-    "default_file": "notes.json",
-    "about": "this example is a notes tool whose notes/core.py has Note, load_notes and save_notes",
-}
-
-
-def cli_pattern_names(sources: dict[str, str]) -> dict[str, str]:
-    """The project's own data module, class, load and save functions for the command-line pattern, so the
-    example can be followed as it is: shown a notes tool, the model copied its names (Note, save_notes,
-    add_note) into the todo app. The first non-test module (in path order) that defines a class and
-    top-level functions named load*/save* (or read*/write*); else the notes example."""
-    for path, source in sorted(sources.items()):
-        if is_test_file(path) or not path.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
-        load = next((f for f in functions if f.startswith(("load", "read"))), None)
-        save = next((f for f in functions if f.startswith(("save", "write", "store"))), None)
-        if load and save and classes:
-            module = module_name(path)
-            return {
-                "module": module,
-                "cls": classes[0],
-                "load": load,
-                "save": save,
-                "default_file": f"{module.split('.')[0]}s.json",
-                "about": f"with this project's {module}: {classes[0]}, {load} and {save}",
-            }
-    return dict(_NOTES_EXAMPLE)
