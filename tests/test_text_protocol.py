@@ -702,3 +702,25 @@ def test_the_command_line_pattern_is_the_steps_program_and_its_test_passes(tmp_p
     assert run.passed == 1 and run.failed == 0, run.output
     store.write_text("tests/test_cli.py", test.replace('"eggs" in printed', '"milk" in printed'))
     assert run_tests(SubprocessRunner(), store.root, 60).failed == 1  # the example's last check is a real one
+
+
+def test_a_markdown_file_keeps_the_fenced_examples_it_holds() -> None:
+    # README run at a58c971: README.md was cut at "To install the todo app, run:", the line before its
+    # first ```sh example, because that example's closing fence was taken for the README block's own.
+    answer = (
+        "README.md\n```markdown\n# Todo App\n\nTo install the todo app, run:\n\n```sh\npip install .\n```\n\n"
+        "## Usage\n\n```bash\ntodo add milk\n```\n\nDone.\n```\n\nand the code:\n\ntodo/x.py\n```python\nX = 1\n```\n"
+    )
+    files = {f["path"]: f["content"] for f in fenced_files(answer)}
+    assert files == {
+        "README.md": "# Todo App\n\nTo install the todo app, run:\n\n```sh\npip install .\n```\n\n## Usage\n\n"
+        "```bash\ntodo add milk\n```\n\nDone.\n",
+        "todo/x.py": "X = 1\n",
+    }
+    # (an inner block opened by a bare fence cannot be told from the end of the README, so only a fence with a
+    # language opens one.) A Markdown block left open runs to the end; other
+    # languages end at the first fence, as before
+    assert fenced_files("notes.md\n```md\n# Notes\n```sh\nls\n```\nend\n") == [
+        {"path": "notes.md", "content": "# Notes\n```sh\nls\n```\nend\n"}
+    ]
+    assert fenced_files("a.py\n```python\nX = 1\n```python\nY = 2\n```\n")[0]["content"] == "X = 1\n"

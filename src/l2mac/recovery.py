@@ -12,6 +12,7 @@ import json
 import re
 import textwrap
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
@@ -37,26 +38,69 @@ def fenced_files(text: str) -> list[dict[str, str]]:
 def unnamed_blocks(text: str, lang: str = "python") -> list[str]:
     """The bodies of fenced blocks that name no file (``lang`` blocks, or blocks with no language)."""
     out = []
-    for m in _FENCE.finditer(text):
-        tag = m.group(0)[3:].split("\n", 1)[0].strip().lower()
-        if tag in ("", lang) and m.group(1).strip() and _named(text, m) is None:
-            out.append(_body(m))
+    for block in _blocks(text):
+        if block.tag in ("", lang) and block.body.strip() and _named(text, block) is None:
+            out.append(_body(block))
     return out
 
 
-def _body(m: re.Match[str]) -> str:
+@dataclass(frozen=True)
+class _Block:
+    """One fenced block of an answer: where its opening fence starts, its info string (lower case), its text."""
+
+    start: int
+    tag: str
+    body: str
+
+
+#: a line that opens a fenced block inside a Markdown block: a fence with an info string ("```sh")
+_INNER_OPEN = re.compile(r"^\s*```+[\w+-]+")
+#: a line that is only a fence: closes the innermost open block
+_BARE_FENCE = re.compile(r"^\s*```+\s*$")
+
+
+def _blocks(text: str) -> list[_Block]:
+    """The fenced blocks of ``text``. A ``markdown`` block may hold fenced blocks of its own (a README's
+    examples): they are part of its text, and only the fence that closes it ends it (seen: README.md cut
+    at "To install the todo app, run:", the line before its first ```sh example)."""
+    out: list[_Block] = []
+    pos = 0
+    while m := _FENCE.search(text, pos):
+        tag = m.group(0)[3:].split("\n", 1)[0].strip().lower()
+        body, pos = m.group(1), m.end()
+        if tag in ("markdown", "md"):
+            body, pos = _markdown_body(text, m.start(1))
+        out.append(_Block(m.start(), tag, body))
+    return out
+
+
+def _markdown_body(text: str, begin: int) -> tuple[str, int]:
+    """The text of a Markdown block whose body starts at ``begin``, and where its closing fence ends; an
+    unclosed block runs to the end of ``text``."""
+    depth, at = 0, begin
+    for line in text[begin:].splitlines(keepends=True):
+        if _BARE_FENCE.match(line):
+            if depth == 0:
+                return text[begin:at], at + len(line.rstrip("\n"))
+            depth -= 1
+        elif _INNER_OPEN.match(line):
+            depth += 1
+        at += len(line)
+    return text[begin:], len(text)
+
+
+def _body(block: _Block) -> str:
     """A block's text, without the indent every line shares: a block inside a Markdown list item comes
     indented, and a small model then copies that indent into every later answer (seen: "unexpected indent"
     at line 1 of a test file, eight answers in a row)."""
-    return textwrap.dedent(m.group(1))
+    return textwrap.dedent(block.body)
 
 
-def _named(text: str, m: re.Match[str]) -> str | None:
-    body = m.group(1)
-    lines = body.splitlines()
+def _named(text: str, block: _Block) -> str | None:
+    lines = block.body.splitlines()
     if lines and (first := _FIRST_LINE.match(lines[0])):
         return first.group(1)
-    before = text[: m.start()].rstrip().splitlines()
+    before = text[: block.start].rstrip().splitlines()
     last = before[-1].strip() if before else ""
     if found := _BEFORE.search(last):
         return found.group(1)
@@ -68,12 +112,12 @@ def _named(text: str, m: re.Match[str]) -> str | None:
 def fenced_blocks(text: str) -> list[tuple[str | None, str]]:
     """Each fenced block with the file it names (or None)."""
     out: list[tuple[str | None, str]] = []
-    for m in _FENCE.finditer(text):
-        path = _named(text, m)
+    for block in _blocks(text):
+        path = _named(text, block)
         if path and ".." not in path.split("/"):
-            out += _split_concatenated(path.removeprefix("./"), _body(m))
+            out += _split_concatenated(path.removeprefix("./"), _body(block))
         else:
-            out.append((None, _body(m)))
+            out.append((None, _body(block)))
     return out
 
 
@@ -161,7 +205,7 @@ def _clean_content(content: str) -> str:
 def json_files(text: str) -> list[dict[str, str]]:
     """Files from a ``write_files`` call written as text (bare or fenced JSON, or a Python-style literal)."""
     out: list[dict[str, str]] = []
-    for candidate in [m.group(1) for m in _FENCE.finditer(text)] or [text]:
+    for candidate in [block.body for block in _blocks(text)] or [text]:
         start, end = candidate.find("{"), candidate.rfind("}")
         if start < 0 or end <= start:
             continue
