@@ -697,9 +697,15 @@ def test_the_command_line_pattern_is_the_steps_program_and_its_test_passes(tmp_p
     assert "items[args.number - 1].completed = True" in program
     assert test.startswith("from todo.cli import main\n")
     store.write_text("todo/cli.py", program)
-    store.write_text("tests/test_cli.py", test)
+    wrong_number = (
+        "\n\ndef test_a_wrong_number_is_a_usage_error(tmp_path, capsys):\n    import pytest\n\n"
+        "    with pytest.raises(SystemExit) as exited:\n"
+        '        main(["--file", str(tmp_path / "todos.json"), "done", "9"])\n'
+        '    assert exited.value.code == 2 and "there is no item 9; the list has 0" in capsys.readouterr().err\n'
+    )
+    store.write_text("tests/test_cli.py", test + wrong_number)
     run = run_tests(SubprocessRunner(), store.root, 60)
-    assert run.passed == 1 and run.failed == 0, run.output
+    assert run.passed == 2 and run.failed == 0, run.output
     store.write_text("tests/test_cli.py", test.replace('"eggs" in printed', '"milk" in printed'))
     assert run_tests(SubprocessRunner(), store.root, 60).failed == 1  # the example's last check is a real one
 

@@ -101,7 +101,7 @@ def _program_lines(data: DataModule, commands: tuple[Command, ...]) -> tuple[lis
     adds = [c for c in commands if c.name in _ADDS] or [c for c in commands if c.argument]
     add = adds[0] if adds else None
     for command in commands:
-        kind = "elif" if branches else "if"
+        kind = "elif" if any(b.startswith("if args.command") for b in branches) else "if"
         branches.append(f'{kind} args.command == "{command.name}":')
         if command is add:
             arg = (command.argument or "TEXT").lower()
@@ -118,6 +118,12 @@ def _program_lines(data: DataModule, commands: tuple[Command, ...]) -> tuple[lis
             else:
                 branches.append(f"    items[args.number - 1].{flag} = True")
             branches.append(f"    {data.save}(path, items)")
+    if any('"number"' in p for p in parsers):  # a number that names no item is the user's error, not a crash
+        branches[:0] = [
+            'number = getattr(args, "number", None)',
+            "if number is not None and not 1 <= number <= len(items):",
+            '    parser.error(f"there is no item {number}; the list has {len(items)}")',
+        ]
     return parsers, branches
 
 
