@@ -285,13 +285,19 @@ def test_merge_definitions_keeps_the_rest_and_the_future_import_first() -> None:
     assert merge_definitions(source, "def a(:\n") is None
 
 
-def test_forgotten_standard_imports_are_added_and_unknown_names_are_left_to_the_model(tmp_path: Path) -> None:
+def store_step_without_imports(tmp_path: Path) -> tuple[object, FileStore]:
+    """One answer writing store.py, which uses json and Path without importing them, and its test."""
     code = '"""Store."""\nfrom __future__ import annotations\n\n\ndef load(path: Path) -> list:\n'
     code += "    return json.loads(path.read_text()) if path.exists() else []\n"
     test = "from store import load\n\n\ndef test_missing(tmp_path):\n    assert load(tmp_path / 'x.json') == []\n"
     replies = [text(fenced(("store.py", code), ("tests/test_store.py", test)) + "\nSTEP COMPLETE: store.")]
     unit, _, store = make_unit(tmp_path, replies)
     outcome = run_step(unit, Instruction(title="Store", instruction="A loader with tests.", requires_tests=True))
+    return outcome, store
+
+
+def test_forgotten_standard_imports_are_added_and_unknown_names_are_left_to_the_model(tmp_path: Path) -> None:
+    outcome, store = store_step_without_imports(tmp_path)
     assert outcome.status is StepStatus.PASSED
     assert store.read_text("store.py").startswith(
         '"""Store."""\nfrom __future__ import annotations\nfrom pathlib import Path\nimport json\n'
@@ -313,12 +319,7 @@ def test_the_type_check_runs_once_per_look_at_the_files_not_again_for_repairs(
         return real(root, all_files, check)
 
     monkeypatch.setattr(python_checks, "type_issues", counted)
-    code = '"""Store."""\nfrom __future__ import annotations\n\n\ndef load(path: Path) -> list:\n'
-    code += "    return json.loads(path.read_text()) if path.exists() else []\n"
-    test = "from store import load\n\n\ndef test_missing(tmp_path):\n    assert load(tmp_path / 'x.json') == []\n"
-    replies = [text(fenced(("store.py", code), ("tests/test_store.py", test)) + "\nSTEP COMPLETE: store.")]
-    unit, _, store = make_unit(tmp_path, replies)
-    outcome = run_step(unit, Instruction(title="Store", instruction="A loader with tests.", requires_tests=True))
+    outcome, store = store_step_without_imports(tmp_path)
     assert outcome.status is StepStatus.PASSED
     assert "import json" in store.read_text("store.py")  # the repair ran
     # the write's check, the check again after the repair changed store.py, the step's checks: not a 4th

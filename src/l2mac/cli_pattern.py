@@ -94,14 +94,18 @@ def _flag(data: DataModule) -> str | None:
     return next((name for name, annotation in data.required if annotation == "bool"), None)
 
 
+def _add_command(commands: tuple[Command, ...]) -> Command | None:
+    """The command that adds an item: one named like add, else the first that takes an argument."""
+    return next((c for c in commands if c.name in _ADDS), None) or next((c for c in commands if c.argument), None)
+
+
 def _program_lines(data: DataModule, commands: tuple[Command, ...]) -> tuple[list[str], list[str]]:
     """The parser's sub-command lines and the branches of main() for ``commands``."""
     parsers: list[str] = []
     branches: list[str] = []
-    adds = [c for c in commands if c.name in _ADDS] or [c for c in commands if c.argument]
-    add = adds[0] if adds else None
+    add = _add_command(commands)
     for command in commands:
-        kind = "elif" if any(b.startswith("if args.command") for b in branches) else "if"
+        kind = "elif" if branches else "if"
         branches.append(f'{kind} args.command == "{command.name}":')
         if command is add:
             arg = (command.argument or "TEXT").lower()
@@ -130,9 +134,9 @@ def _program_lines(data: DataModule, commands: tuple[Command, ...]) -> tuple[lis
 def _test_calls(commands: tuple[Command, ...]) -> list[str]:
     """One call of main() per command, in an order that leaves an item for each: add two, act on the first."""
     calls: list[str] = []
-    adds = [c for c in commands if c.name in _ADDS] or [c for c in commands if c.argument]
+    add = _add_command(commands)
     for command in commands:
-        if command in adds[:1]:
+        if command is add:
             calls += [f'["{command.name}", "milk"]', f'["{command.name}", "eggs"]']
         elif command.name in _LISTS:
             continue
