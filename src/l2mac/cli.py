@@ -132,6 +132,7 @@ def summary_table(report: dict[str, Any]) -> Table:
             if (removed := report.get("tests_removed"))
             else []
         ),
+        *([("files the tests wrote into the project", ", ".join(left))] if (left := tests.get("left_files")) else []),
         ("tokens", f"{report['tokens']['total']:,} ({report['requests']} requests)"),
         ("generated code ran in", report.get("isolation", "?")),
         ("cost", cost),

@@ -24,11 +24,13 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from l2mac.checks.litter import move_under_tmp_path
 from l2mac.checks.output import trim_output
 from l2mac.checks.python import is_test_file
 from l2mac.checks.tests import run_tests
 from l2mac.context import ContextBudget
 from l2mac.domains import Domain
+from l2mac.errors import WorkspaceError
 from l2mac.events import EventSink, ToolUsed, ignore
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.record import RunRecord
@@ -147,6 +149,8 @@ class ControlUnit:
         has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
         if self.run_tests and (step.instruction.requires_tests or has_tests):
             outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
+            if outcome.litter and self.recover and self._move_litter_under_tmp_path(step, list(outcome.litter)):
+                outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
             if outcome.status == "no_tests":
                 problems.append(
                     "No tests were collected, but this step must leave pytest tests "
@@ -155,6 +159,21 @@ class ControlUnit:
             elif not outcome.ok:
                 problems.append(outcome.report(env.max_output_chars))
         return not problems, "\n\n".join(problems)
+
+    def _move_litter_under_tmp_path(self, step: Step, left: list[str]) -> bool:
+        """Tests that left ``left`` in the project write them under tmp_path instead; whether any changed."""
+        store = self.toolbox.env.store
+        changed = False
+        for path in [p for p in store.list_files() if is_test_file(p) and p.endswith(".py")]:
+            try:
+                fixed, functions = move_under_tmp_path(store.read_text(path), left)
+            except (OSError, UnicodeError, ValueError, WorkspaceError):
+                continue
+            if functions:
+                store.write_text(path, fixed)
+                self._log("recovered", step=step.index, recovery="test_files_moved_to_tmp_path", path=path, files=left)
+                changed = True
+        return changed
 
     # -- the step ----------------------------------------------------------------------------------------
     async def run_step(self, step: Step) -> StepOutcome:

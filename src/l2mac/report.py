@@ -43,6 +43,8 @@ def build_report(
     if domain.tests and run_tests_enabled and any(p.endswith(".py") for p in files):
         t = run_tests(env.runner, env.store.root, env.test_timeout_s)
         tests = {"status": t.status, "passed": t.passed, "failed": t.failed, "errors": t.errors}
+        if t.litter:  # the project's tests write into it: a user's next run finds these files (removed here)
+            tests["left_files"] = list(t.litter)
     passed = sum(o.passed for o in outcomes)
     steps_ok = passed == planned_steps and planned_steps > 0
     tests_ok = tests["status"] in ("passed", "not_run") or (tests["status"] == "no_tests" and not tests_required)
