@@ -704,9 +704,17 @@ def test_the_command_line_pattern_is_the_steps_program_and_its_test_passes(tmp_p
         '        main(["--file", str(tmp_path / "todos.json"), "done", "9"])\n'
         '    assert exited.value.code == 2 and "there is no item 9; the list has 0" in capsys.readouterr().err\n'
     )
-    store.write_text("tests/test_cli.py", test + wrong_number)
+    listing = (  # a line per item that a user can read: its number, whether it is done, its text; not a repr
+        "\n\ndef test_list_shows_each_items_number_mark_and_text(tmp_path, capsys):\n"
+        '    file = ["--file", str(tmp_path / "todos.json")]\n'
+        '    for command in (["add", "milk"], ["add", "eggs"], ["done", "2"]):\n'
+        "        main(file + command)\n"
+        '    main(file + ["list"])\n'
+        '    assert capsys.readouterr().out == "1. [ ] milk\\n2. [x] eggs\\n"\n'
+    )
+    store.write_text("tests/test_cli.py", test + wrong_number + listing)
     run = run_tests(SubprocessRunner(), store.root, 60)
-    assert run.passed == 2 and run.failed == 0, run.output
+    assert run.passed == 3 and run.failed == 0, run.output
     store.write_text("tests/test_cli.py", test.replace('"eggs" in printed', '"milk" in printed'))
     assert run_tests(SubprocessRunner(), store.root, 60).failed == 1  # the example's last check is a real one
 

@@ -94,6 +94,16 @@ def _flag(data: DataModule) -> str | None:
     return next((name for name, annotation in data.required if annotation == "bool"), None)
 
 
+def _line(data: DataModule) -> str:
+    """What ``list`` prints for one item: its number, its flag as [x] or [ ], its text (not the class's repr)."""
+    text = next((name for name, annotation in data.required if annotation == "str"), None)
+    if text is None:
+        return "number, item"
+    flag = _flag(data)
+    mark = f"[{{'x' if item.{flag} else ' '}}] " if flag else ""
+    return f'f"{{number}}. {mark}{{item.{text}}}"'
+
+
 def _add_command(commands: tuple[Command, ...]) -> Command | None:
     """The command that adds an item: one named like add, else the first that takes an argument."""
     return next((c for c in commands if c.name in _ADDS), None) or next((c for c in commands if c.argument), None)
@@ -113,7 +123,7 @@ def _program_lines(data: DataModule, commands: tuple[Command, ...]) -> tuple[lis
             branches += [f"    items.append({_new_item(data, f'args.{arg}')})", f"    {data.save}(path, items)"]
         elif command.name in _LISTS:
             parsers.append(f'sub.add_parser("{command.name}")')
-            branches += ["    for number, item in enumerate(items, start=1):", "        print(number, item)"]
+            branches += ["    for number, item in enumerate(items, start=1):", f"        print({_line(data)})"]
         else:
             parsers.append(f'sub.add_parser("{command.name}").add_argument("number", type=int)')
             flag = _flag(data)
