@@ -70,3 +70,16 @@ def test_domains_load_from_data_files_and_custom_overrides(tmp_path: Path) -> No
         load_domain("custom")
     with pytest.raises(ConfigError, match="unknown domain"):
         load_domain("poetry")
+
+
+def test_a_seed_from_the_environment_or_a_flag_reaches_the_models_settings(tmp_path: Path) -> None:
+    from l2mac.models.registry import model_settings
+
+    none = tmp_path / "none.yaml"
+    assert load_settings(config_path=none, environ={}).llm.seed is None
+    assert "seed" not in model_settings(load_settings(config_path=none, environ={}).llm)
+    s = load_settings(config_path=none, environ={"L2MAC_SEED": "7"})
+    assert s.llm.seed == 7 and model_settings(s.llm)["seed"] == 7
+    assert load_settings(config_path=none, environ={"L2MAC_SEED": "7"}, llm={"seed": 3}).llm.seed == 3
+    with pytest.raises(ConfigError, match="seed"):
+        load_settings(config_path=none, environ={"L2MAC_SEED": "-1"})

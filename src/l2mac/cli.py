@@ -160,6 +160,9 @@ def run_command(
     llama_server: Annotated[
         str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
     ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Sampling seed: same seed, same run (local models); another seed, another try.")
+    ] = None,
     workspace: Annotated[Path | None, typer.Option(help="Folder for projects (default: ./workspace).")] = None,
     project_name: Annotated[str | None, typer.Option(help="Project folder name.")] = None,
     max_cost: Annotated[float | None, typer.Option(help="Stop after spending this many USD.")] = None,
@@ -213,6 +216,7 @@ def run_command(
                 "api_key": api_key,
                 "context_window": context_window,
                 "llama_server": llama_server,
+                "seed": seed,
             },
             run={
                 "domain": domain,

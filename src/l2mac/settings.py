@@ -51,6 +51,12 @@ class LLMSettings(BaseModel):
     context_window: int | None = Field(default=None, gt=0, description="Context window in tokens; overrides metadata.")
     max_output_tokens: int = Field(default=4096, gt=0, description="Most tokens one answer may use.")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
+    seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="Sampling seed: the same seed, settings and model give the same run (local models; cloud "
+        "providers that take a seed, best effort); another seed, another attempt. Local models default to 0.",
+    )
     timeout_s: float = Field(default=180.0, gt=0, description="Seconds before one request times out.")
     max_retries: int = Field(default=5, ge=0, description="Retries of a failed request (rate limit, 5xx, timeout).")
     llama_server: str | None = Field(
@@ -173,6 +179,7 @@ _ENV_LLM = {
     "L2MAC_API_KEY": "api_key",
     "L2MAC_CONTEXT_WINDOW": "context_window",
     "L2MAC_LLAMA_SERVER": "llama_server",
+    "L2MAC_SEED": "seed",
 }
 _ENV_RUN = {
     "L2MAC_WORKSPACE": "workspace",

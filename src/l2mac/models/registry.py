@@ -91,6 +91,8 @@ def model_settings(llm: LLMSettings) -> ModelSettings:
     s = ModelSettings(max_tokens=llm.max_output_tokens, timeout=llm.timeout_s)
     if llm.temperature is not None:
         s["temperature"] = llm.temperature
+    if llm.seed is not None:
+        s["seed"] = llm.seed
     return s
 
 
@@ -160,6 +162,7 @@ def _local_info(llm: LLMSettings, provider: str, name: str, environ: Mapping[str
         path,
         context_cap=llm.context_window or DEFAULT_CONTEXT_CAP,
         temperature=0.2 if llm.temperature is None else llm.temperature,
+        seed=llm.seed or 0,
         server=server,
         slots=llm.local_slots,
         server_log=models_dir(environ) / "llama-server.log" if server else None,
