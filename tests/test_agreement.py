@@ -10,9 +10,9 @@ from test_text_protocol import fenced, make_unit
 
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import run_tests
-from l2mac.consensus import choose, per_test_outcomes, relevant_tests, remove_tests
+from l2mac.consensus import choose, per_test_outcomes, relevant_tests, remove_tests, weighable
 from l2mac.control_unit import Step, StepLimits
-from l2mac.control_unit_text import _weighable, untested_functions, untested_modules
+from l2mac.demands import untested_functions, untested_modules
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
 
@@ -166,17 +166,17 @@ def test_agreement_is_off_unless_samples_are_asked_for(tmp_path: Path) -> None:
 def test_only_failing_tests_are_weighed_not_missing_code() -> None:
     failing = "Tests: 2 passed, 1 failed, 0 errors\n..F"
     step = ["todo/cli.py", "tests/test_cli.py"]
-    assert _weighable(failing, step)
-    assert _weighable("Code problems:\ntests/test_core.py:52: lint: F821 Undefined name `todos`\n\n" + failing, step)
+    assert weighable(failing, step)
+    assert weighable("Code problems:\ntests/test_core.py:52: lint: F821 Undefined name `todos`\n\n" + failing, step)
     # a problem in code the step does not own (an earlier step's module) is fixed first, not sampled around
-    assert not _weighable("Code problems:\ntodo/core.py:3: lint: F821 Undefined name `Path`\n\n" + failing, step)
+    assert not weighable("Code problems:\ntodo/core.py:3: lint: F821 Undefined name `Path`\n\n" + failing, step)
     # one in the step's own module: samples may replace that module
-    assert _weighable("Code problems:\ntodo/cli.py:36: lint: F821 Undefined name `args`\n\n" + failing, step)
+    assert weighable("Code problems:\ntodo/cli.py:36: lint: F821 Undefined name `args`\n\n" + failing, step)
     two = "Code problems:\ntodo/cli.py:3: lint: F821 x\ntodo/core.py:3: lint: F821 y\n\n"
-    assert not _weighable(two + failing, [*step, "todo/core.py"])
+    assert not weighable(two + failing, [*step, "todo/core.py"])
     missing = "The step is not done: it must write todo/cli.py, which do not exist yet.\n\n"
-    assert not _weighable(missing + failing, step)
-    assert not _weighable("Tests: 0 passed, 0 failed, 1 errors\nImportError", step)
+    assert not weighable(missing + failing, step)
+    assert not weighable("Tests: 0 passed, 0 failed, 1 errors\nImportError", step)
 
 
 def test_code_with_an_undefined_name_is_replaced_by_a_sampled_implementation(tmp_path: Path) -> None:

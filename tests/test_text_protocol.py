@@ -506,7 +506,7 @@ def test_a_block_indented_as_in_a_markdown_list_is_saved_without_the_indent() ->
 
 
 def test_a_function_left_as_its_signature_and_docstring_is_not_yet_defined() -> None:
-    from l2mac.control_unit_text import missing_definitions
+    from l2mac.demands import missing_definitions
 
     step = "Write solution.py with intersperse(numbers: list[int], delimiter: int) -> list[int]."
     stub = 'def intersperse(numbers: list[int], delimiter: int) -> list[int]:\n    """Insert delimiter."""\n'
@@ -633,7 +633,7 @@ def test_an_earlier_steps_file_broken_by_this_step_is_put_back_and_the_model_tol
 
 
 def test_builtins_an_instruction_shows_are_not_definitions_the_step_owes() -> None:
-    from l2mac.control_unit_text import named_definitions
+    from l2mac.demands import named_definitions
 
     instruction = (
         "Write todo/cli.py with main(argv: list[str]) -> int, ending with `if __name__ == '__main__': raise "

@@ -7,8 +7,8 @@ written without seeing the tests, runs the tests against each, and keeps the imp
 set is shared by the most implementations and holds the most tests. The tests that implementation fails are
 *disputed*: when independent implementations agree on failing them, the test is the likelier culprit.
 
-This module is the pure part: reading per-test outcomes and choosing. Sampling and running are the control
-unit's.
+This module is the pure part: whether a failed check can be weighed, reading per-test outcomes and sampled
+answers, and choosing. Sampling and running are the control unit's.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from l2mac.checks.python import is_test_file
+from l2mac.recovery import fenced_files, unnamed_blocks
 
 # pytest -rA: "PASSED tests/test_x.py::test_a", "FAILED tests/test_x.py::test_b - assert 1 == 2"
 _OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)", re.MULTILINE)
@@ -154,3 +157,60 @@ def remove_tests(source: str, test_ids: Sequence[str]) -> tuple[str, list[str]]:
     except SyntaxError:  # e.g. a test class left with no body
         return source, []
     return out, removed
+
+
+_TESTS_FAILED = re.compile(r"^Tests: \d+ passed, [1-9]\d* failed", re.MULTILINE)
+PROBLEM_FILE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)
+
+
+def weighable(report: str, step_code: list[str]) -> bool:
+    """Whether a failed check is the tests failing one by one, with code problems, if any, only in the test files
+    (a lint error in a test file is the tests' own fault and no reason not to weigh them) or in one of the step's
+    own code files, which sampled implementations may replace (seen: a CLI whose helpers used ``main()``'s
+    local ``args``, rewritten the same way four times); a step that still lacks files or definitions, or has a
+    problem in code it does not own, has something else to fix first."""
+    head, _, _ = report.partition("Tests:")
+    if not _TESTS_FAILED.search(report) or (head.strip() and not head.startswith("Code problems:")):
+        return False
+    broken = broken_code(head)
+    return not broken or (len(broken) == 1 and broken[0] in step_code)
+
+
+def broken_code(report_head: str) -> list[str]:
+    """The code files (not tests) the "Code problems" part of a check report names, in order."""
+    return list(dict.fromkeys(p for p in PROBLEM_FILE.findall(report_head) if not is_test_file(p)))
+
+
+def sampled_file(answer: str, target: str) -> str | None:
+    """The content a sampled answer gives ``target``: its block under that name (or its bare name), else its one
+    unnamed block; None unless that is Python that parses."""
+    named = {f["path"]: f["content"] for f in fenced_files(answer)}
+    content = named.get(target)
+    if content is None:
+        same = [c for p, c in named.items() if p.rsplit("/", 1)[-1] == target.rsplit("/", 1)[-1]]
+        blocks = unnamed_blocks(answer)
+        content = same[0] if len(same) == 1 else blocks[0] if not named and len(blocks) == 1 else None
+    if content is None:
+        return None
+    try:
+        ast.parse(content)
+    except SyntaxError:
+        return None
+    return content
+
+
+def defined_names(source: str) -> set[str] | None:
+    """The names a module's own top-level code binds (definitions and assignments, not imports); None if it
+    does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out

@@ -16,9 +16,7 @@ The loop shares context accounting, restarts, checks and the run record with :cl
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import builtins
 import hashlib
 import json
 import re
@@ -36,9 +34,30 @@ from l2mac.checks.python import find_code_issues, is_test_file, module_name
 from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import run_tests
 from l2mac.cli_pattern import cli_pattern_fields
-from l2mac.consensus import Agreement, choose, per_test_outcomes, relevant_tests, remove_tests
+from l2mac.consensus import (
+    PROBLEM_FILE,
+    Agreement,
+    broken_code,
+    choose,
+    defined_names,
+    per_test_outcomes,
+    relevant_tests,
+    remove_tests,
+    sampled_file,
+    weighable,
+)
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
+from l2mac.demands import (
+    invented_attributes,
+    missing_definitions,
+    named_files,
+    names_for_file,
+    stubbed,
+    undefined_calls,
+    untested_functions,
+    untested_modules,
+)
 from l2mac.errors import WorkspaceError
 from l2mac.events import ToolUsed
 from l2mac.models.client import ContextOverflow
@@ -230,12 +249,12 @@ class TextControlUnit(ControlUnit):
         if memory.rounds >= self.limits.max_agreement_rounds:
             return None
         # the step's code file with code problems, else the one the failures mention most (the first on a tie)
-        broken = [p for p in _broken_code(report.partition("Tests:")[0]) if p in code]
+        broken = [p for p in broken_code(report.partition("Tests:")[0]) if p in code]
         target = broken[0] if broken else max(code, key=report.count)
         # only the tests that use the target are evidence about it (a failing test of another module fails
         # with every implementation of this one)
         module = module_name(target)
-        defined = _defined_names(snapshot.get(target, ""))
+        defined = defined_names(snapshot.get(target, ""))
         relevant = {
             t for p, src in snapshot.items() if is_test_file(p) for t in relevant_tests(src, p, module, defined)
         }
@@ -253,7 +272,7 @@ class TextControlUnit(ControlUnit):
 
         # the names the step gives the file are asked for by name: asked only for "the file", most samples
         # held the dataclass alone and were unusable
-        owned = _step_names_for(instruction, target)
+        owned = names_for_file(instruction, target)
         request = (
             self.domain.render("text_request_sample", path=target, names=", ".join(owned))
             if owned
@@ -265,7 +284,7 @@ class TextControlUnit(ControlUnit):
         candidates: list[str] = []
         outcomes: list[dict[str, bool]] = [base]
         for answer in answers:
-            content = _sampled_file(answer, target)
+            content = sampled_file(answer, target)
             if content is None or set(owned) & set(missing_definitions(instruction, {target: content})):
                 continue
             run = await asyncio.to_thread(self._tests_with, snapshot, target, content)
@@ -436,7 +455,7 @@ class TextControlUnit(ControlUnit):
         if not changed or not self.toolbox.env.python_checks:
             return None
         passing, troubled = await asyncio.to_thread(self._what_worked, before)
-        problems = set(_PROBLEM_FILE.findall(report.partition("Tests:")[0]))
+        problems = set(PROBLEM_FILE.findall(report.partition("Tests:")[0]))
         spoiled = [p for p in changed if p in problems and p not in troubled]
         broken: list[str] = []
         if passing:
@@ -601,7 +620,7 @@ class TextControlUnit(ControlUnit):
                     and not (is_test_file(requested))
                 ):
                     absent = missing_definitions(step.instruction.instruction, {requested: store.read_text(requested)})
-                    owned = [n for n in absent if n in _step_names_for(step.instruction.instruction, requested)]
+                    owned = [n for n in absent if n in names_for_file(step.instruction.instruction, requested)]
                     if owned:  # the file just written lacks what the step asks of it: ask for it again
                         written.discard(requested)
                         pending = [requested, *[p for p in pending if p != requested]]
@@ -631,7 +650,7 @@ class TextControlUnit(ControlUnit):
             absent = missing_definitions(step.instruction.instruction, python_files(store))
             self._log("checks", step=step.index, ok=ok, report=report[:2000])
             agreed = None
-            if not ok and _weighable(report, named_files(step.instruction.instruction)):
+            if not ok and weighable(report, named_files(step.instruction.instruction)):
                 agreed = await self._seek_agreement(step, state, report, weighing)
                 if agreed is not None and agreed.changed:  # a file was changed: check again
                     ok, report = await asyncio.to_thread(self._run_checks, step)
@@ -709,251 +728,6 @@ def _split_fragments(store: FileStore, files: list[dict[str, str]]) -> tuple[lis
         else:
             whole.append(f)
     return whole, notes
-
-
-_TO_WRITE = re.compile(
-    r"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?"
-    r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg))\b",
-    re.IGNORECASE,
-)
-
-
-_CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
-#: calls an instruction may show that are not the project's to define: every builtin (print, SystemExit, ...)
-_NOT_NAMES = frozenset(dir(builtins))
-
-
-_NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
-
-
-def invented_attributes(report: str, instruction: str, sources: dict[str, str]) -> list[str]:
-    """``Class.name`` the failing tests use that neither the step asks for nor the code defines: a small model's
-    tests invent API (``Queue.peek``), then it rewrites the code instead of the test."""
-    code = "\n".join(src for path, src in sources.items() if not is_test_file(path))
-    out: list[str] = []
-    for cls, name in _NO_ATTRIBUTE.findall(report):
-        defined = re.search(rf"^\s*def {re.escape(name)}\b|^\s*{re.escape(name)}\s*[:=]", code, re.MULTILINE)
-        if not re.search(rf"\b{re.escape(name)}\b", instruction) and not defined and f"{cls}.{name}" not in out:
-            out.append(f"{cls}.{name}")
-    return out
-
-
-_UNDEFINED = re.compile(r"^([\w./-]+\.py):\d+: lint: F821 Undefined name `(\w+)`", re.MULTILINE)
-
-
-def undefined_calls(report: str, sources: dict[str, str]) -> dict[str, list[str]]:
-    """Per file, the undefined names it calls as functions and no project file defines: helpers a small model
-    uses without writing them (``save_todos(...)``). Said plainly, it then writes them."""
-    defined = set()
-    for src in sources.values():
-        defined |= set(re.findall(r"^\s*(?:def|class)\s+(\w+)", src, re.MULTILINE))
-    out: dict[str, list[str]] = {}
-    for path, name in _UNDEFINED.findall(report):
-        called = re.search(rf"(?<![\w.]){re.escape(name)}\(", sources.get(path, ""))
-        if called and name not in defined and name not in out.get(path, []):
-            out.setdefault(path, []).append(name)
-    return out
-
-
-_NOT_TESTED_ITSELF = frozenset({"__init__.py", "__main__.py", "conftest.py", "setup.py"})
-
-
-def untested_modules(paths: list[str], sources: dict[str, str]) -> list[str]:
-    """The Python modules among ``paths`` that no test file both imports and holds a test function in: a step
-    that must leave tests passes only when each module it writes is tested (seen: a CLI whose test file was
-    left with no test passed on the tests of the module before it)."""
-    tests = [
-        src for p, src in sources.items() if is_test_file(p) and re.search(r"^\s*(?:async\s+)?def test", src, re.M)
-    ]
-    out = []
-    for path in paths:
-        if not path.endswith(".py") or is_test_file(path) or path.rsplit("/", 1)[-1] in _NOT_TESTED_ITSELF:
-            continue
-        module = module_name(path)
-        package, _, leaf = module.rpartition(".")
-        used = rf"\b{re.escape(module)}\b" + (
-            rf"|from\s+{re.escape(package)}\s+import\s[^\n]*\b{leaf}\b" if package else ""
-        )
-        if not any(re.search(used, src) for src in tests):
-            out.append(path)
-    return out
-
-
-def untested_functions(instruction: str, paths: list[str], sources: dict[str, str]) -> dict[str, list[str]]:
-    """Per module among ``paths``, the functions the step names for it that it defines and that no test file
-    importing it ever uses (calls, passes or names in a string that runs it, as ``python -m`` does): a step
-    passed with a CLI whose tests called copies of the core functions and never main(), which crashed on
-    every real command line."""
-    tests = {p: src for p, src in sources.items() if is_test_file(p)}
-    out: dict[str, list[str]] = {}
-    for path in paths:
-        if not path.endswith(".py") or is_test_file(path) or path not in sources:
-            continue
-        try:
-            tree = ast.parse(sources[path])
-        except SyntaxError:
-            continue
-        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        wanted = [n for n in _step_names_for(instruction, path) if n in defined]
-        module = module_name(path)
-        used: set[str] = set()
-        for src in tests.values():
-            try:
-                test_tree = ast.parse(src)
-            except SyntaxError:
-                continue
-            for node in ast.walk(test_tree):
-                if isinstance(node, ast.Name):
-                    used.add(node.id)
-                elif isinstance(node, ast.Attribute):
-                    used.add(node.attr)
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and module in node.value:
-                    used.add("main")  # the module run as a program
-        if missing := [n for n in wanted if n not in used]:
-            out[path] = missing
-    return out
-
-
-def named_definitions(instruction: str) -> list[str]:
-    """Functions and classes an instruction names with a signature, e.g. ``load(path: Path) -> list``."""
-    return [n for n in dict.fromkeys(_CALLABLE.findall(instruction)) if n not in _NOT_NAMES]
-
-
-def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
-    """Named functions/classes that no non-test module of the project defines (at any level), or defines as a
-    stub only (a docstring, ``pass``, ``...`` or ``raise NotImplementedError``: the 1.5B model often answers
-    a "write f" with the signature and docstring it was given). Interface methods (of a Protocol or an ABC, or
-    marked abstract) may be stubs."""
-    defined: set[str] = set()
-    for rel, source in sources.items():
-        if is_test_file(rel):
-            continue
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        interfaces = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and _is_interface(c) for f in c.body}
-        defined |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-        defined |= {
-            n.name
-            for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and (id(n) in interfaces or _is_abstract(n) or not _is_stub(n))
-        }
-    return [n for n in named_definitions(instruction) if n not in defined]
-
-
-def stubbed(names: list[str], sources: dict[str, str]) -> dict[str, str]:
-    """For each named function that a non-test module defines as a stub only: its file and the stub's source
-    (the first such file per name; one stub per file)."""
-    out: dict[str, str] = {}
-    for rel, source in sources.items():
-        if is_test_file(rel) or rel in out:
-            continue
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names and _is_stub(node):
-                out[rel] = ast.get_source_segment(source, node) or ""
-                break
-    return out
-
-
-def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    body = list(fn.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    for node in body:
-        if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-            continue
-        if isinstance(node, ast.Raise) and "NotImplementedError" in ast.unparse(node):
-            continue
-        return False
-    return True
-
-
-def _is_abstract(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any("abstract" in ast.unparse(d) or "overload" in ast.unparse(d) for d in fn.decorator_list)
-
-
-def _is_interface(cls: ast.ClassDef) -> bool:
-    return any(ast.unparse(b).split(".")[-1] in {"Protocol", "ABC", "ABCMeta"} for b in cls.bases) or any(
-        "ABCMeta" in ast.unparse(k.value) for k in cls.keywords
-    )
-
-
-def _step_names_for(instruction: str, path: str) -> list[str]:
-    """The names with signatures in the part of the instruction about ``path`` (up to the next file it names)."""
-    start = instruction.find(path)
-    if start < 0:
-        return []
-    rest = instruction[start + len(path) :]
-    nxt = _TO_WRITE.search(rest)
-    return named_definitions(rest[: nxt.start()] if nxt else rest)
-
-
-def named_files(instruction: str) -> list[str]:
-    """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
-    return list(dict.fromkeys(m.group(1) for m in _TO_WRITE.finditer(instruction)))
-
-
-_TESTS_FAILED = re.compile(r"^Tests: \d+ passed, [1-9]\d* failed", re.MULTILINE)
-_PROBLEM_FILE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)
-
-
-def _weighable(report: str, step_code: list[str]) -> bool:
-    """Whether a failed check is the tests failing one by one, with code problems, if any, only in the test files
-    (a lint error in a test file is the tests' own fault and no reason not to weigh them) or in one of the step's
-    own code files, which sampled implementations may replace (seen: a CLI whose helpers used ``main()``'s
-    local ``args``, rewritten the same way four times); a step that still lacks files or definitions, or has a
-    problem in code it does not own, has something else to fix first."""
-    head, _, _ = report.partition("Tests:")
-    if not _TESTS_FAILED.search(report) or (head.strip() and not head.startswith("Code problems:")):
-        return False
-    broken = _broken_code(head)
-    return not broken or (len(broken) == 1 and broken[0] in step_code)
-
-
-def _broken_code(report_head: str) -> list[str]:
-    """The code files (not tests) the "Code problems" part of a check report names, in order."""
-    return list(dict.fromkeys(p for p in _PROBLEM_FILE.findall(report_head) if not is_test_file(p)))
-
-
-def _sampled_file(answer: str, target: str) -> str | None:
-    """The content a sampled answer gives ``target``: its block under that name (or its bare name), else its one
-    unnamed block; None unless that is Python that parses."""
-    named = {f["path"]: f["content"] for f in fenced_files(answer)}
-    content = named.get(target)
-    if content is None:
-        same = [c for p, c in named.items() if p.rsplit("/", 1)[-1] == target.rsplit("/", 1)[-1]]
-        blocks = unnamed_blocks(answer)
-        content = same[0] if len(same) == 1 else blocks[0] if not named and len(blocks) == 1 else None
-    if content is None:
-        return None
-    try:
-        ast.parse(content)
-    except SyntaxError:
-        return None
-    return content
-
-
-def _defined_names(source: str) -> set[str] | None:
-    """The names a module's own top-level code binds (definitions and assignments, not imports); None if it
-    does not parse."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    out: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return out
 
 
 def _exists(store: FileStore, path: str) -> bool:

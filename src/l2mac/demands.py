@@ -1,0 +1,203 @@
+"""What a step's instruction asks of the project, and what the project still lacks.
+
+The instruction names the files to write ("Write todo/core.py ...") and the functions and classes they hold,
+with signatures ("load_todos(path: Path) -> list[Todo]"). A step passes only when those files exist, those
+definitions exist with bodies (not a stub echoing the signature), and each module and named function is used
+by a test. Read from the instruction's text, the project's syntax trees and, for a failing run, the check
+report (API the tests invent, helpers called but never written). Pure functions: the control unit acts on them.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+
+from l2mac.checks.python import is_test_file, module_name
+
+_TO_WRITE = re.compile(
+    r"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?"
+    r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg))\b",
+    re.IGNORECASE,
+)
+
+
+_CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
+#: calls an instruction may show that are not the project's to define: every builtin (print, SystemExit, ...)
+_NOT_NAMES = frozenset(dir(builtins))
+
+
+_NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
+
+
+def invented_attributes(report: str, instruction: str, sources: dict[str, str]) -> list[str]:
+    """``Class.name`` the failing tests use that neither the step asks for nor the code defines: a small model's
+    tests invent API (``Queue.peek``), then it rewrites the code instead of the test."""
+    code = "\n".join(src for path, src in sources.items() if not is_test_file(path))
+    out: list[str] = []
+    for cls, name in _NO_ATTRIBUTE.findall(report):
+        defined = re.search(rf"^\s*def {re.escape(name)}\b|^\s*{re.escape(name)}\s*[:=]", code, re.MULTILINE)
+        if not re.search(rf"\b{re.escape(name)}\b", instruction) and not defined and f"{cls}.{name}" not in out:
+            out.append(f"{cls}.{name}")
+    return out
+
+
+_UNDEFINED = re.compile(r"^([\w./-]+\.py):\d+: lint: F821 Undefined name `(\w+)`", re.MULTILINE)
+
+
+def undefined_calls(report: str, sources: dict[str, str]) -> dict[str, list[str]]:
+    """Per file, the undefined names it calls as functions and no project file defines: helpers a small model
+    uses without writing them (``save_todos(...)``). Said plainly, it then writes them."""
+    defined = set()
+    for src in sources.values():
+        defined |= set(re.findall(r"^\s*(?:def|class)\s+(\w+)", src, re.MULTILINE))
+    out: dict[str, list[str]] = {}
+    for path, name in _UNDEFINED.findall(report):
+        called = re.search(rf"(?<![\w.]){re.escape(name)}\(", sources.get(path, ""))
+        if called and name not in defined and name not in out.get(path, []):
+            out.setdefault(path, []).append(name)
+    return out
+
+
+_NOT_TESTED_ITSELF = frozenset({"__init__.py", "__main__.py", "conftest.py", "setup.py"})
+
+
+def untested_modules(paths: list[str], sources: dict[str, str]) -> list[str]:
+    """The Python modules among ``paths`` that no test file both imports and holds a test function in: a step
+    that must leave tests passes only when each module it writes is tested (seen: a CLI whose test file was
+    left with no test passed on the tests of the module before it)."""
+    tests = [
+        src for p, src in sources.items() if is_test_file(p) and re.search(r"^\s*(?:async\s+)?def test", src, re.M)
+    ]
+    out = []
+    for path in paths:
+        if not path.endswith(".py") or is_test_file(path) or path.rsplit("/", 1)[-1] in _NOT_TESTED_ITSELF:
+            continue
+        module = module_name(path)
+        package, _, leaf = module.rpartition(".")
+        used = rf"\b{re.escape(module)}\b" + (
+            rf"|from\s+{re.escape(package)}\s+import\s[^\n]*\b{leaf}\b" if package else ""
+        )
+        if not any(re.search(used, src) for src in tests):
+            out.append(path)
+    return out
+
+
+def untested_functions(instruction: str, paths: list[str], sources: dict[str, str]) -> dict[str, list[str]]:
+    """Per module among ``paths``, the functions the step names for it that it defines and that no test file
+    importing it ever uses (calls, passes or names in a string that runs it, as ``python -m`` does): a step
+    passed with a CLI whose tests called copies of the core functions and never main(), which crashed on
+    every real command line."""
+    tests = {p: src for p, src in sources.items() if is_test_file(p)}
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        if not path.endswith(".py") or is_test_file(path) or path not in sources:
+            continue
+        try:
+            tree = ast.parse(sources[path])
+        except SyntaxError:
+            continue
+        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        wanted = [n for n in names_for_file(instruction, path) if n in defined]
+        module = module_name(path)
+        used: set[str] = set()
+        for src in tests.values():
+            try:
+                test_tree = ast.parse(src)
+            except SyntaxError:
+                continue
+            for node in ast.walk(test_tree):
+                if isinstance(node, ast.Name):
+                    used.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    used.add(node.attr)
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and module in node.value:
+                    used.add("main")  # the module run as a program
+        if missing := [n for n in wanted if n not in used]:
+            out[path] = missing
+    return out
+
+
+def named_definitions(instruction: str) -> list[str]:
+    """Functions and classes an instruction names with a signature, e.g. ``load(path: Path) -> list``."""
+    return [n for n in dict.fromkeys(_CALLABLE.findall(instruction)) if n not in _NOT_NAMES]
+
+
+def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
+    """Named functions/classes that no non-test module of the project defines (at any level), or defines as a
+    stub only (a docstring, ``pass``, ``...`` or ``raise NotImplementedError``: the 1.5B model often answers
+    a "write f" with the signature and docstring it was given). Interface methods (of a Protocol or an ABC, or
+    marked abstract) may be stubs."""
+    defined: set[str] = set()
+    for rel, source in sources.items():
+        if is_test_file(rel):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        interfaces = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and _is_interface(c) for f in c.body}
+        defined |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        defined |= {
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (id(n) in interfaces or _is_abstract(n) or not _is_stub(n))
+        }
+    return [n for n in named_definitions(instruction) if n not in defined]
+
+
+def stubbed(names: list[str], sources: dict[str, str]) -> dict[str, str]:
+    """For each named function that a non-test module defines as a stub only: its file and the stub's source
+    (the first such file per name; one stub per file)."""
+    out: dict[str, str] = {}
+    for rel, source in sources.items():
+        if is_test_file(rel) or rel in out:
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names and _is_stub(node):
+                out[rel] = ast.get_source_segment(source, node) or ""
+                break
+    return out
+
+
+def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    for node in body:
+        if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            continue
+        if isinstance(node, ast.Raise) and "NotImplementedError" in ast.unparse(node):
+            continue
+        return False
+    return True
+
+
+def _is_abstract(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any("abstract" in ast.unparse(d) or "overload" in ast.unparse(d) for d in fn.decorator_list)
+
+
+def _is_interface(cls: ast.ClassDef) -> bool:
+    return any(ast.unparse(b).split(".")[-1] in {"Protocol", "ABC", "ABCMeta"} for b in cls.bases) or any(
+        "ABCMeta" in ast.unparse(k.value) for k in cls.keywords
+    )
+
+
+def names_for_file(instruction: str, path: str) -> list[str]:
+    """The names with signatures in the part of the instruction about ``path`` (up to the next file it names)."""
+    start = instruction.find(path)
+    if start < 0:
+        return []
+    rest = instruction[start + len(path) :]
+    nxt = _TO_WRITE.search(rest)
+    return named_definitions(rest[: nxt.start()] if nxt else rest)
+
+
+def named_files(instruction: str) -> list[str]:
+    """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
+    return list(dict.fromkeys(m.group(1) for m in _TO_WRITE.finditer(instruction)))
