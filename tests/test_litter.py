@@ -9,7 +9,8 @@ from pathlib import Path
 from test_text_protocol import fenced, make_unit, run_step
 
 from l2mac.checks.litter import move_under_tmp_path
-from l2mac.models.scripted import text
+from l2mac.control_unit import StepLimits
+from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
 
 # what the embedded model wrote in a README run: passes once, then fails on the user's second run
@@ -119,3 +120,40 @@ def test_without_recoveries_the_same_tests_pass_once_and_fail_the_users_second_r
     assert store.read_text("tests/test_core.py") == DEMO_TESTS
     second = _second_pytest_run(store.root)
     assert second.returncode == 1 and "test_load_todos" in second.stdout
+
+
+HARD_CODED = CORE + (
+    "\n\ndef add_todo(todos: list[Todo], todo: Todo) -> list[Todo]:\n"
+    "    todos.append(todo)\n    save_todos(Path('todos.json'), todos)\n    return todos\n"
+)
+PERSISTENCE_TEST = (
+    "from todo.core import Todo, add_todo, load_todos\n\n\n"
+    "def test_add_todo_saves(tmp_path):\n"
+    "    add_todo([], Todo('milk', False))\n"
+    "    assert load_todos(tmp_path / 'todos.json') == [Todo('milk', False)]\n"
+)
+
+
+def test_code_that_writes_the_file_itself_is_named_and_the_tests_are_not_blamed(tmp_path: Path) -> None:
+    from l2mac.checks.litter import hard_coded
+
+    assert hard_coded({"todo/core.py": HARD_CODED, "tests/test_core.py": DEMO_TESTS}, ["todos.json"]) == [
+        ("todo/core.py", 24, "todos.json")
+    ]
+    cli = 'import argparse\n\nargparse.ArgumentParser().add_argument("--file", default="todos.json")\n'
+    assert hard_coded({"todo/cli.py": cli}, ["todos.json"]) == []  # a default the tests can override
+
+    seen: list[str] = []
+
+    def look(messages: list) -> object:
+        seen.append(last_user_text(messages))
+        return text("STEP COMPLETE")
+
+    answer = fenced(("todo/__init__.py", ""), ("todo/core.py", HARD_CODED), ("tests/test_core.py", PERSISTENCE_TEST))
+    unit, _, store = make_unit(
+        tmp_path, [text(answer), look, text("core.py and its test.")], limits=StepLimits(max_turns=2, samples=0)
+    )
+    run_step(unit, STORE_STEP)
+    assert "todo/core.py itself writes todos.json (line 24)" in seen[0]
+    assert "The tests wrote" not in seen[0]
+    assert store.read_text("tests/test_core.py") == PERSISTENCE_TEST  # nothing in the tests to move

@@ -24,10 +24,11 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from l2mac.checks.litter import move_under_tmp_path
+from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.output import trim_output
 from l2mac.checks.python import is_test_file
-from l2mac.checks.tests import run_tests
+from l2mac.checks.repairs import python_files
+from l2mac.checks.tests import TestRun, run_tests
 from l2mac.context import ContextBudget
 from l2mac.domains import Domain
 from l2mac.errors import WorkspaceError
@@ -157,7 +158,8 @@ class ControlUnit:
                     "(files named tests/test_*.py with functions named test_*)."
                 )
             elif not outcome.ok:
-                problems.append(outcome.report(env.max_output_chars))
+                blame, outcome = self._blame_hard_coded_files(outcome)
+                problems.append(blame + outcome.report(env.max_output_chars))
         return not problems, "\n\n".join(problems)
 
     def _move_litter_under_tmp_path(self, step: Step, left: list[str]) -> bool:
@@ -174,6 +176,19 @@ class ControlUnit:
                 self._log("recovered", step=step.index, recovery="test_files_moved_to_tmp_path", path=path, files=left)
                 changed = True
         return changed
+
+    def _blame_hard_coded_files(self, outcome: TestRun) -> tuple[str, TestRun]:
+        """When the code itself writes a file the tests left (``save("todos.json")``), say so, and drop that
+        file from the report's note blaming the tests (seen: eight reports told the model its tests wrote
+        todos.json while the tests used tmp_path and core.py wrote it)."""
+        if not outcome.litter or "hard_coded_data_file" not in self.domain.prompts:
+            return "", outcome
+        found = hard_coded(python_files(self.toolbox.env.store), list(outcome.litter))
+        if not found:
+            return "", outcome
+        notes = [self.domain.render("hard_coded_data_file", path=p, line=n, name=f) for p, n, f in found[:3]]
+        by_code = {f for _, _, f in found}
+        return "\n".join(notes) + "\n", replace(outcome, litter=tuple(f for f in outcome.litter if f not in by_code))
 
     # -- the step ----------------------------------------------------------------------------------------
     async def run_step(self, step: Step) -> StepOutcome:

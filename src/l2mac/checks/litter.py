@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 
+from l2mac.checks.python import is_test_file
+
 #: callables whose single string argument is a path: the call itself becomes ``tmp_path / "name"``
 _PATH_CALLS = frozenset({"Path", "pathlib.Path", "PurePath"})
 
@@ -123,3 +125,28 @@ def move_under_tmp_path(source: str, left: list[str]) -> tuple[str, list[str]]:
     except SyntaxError:  # never make a file worse than it was
         return source, []
     return fixed, changed
+
+
+def hard_coded(sources: dict[str, str], left: list[str]) -> list[tuple[str, int, str]]:
+    """(code file, line, name) wherever a code file (not a test) passes one of the files ``left`` to a call as
+    a literal string (``save_todos("todos.json", todos)``): then the code, not the tests, writes into the
+    project, and no test can move it. A command-line default (``add_argument(..., default="todos.json")``) is
+    not counted: a test passes its own path there."""
+    names = frozenset(left)
+    out: set[tuple[str, int, str]] = set()
+    for path, source in sources.items():
+        if not path.endswith(".py") or is_test_file(path):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call) or ast.unparse(call.func).endswith("add_argument"):
+                continue
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    name = arg.value.removeprefix("./")
+                    if name in names:
+                        out.add((path, arg.lineno, name))
+    return sorted(out)
