@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
@@ -391,3 +393,35 @@ def test_input_in_a_program_that_parses_its_arguments_is_reported(tmp_path: Path
     assert [(i.path, i.line, i.kind, i.blocking) for i in issues] == [("cli.py", 11, "lint", True)]
     assert issues[0].message.startswith("input() in a command-line program (also line 13): a test cannot type")
     assert 'sub.add_parser("done").add_argument("number", type=int)' in issues[0].message
+
+
+def test_a_star_import_of_a_project_module_becomes_the_names_used_so_missing_ones_are_imported(
+    tmp_path: Path,
+) -> None:
+    # seed 2 of the demo: the CLI test star-imported todo.core and called main(), which todo.cli defines; ruff
+    # says only "may be undefined" under a star import, so nothing added the import in nine attempts
+    store = FileStore(tmp_path)
+    store.write_text("todo/__init__.py", "from todo.core import *\n")
+    store.write_text(
+        "todo/core.py", "import json\n\n\nclass Todo:\n    pass\n\n\ndef load_todos(path):\n    return []\n"
+    )
+    store.write_text("todo/cli.py", "def main(argv=None):\n    return 0\n")
+    store.write_text(
+        "tests/test_cli.py",
+        "from todo.core import *\n\n\ndef test_commands(tmp_path):\n    assert main([]) == 0\n"
+        "    assert load_todos(tmp_path) == []\n    assert json.dumps(Todo.__name__)\n",
+    )
+    logged: Logged = []
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    notes = repair_written(
+        store, check, ["tests/test_cli.py", "todo/__init__.py"], lambda r, **f: logged.append((r, f))
+    )
+    test = store.read_text("tests/test_cli.py")
+    assert "from todo.core import Todo, json, load_todos\n" in test  # what core binds, json included
+    assert "from todo.cli import main\n" in test
+    assert store.read_text("todo/__init__.py") == "from todo.core import *\n"  # a package's re-export is kept
+    assert [r for r, _ in logged] == ["star_imports_expanded", "missing_imports_added"]
+    assert any("star import" in n for n in notes)
+    assert (
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path).returncode == 0
+    )

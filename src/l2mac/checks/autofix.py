@@ -271,3 +271,55 @@ def _used_at_import_time(tree: ast.Module, name: str, start: int, end: int) -> b
         if any(isinstance(n, ast.Name) and n.id == name for part in parts for n in ast.walk(part)):
             return True
     return False
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """What ``from module import *`` brings: ``__all__`` when it is a literal list, else the module's public
+    top-level names (definitions, assignments, imports)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Name)
+                    and target.id == "__all__"
+                    and isinstance(node.value, (ast.List, ast.Tuple))
+                ):
+                    return {
+                        e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                    }
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+    return {n for n in names if not n.startswith("_")}
+
+
+def expand_star_imports(source: str, modules: dict[str, ast.Module]) -> tuple[str, list[str]]:
+    """``source`` with each ``from m import *`` of a project module (one in ``modules``, by dotted name)
+    replaced by an import of the names the file uses from it (dropped when it uses none). A star import hides
+    every undefined name (ruff reports F405, "may be undefined", instead of F821), so nothing could tell the
+    model, or the forgotten-import repair, that a name is missing (seen: tests star-importing todo.core and
+    calling todo.cli's main). Returns the imports changed. ``__init__.py`` files are not given to this: a star
+    import there re-exports."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    lines = source.splitlines()
+    changed: list[str] = []
+    for node in sorted(tree.body, key=lambda n: -n.lineno):  # bottom-up, so earlier line numbers hold
+        if not (isinstance(node, ast.ImportFrom) and not node.level and node.module in modules):
+            continue
+        if [a.name for a in node.names] != ["*"]:
+            continue
+        names = sorted(used & _bound_names(modules[node.module]))
+        new = [f"from {node.module} import {', '.join(names)}"] if names else []
+        lines[node.lineno - 1 : node.end_lineno or node.lineno] = new
+        changed.append(f"from {node.module} import *")
+    if not changed:
+        return source, []
+    return "\n".join(lines) + "\n", list(reversed(changed))

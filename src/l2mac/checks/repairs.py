@@ -13,6 +13,7 @@ from l2mac.checks.autofix import (
     add_imports,
     drop_identical_copies,
     drop_shadowed_imports,
+    expand_star_imports,
     project_definitions,
     repair_fixture_misuse,
     repair_ignored_argv,
@@ -88,6 +89,22 @@ def repair_written(
                 "the imported one, give it a name of its own (for example cmd_add for a command)"
             )
             log("shadowed_imports_dropped", path=path, names=shadowed)
+    star = [p for p in paths if p.endswith(".py") and not p.endswith("__init__.py")]
+    for path in star:
+        trees = trees or _trees(store)
+        modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
+        try:
+            fixed, expanded = expand_star_imports(store.read_text(path), modules)
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            continue
+        if expanded:
+            store.write_text(path, fixed)
+            trees.pop(path, None)
+            notes.append(
+                f"Replaced in {path} {'; '.join(expanded)} by imports of the names the file uses: a star import "
+                "hides which names are missing"
+            )
+            log("star_imports_expanded", path=path, imports=expanded)
     undefined = undefined_names(check_files(paths))
     if not undefined:
         return notes
