@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from l2mac.checks.autofix import defined_at_top_level
 from l2mac.checks.python import is_test_file
 from l2mac.recovery import fenced_files, unnamed_blocks
 
@@ -203,14 +204,6 @@ def defined_names(source: str) -> set[str] | None:
     """The names a module's own top-level code binds (definitions and assignments, not imports); None if it
     does not parse."""
     try:
-        tree = ast.parse(source)
+        return defined_at_top_level(ast.parse(source))
     except SyntaxError:
         return None
-    out: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return out

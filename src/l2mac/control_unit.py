@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -27,11 +28,10 @@ from pydantic_ai.messages import (
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.output import trim_output
 from l2mac.checks.python import is_test_file
-from l2mac.checks.repairs import python_files
+from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.tests import TestRun, run_tests
 from l2mac.context import ContextBudget
 from l2mac.domains import Domain
-from l2mac.errors import WorkspaceError
 from l2mac.events import EventSink, ToolUsed, ignore
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.record import RunRecord
@@ -167,12 +167,7 @@ class ControlUnit:
         store = self.toolbox.env.store
         changed = False
         for path in [p for p in store.list_files() if is_test_file(p) and p.endswith(".py")]:
-            try:
-                fixed, functions = move_under_tmp_path(store.read_text(path), left)
-            except (OSError, UnicodeError, ValueError, WorkspaceError):
-                continue
-            if functions:
-                store.write_text(path, fixed)
+            if rewrite(store, path, partial(move_under_tmp_path, left=left)):
                 self._log("recovered", step=step.index, recovery="test_files_moved_to_tmp_path", path=path, files=left)
                 changed = True
         return changed

@@ -273,26 +273,31 @@ def _used_at_import_time(tree: ast.Module, name: str, start: int, end: int) -> b
     return False
 
 
+def defined_at_top_level(tree: ast.Module) -> set[str]:
+    """The names a module's own top-level code binds: definitions and assignments, not imports."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
+
+
 def _bound_names(tree: ast.Module) -> set[str]:
     """What ``from module import *`` brings: ``__all__`` when it is a literal list, else the module's public
     top-level names (definitions, assignments, imports)."""
-    names: set[str] = set()
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if (
-                    isinstance(target, ast.Name)
-                    and target.id == "__all__"
-                    and isinstance(node.value, (ast.List, ast.Tuple))
-                ):
-                    return {
-                        e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                    }
-                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            and isinstance(node.value, (ast.List, ast.Tuple))
+        ):
+            return {e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    names = defined_at_top_level(tree)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
     return {n for n in names if not n.startswith("_")}
 

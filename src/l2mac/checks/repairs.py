@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from functools import partial
 
 from l2mac.checks.autofix import (
     add_imports,
@@ -51,12 +52,7 @@ def repair_written(
             )
         log("pytest_fixture_misuse_repaired", path=path)
     for path in [p for p in paths if p.endswith(".py")]:
-        try:
-            fixed, functions = repair_ignored_argv(store.read_text(path))
-        except (OSError, UnicodeError, ValueError, WorkspaceError):
-            continue
-        if functions:
-            store.write_text(path, fixed)
+        if functions := rewrite(store, path, repair_ignored_argv):
             which = ", ".join(f"{f}()" for f in functions)
             notes.append(
                 f"Changed parse_args() to parse the function's own argument list in {path} ({which}): with no "
@@ -67,22 +63,14 @@ def repair_written(
     trees = _trees(store) if code else {}  # parsed once, and only when a code file was written
     for path in [p for p in code if p in trees]:
         modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
-        try:
-            fixed, imports = drop_identical_copies(store.read_text(path), module_name(path), modules)
-        except (OSError, UnicodeError, ValueError, WorkspaceError):
-            continue
-        if imports:
-            store.write_text(path, fixed)
-            trees[path] = ast.parse(fixed)
+        if imports := rewrite(
+            store, path, partial(drop_identical_copies, own_module=module_name(path), modules=modules)
+        ):
+            trees[path] = ast.parse(store.read_text(path))
             notes.append(f"Replaced exact copies in {path} by imports of the originals: {'; '.join(imports)}")
             log("copies_replaced_by_imports", path=path, imports=imports)
     for path in [p for p in paths if p.endswith(".py")]:
-        try:
-            fixed, shadowed = drop_shadowed_imports(store.read_text(path))
-        except (OSError, UnicodeError, ValueError, WorkspaceError):
-            continue
-        if shadowed:
-            store.write_text(path, fixed)
+        if shadowed := rewrite(store, path, drop_shadowed_imports):
             notes.append(
                 f"Removed from {path}'s imports the names it defines itself further down ({', '.join(shadowed)}): "
                 "its own definitions replaced them, so those imports did nothing. If a function should call "
@@ -93,12 +81,7 @@ def repair_written(
     for path in star:
         trees = trees or _trees(store)
         modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
-        try:
-            fixed, expanded = expand_star_imports(store.read_text(path), modules)
-        except (OSError, UnicodeError, ValueError, WorkspaceError):
-            continue
-        if expanded:
-            store.write_text(path, fixed)
+        if expanded := rewrite(store, path, partial(expand_star_imports, modules=modules)):
             trees.pop(path, None)
             notes.append(
                 f"Replaced in {path} {'; '.join(expanded)} by imports of the names the file uses: a star import "
@@ -115,15 +98,22 @@ def repair_written(
         # never import from a module that imports this one: that makes a circular import (seen in the demo)
         importers = {module_name(rel) for rel, tree in trees.items() if own in imported_modules(tree)}
         safe = {n: m for n, m in project.items() if m not in importers}
-        try:
-            fixed, added = add_imports(store.read_text(path), names, safe, own)
-        except (OSError, UnicodeError, ValueError, WorkspaceError):
-            continue
-        if added:
-            store.write_text(path, fixed)
+        if added := rewrite(store, path, partial(add_imports, names=names, project=safe, own_module=own)):
             notes.append(f"Added the missing imports to {path}: {'; '.join(added)}")
             log("missing_imports_added", path=path, imports=added)
     return notes
+
+
+def rewrite(store: FileStore, path: str, transform: Callable[[str], tuple[str, list[str]]]) -> list[str]:
+    """Apply ``transform`` (source -> the new source and what it changed) to the file at ``path``, and save the
+    result when it changed anything; returns what it changed (nothing when the file cannot be read)."""
+    try:
+        fixed, changed = transform(store.read_text(path))
+    except (OSError, UnicodeError, ValueError, WorkspaceError):
+        return []
+    if changed:
+        store.write_text(path, fixed)
+    return changed
 
 
 def _trees(store: FileStore) -> dict[str, ast.Module]:
