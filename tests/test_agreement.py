@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage
@@ -441,3 +443,42 @@ def test_the_last_test_of_a_function_the_step_names_is_never_removed(tmp_path: P
     )
     assert not unit._last_test_of_a_step_function(step, "tests/test_stats.py", without_wrong)
     assert unit._last_test_of_a_step_function(step, "tests/test_stats.py", without_all)  # mean() untested
+
+
+def test_a_model_that_answers_one_request_at_a_time_gets_its_samples_in_turn_and_the_choice_repeats(
+    tmp_path: Path,
+) -> None:
+    # Made at once, three samples raced for the in-process model and took its seeds in whatever order they
+    # got it; on a tie the first agreeing sample is kept, so one seeded run kept another file than the last.
+    def run(parallel: bool, where: Path) -> tuple[str, int]:
+        in_flight, most = [0], [0]
+        lock = threading.Lock()
+
+        def sample(content: str):
+            def reply(messages: list[ModelMessage]):
+                with lock:
+                    in_flight[0] += 1
+                    most[0] = max(most[0], in_flight[0])
+                time.sleep(0.05)
+                with lock:
+                    in_flight[0] -= 1
+                return text(fenced(("stats.py", content)))
+
+            return reply
+
+        replies = [
+            text(fenced(("stats.py", MEAN_BUGGY))),
+            text(fenced(("tests/test_stats.py", RIGHT_TESTS))),
+            sample(MEAN_OTHER_BUG),
+            sample(MEAN_LOOP),
+            sample(MEAN),
+            text("STEP COMPLETE\nstats.py has mean."),
+        ]
+        unit, _, store = make_unit(where, replies, limits=LIMITS)
+        unit.client.parallel = parallel
+        assert run_step(unit).status is StepStatus.PASSED
+        return store.read_text("stats.py"), most[0]
+
+    assert run(True, tmp_path / "a")[1] == 3  # answered at once, as a server or a cloud API does
+    assert run(False, tmp_path / "b") == (MEAN_LOOP, 1)  # the first of the two that agree, asked first
+    assert run(False, tmp_path / "c") == (MEAN_LOOP, 1)

@@ -280,7 +280,10 @@ class TextControlUnit(ControlUnit):
         )
         messages = self.fresh_context(step, feedback=request, focus=target, hide=hide)
         memory.rounds += 1
-        answers = await asyncio.gather(*(self._sample(step, messages) for _ in range(self.limits.samples)))
+        if self.client.parallel:
+            answers = await asyncio.gather(*(self._sample(step, messages) for _ in range(self.limits.samples)))
+        else:  # in turn: made at once, they would race for the model and take its seeds in a different order
+            answers = [await self._sample(step, messages) for _ in range(self.limits.samples)]
         candidates: list[str] = []
         outcomes: list[dict[str, bool]] = [base]
         for answer in answers:

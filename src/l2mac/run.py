@@ -282,6 +282,7 @@ async def _execute_with(
         max_output_tokens=settings.llm.max_output_tokens,
         deadline=time.monotonic() + rs.max_wall_time_s if rs.max_wall_time_s else None,
         journal=journal,
+        parallel=info.parallel,
     )
 
     def on_call(call: CallRecord) -> None:

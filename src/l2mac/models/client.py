@@ -125,6 +125,8 @@ class ModelClient:
     on_call: Callable[[CallRecord], None] | None = None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     usage: Usage = field(default_factory=Usage)
+    #: whether requests made at once are answered at once (else they queue, and are better made in turn)
+    parallel: bool = True
 
     def check_budget(self, prompt_tokens: int = 0) -> None:
         """Raise BudgetExceeded if a call with ``prompt_tokens`` of prompt could cross a limit."""

@@ -58,6 +58,8 @@ class ModelInfo:
     name: str
     context_window: int
     close: Callable[[], None] | None = None  # frees an in-process model (the embedded one) when a run ends
+    #: whether requests made at once are answered at once; an in-process model answers one at a time
+    parallel: bool = True
 
     @property
     def label(self) -> str:
@@ -174,6 +176,7 @@ def _local_info(llm: LLMSettings, provider: str, name: str, environ: Mapping[str
         name=name,
         context_window=chat.context_window,
         close=chat.close,
+        parallel=server is not None,
     )
 
 
