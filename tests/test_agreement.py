@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage
@@ -17,6 +16,7 @@ from l2mac.control_unit import Step, StepLimits
 from l2mac.demands import untested_functions, untested_modules
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
+from l2mac.weighing import Weigher, outcomes_with
 
 STEP = Instruction(
     title="Stats",
@@ -277,7 +277,7 @@ def test_samples_are_tested_in_a_scratch_copy_inside_the_sandbox(tmp_path: Path)
     unit.toolbox.env.runner = BubblewrapRunner(_bwrap_or_skip(), visible=interpreter_paths())
     store.write_text("stats.py", MEAN_BUGGY)
     store.write_text("tests/test_stats.py", WRONG_TEST)
-    ran = unit._tests_with(store.snapshot(), "stats.py", MEAN)
+    ran = outcomes_with(unit.toolbox.env, unit.recover, store.snapshot(), "stats.py", MEAN)
     assert ran is not None
     content, outcomes = ran
     assert content == MEAN
@@ -441,8 +441,9 @@ def test_the_last_test_of_a_function_the_step_names_is_never_removed(tmp_path: P
     without_all, _ = remove_tests(
         WRONG_TEST, [f"tests/test_stats.py::{t}" for t in ("test_wrong", "test_mean", "test_one")]
     )
-    assert not unit._last_test_of_a_step_function(step, "tests/test_stats.py", without_wrong)
-    assert unit._last_test_of_a_step_function(step, "tests/test_stats.py", without_all)  # mean() untested
+    weigher = Weigher(unit, step)
+    assert not weigher.leaves_a_step_function_untested("tests/test_stats.py", without_wrong)
+    assert weigher.leaves_a_step_function_untested("tests/test_stats.py", without_all)  # mean() untested
 
 
 def test_a_model_that_answers_one_request_at_a_time_gets_its_samples_in_turn_and_the_choice_repeats(
@@ -453,13 +454,17 @@ def test_a_model_that_answers_one_request_at_a_time_gets_its_samples_in_turn_and
     def run(parallel: bool, where: Path) -> tuple[str, int]:
         in_flight, most = [0], [0]
         lock = threading.Lock()
+        # asked at once, the three samples all get here before any is answered (however loaded the machine);
+        # asked in turn, none would, and the barrier breaks the test rather than hang it
+        together = threading.Barrier(3, timeout=60)
 
         def sample(content: str):
             def reply(messages: list[ModelMessage]):
                 with lock:
                     in_flight[0] += 1
                     most[0] = max(most[0], in_flight[0])
-                time.sleep(0.05)
+                if parallel:
+                    together.wait()
                 with lock:
                     in_flight[0] -= 1
                 return text(fenced(("stats.py", content)))

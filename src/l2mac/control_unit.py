@@ -137,7 +137,7 @@ class ControlUnit:
         state.messages = self.fresh_context(step, summary or "(no summary could be made; check the files)")
         state.seen.clear()
         state.reported_input = 0
-        self._log("context_restart", step=step.index, restarts=state.restarts)
+        self.log("context_restart", step=step.index, restarts=state.restarts)
 
     # -- checks ------------------------------------------------------------------------------------------
     def _run_checks(self, step: Step) -> tuple[bool, str]:
@@ -168,7 +168,7 @@ class ControlUnit:
         changed = False
         for path in [p for p in store.list_files() if is_test_file(p) and p.endswith(".py")]:
             if rewrite(store, path, partial(move_under_tmp_path, left=left)):
-                self._log("recovered", step=step.index, recovery="test_files_moved_to_tmp_path", path=path, files=left)
+                self.log("recovered", step=step.index, recovery="test_files_moved_to_tmp_path", path=path, files=left)
                 changed = True
         return changed
 
@@ -212,7 +212,7 @@ class ControlUnit:
             if not response.tool_calls and self.recover:
                 recovered = recover_tool_calls(response)
                 if recovered is not None:
-                    self._log("recovered", step=step.index, recovery="fenced_code_to_write_files")
+                    self.log("recovered", step=step.index, recovery="fenced_code_to_write_files")
                     response = state.messages[-1] = recovered
             if not response.tool_calls:
                 nudge = self.domain.render("cut_off" if response.finish_reason == "length" else "no_tool_call")
@@ -237,7 +237,7 @@ class ControlUnit:
                 if args is not None:
                     part = ToolCallPart(part.tool_name, args, tool_call_id=part.tool_call_id)
                     fixed = True
-                    self._log("recovered", step=step.index, recovery="literal_arguments_to_json")
+                    self.log("recovered", step=step.index, recovery="literal_arguments_to_json")
             parts.append(part)
         return replace(response, parts=parts) if fixed else response
 
@@ -256,7 +256,7 @@ class ControlUnit:
             if not result.ok and response.finish_reason == "length":  # truncated arguments, most likely
                 result = ToolResult(self.domain.render("cut_off") + "\n" + result.content, ok=False)
             self.emit(ToolUsed(step.index, call.tool_name, result.ok))
-            self._log(
+            self.log(
                 "tool_call",
                 step=step.index,
                 tool=call.tool_name,
@@ -283,7 +283,7 @@ class ControlUnit:
             return args, None
         assert isinstance(args, StepCompleteArgs)
         ok, report = await asyncio.to_thread(self._run_checks, step)
-        self._log("checks", step=step.index, ok=ok, report=report[:2000])
+        self.log("checks", step=step.index, ok=ok, report=report[:2000])
         if ok:
             return ToolResult("All checks passed. The step is complete."), args.summary
         state.check_failures += 1
@@ -318,7 +318,8 @@ class ControlUnit:
         summary = f"(The previous step did not pass: {reason}.) {summary}".strip()
         return self._outcome(step, state, StepStatus.FAILED, summary, reason)
 
-    def _log(self, kind: str, **data: object) -> None:
+    def log(self, kind: str, **data: object) -> None:
+        """Record an event in the run log (`.l2mac/log.jsonl`), when the run has one."""
         if self.record is not None:
             self.record.log(kind, **data)
 

@@ -11,39 +11,26 @@ tool call (it falls back to placeholders, Python triple quotes and broken escape
   pass) *and* the checks pass; otherwise the same budgets as the tool protocol apply and the step is recorded
   as failed.
 
-The loop shares context accounting, restarts, checks and the run record with :class:`ControlUnit`.
+The loop shares context accounting, restarts, checks and the run record with :class:`ControlUnit`. When the step's
+tests fail, :mod:`l2mac.weighing` weighs the code against them by sampling implementations, and
+:mod:`l2mac.regressions` puts back earlier steps' files the step broke.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 
-from l2mac.checks.issues import CodeIssue
 from l2mac.checks.output import trim_output
-from l2mac.checks.python import find_code_issues, is_test_file, module_name
+from l2mac.checks.python import is_test_file, module_name
 from l2mac.checks.repairs import python_files, repair_written
-from l2mac.checks.tests import run_tests
 from l2mac.cli_pattern import cli_pattern_fields
 from l2mac.consensus import (
-    PROBLEM_FILE,
-    Agreement,
-    broken_code,
-    choose,
-    defined_names,
-    per_test_outcomes,
-    relevant_tests,
-    remove_tests,
-    sampled_file,
     weighable,
 )
 from l2mac.context import CHARS_PER_TOKEN
@@ -62,8 +49,10 @@ from l2mac.errors import WorkspaceError
 from l2mac.events import ToolUsed
 from l2mac.models.client import ContextOverflow
 from l2mac.recovery import fenced_files, json_files, merge_definitions, unnamed_blocks
+from l2mac.regressions import Baseline, find_regression
 from l2mac.store import FileStore
 from l2mac.types import StepOutcome, StepStatus, ToolResult
+from l2mac.weighing import Weigher
 
 _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
 # a step that writes a command-line program: the model is shown the shape of one (``text_cli_pattern``); told
@@ -71,36 +60,6 @@ _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
 _CLI = re.compile(r"\bargparse\b|command[- ]line|\bCLI\b|sub-?commands?\b|\bmain\(argv", re.IGNORECASE)
 #: share of the prompt budget the step's fresh context may spend on showing file contents
 FILES_SHARE = 0.4
-#: sampling temperature of the implementations that settle a dispute between code and tests
-SAMPLE_TEMPERATURE = 0.8
-
-
-@dataclass(frozen=True)
-class _Settled:
-    """What weighing by agreement tells the step: a note for the model, whether files changed, the file to
-    write next."""
-
-    note: str
-    changed: bool
-    focus: str | None
-
-
-@dataclass
-class _Baseline:
-    """The project as a step found it, so that the step cannot silently break what worked."""
-
-    snapshot: dict[str, str]
-    own: set[str]  # the files the step names: its own to write
-    measured: tuple[frozenset[str], frozenset[str]] | None = None  # tests that passed, files with problems
-
-
-@dataclass
-class _Weighing:
-    """What agreement learned during one step."""
-
-    verdicts: dict[str, tuple[str, Agreement]] = field(default_factory=dict)  # per project state: target, verdict
-    told: set[str] = field(default_factory=set)  # tests already named to the model as doubtful
-    rounds: int = 0  # sampling rounds spent
 
 
 class TextControlUnit(ControlUnit):
@@ -179,7 +138,7 @@ class TextControlUnit(ControlUnit):
         paths = [f["path"] for f in files if f["path"].endswith(".py")]
 
         def log(recovery: str, **fields: object) -> None:
-            self._log("recovered", step=step.index, recovery=recovery, **fields)
+            self.log("recovered", step=step.index, recovery=recovery, **fields)
 
         return repair_written(env.store, partial(env.check_files, types=False), paths, log)
 
@@ -192,13 +151,13 @@ class TextControlUnit(ControlUnit):
         out = []
         for f in files:
             path = f["path"]
-            if not _exists(store, path) and path not in known:
+            if not store.is_project_file(path) and path not in known:
                 if "/" in path:
                     same = [k for k in known if k.lower() == path.lower()]
                 else:
                     same = [k for k in known if k.rsplit("/", 1)[-1] == path]
                 if len(same) == 1:
-                    self._log("recovered", step=step.index, recovery="bare_name_resolved", path=same[0])
+                    self.log("recovered", step=step.index, recovery="bare_name_resolved", path=same[0])
                     f = {"path": same[0], "content": f["content"]}
             out.append(f)
         return out
@@ -213,7 +172,7 @@ class TextControlUnit(ControlUnit):
             return []
         named = {f["path"] for f in files}
         if requested is not None and requested not in named and len(blocks) == 1 and not files:
-            self._log("recovered", step=step.index, recovery="unnamed_block_is_the_requested_file", path=requested)
+            self.log("recovered", step=step.index, recovery="unnamed_block_is_the_requested_file", path=requested)
             return [{"path": requested, "content": blocks[0]}]
         out: list[dict[str, str]] = []
         sources = python_files(self.toolbox.env.store)
@@ -223,183 +182,8 @@ class TextControlUnit(ControlUnit):
                 path, content = merged.popitem()
                 sources[path] = content
                 out = [f for f in out if f["path"] != path] + [{"path": path, "content": content}]
-                self._log("recovered", step=step.index, recovery="definitions_merged_into_file", path=path)
+                self.log("recovered", step=step.index, recovery="definitions_merged_into_file", path=path)
         return out
-
-    async def _seek_agreement(self, step: Step, state: _State, report: str, memory: _Weighing) -> _Settled | None:
-        """The step's tests fail: tell a wrong test from wrong code by agreement (see :mod:`l2mac.consensus`).
-
-        Implementations of the code file under test are sampled from the step alone (its tests and the file
-        itself hidden), the tests are run against each in a scratch copy of the project, and the implementation
-        the most agree with is kept. Returns the note for the model and whether a file was changed; None when
-        there was nothing to weigh (no per-test outcomes, no usable sample, no sampling round left)."""
-        env = self.toolbox.env
-        store = env.store
-        if self.limits.samples <= 0 or not self.run_tests or not env.python_checks:
-            return None
-        instruction = step.instruction.instruction
-        code = [p for p in named_files(instruction) if p.endswith(".py") and not is_test_file(p) and _exists(store, p)]
-        if not code:
-            return None
-        snapshot = store.snapshot()
-        key = hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()
-        if key in memory.verdicts:  # the same files again: what was learned about them still holds
-            target, agreement = memory.verdicts[key]
-            return await self._apply_agreement(step, state, target, agreement, [], {}, memory)
-        if memory.rounds >= self.limits.max_agreement_rounds:
-            return None
-        # the step's code file with code problems, else the one the failures mention most (the first on a tie)
-        broken = [p for p in broken_code(report.partition("Tests:")[0]) if p in code]
-        target = broken[0] if broken else max(code, key=report.count)
-        # only the tests that use the target are evidence about it (a failing test of another module fails
-        # with every implementation of this one)
-        module = module_name(target)
-        defined = defined_names(snapshot.get(target, ""))
-        relevant = {
-            t for p, src in snapshot.items() if is_test_file(p) for t in relevant_tests(src, p, module, defined)
-        }
-
-        def evidence(outcomes: dict[str, bool]) -> dict[str, bool]:
-            return {t: ok for t, ok in outcomes.items() if t.split("[")[0] in relevant}
-
-        current = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
-        base = evidence(per_test_outcomes(current.output))
-        if not base or all(base.values()):
-            return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
-
-        def hide(path: str) -> bool:
-            return path == target or is_test_file(path)
-
-        # the names the step gives the file are asked for by name: asked only for "the file", most samples
-        # held the dataclass alone and were unusable
-        owned = names_for_file(instruction, target)
-        request = (
-            self.domain.render("text_request_sample", path=target, names=", ".join(owned))
-            if owned
-            else self.domain.render("text_request_file", path=target)
-        )
-        messages = self.fresh_context(step, feedback=request, focus=target, hide=hide)
-        memory.rounds += 1
-        if self.client.parallel:
-            answers = await asyncio.gather(*(self._sample(step, messages) for _ in range(self.limits.samples)))
-        else:  # in turn: made at once, they would race for the model and take its seeds in a different order
-            answers = [await self._sample(step, messages) for _ in range(self.limits.samples)]
-        candidates: list[str] = []
-        outcomes: list[dict[str, bool]] = [base]
-        for answer in answers:
-            content = sampled_file(answer, target)
-            if content is None or set(owned) & set(missing_definitions(instruction, {target: content})):
-                continue
-            run = await asyncio.to_thread(self._tests_with, snapshot, target, content)
-            if run is None:
-                continue
-            repaired, outcome = run
-            candidates.append(repaired)
-            outcomes.append(evidence(outcome))
-        if not candidates:
-            self._log("agreement", step=step.index, target=target, samples=len(answers), usable=0)
-            return None
-        agreement = choose(outcomes)
-        memory.verdicts[key] = (target, agreement)
-        self._log(
-            "agreement",
-            step=step.index,
-            target=target,
-            samples=len(answers),
-            usable=len(candidates),
-            scores=list(agreement.scores),
-            chosen=agreement.chosen,
-            disputed=list(agreement.disputed),
-        )
-        return await self._apply_agreement(step, state, target, agreement, candidates, base, memory)
-
-    async def _apply_agreement(
-        self,
-        step: Step,
-        state: _State,
-        target: str,
-        agreement: Agreement,
-        candidates: list[str],
-        base: dict[str, bool],
-        memory: _Weighing,
-    ) -> _Settled | None:
-        """Keep the chosen implementation; name the doubtful tests; remove those that every implementation failed
-        after the model was already told and kept them (recorded in the step's outcome and the log)."""
-        notes: list[str] = []
-        changed = False
-        if candidates and agreement.chosen != 0:
-            content = candidates[agreement.chosen - 1]
-            await self._write(step, [{"path": target, "content": content}], "agreement")
-            changed = True
-            notes.append(
-                self.domain.render(
-                    "text_agreement_replaced",
-                    path=target,
-                    n=agreement.implementations - 1,
-                    passed=len(agreement.passed),
-                    before=sum(base.values()),
-                    total=len(agreement.passes),
-                )
-            )
-        # A test is doubted when the kept implementation passes some tests yet fails it, and at most half of
-        # the implementations pass it; when no implementation passes any test there is no evidence either way.
-        # It is removed only on stronger evidence: the model was told and kept it, no implementation passes
-        # it, and at least two implementations agree on the tests they pass.
-        evidence = bool(agreement.passed)
-        doubted = [t for t in agreement.disputed if evidence and agreement.passes[t] * 2 <= agreement.implementations]
-        consensus = agreement.supporters >= 2
-        unanimous = [t for t in doubted if consensus and t in memory.told and agreement.passes[t] == 0]
-        memory.told |= set(doubted)
-        removed: list[str] = []
-        for path in sorted({t.split("::")[0] for t in unanimous}):
-            if not _exists(self.toolbox.env.store, path):
-                continue
-            source, gone = remove_tests(self.toolbox.env.store.read_text(path), unanimous)
-            if gone and self._last_test_of_a_step_function(step, path, source):
-                self._log("agreement_kept_last_test", step=step.index, tests=gone)
-                continue
-            if gone:
-                await self._write(step, [{"path": path, "content": source}], "disputed tests removed")
-                removed += gone
-        if removed:
-            changed = True
-            state.tests_removed += removed
-            self._log("recovered", step=step.index, recovery="disputed_tests_removed", tests=removed)
-            notes.append(
-                self.domain.render(
-                    "text_agreement_removed", n=agreement.implementations, tests="\n".join(f"- {t}" for t in removed)
-                )
-            )
-        focus: str | None = None
-        if told := [t for t in doubted if t not in removed]:
-            focus = told[0].split("::")[0]  # the doubted tests' file is the one to write next
-            notes.append(
-                self.domain.render(
-                    "text_agreement_disputed",
-                    path=target,
-                    n=agreement.implementations,
-                    tests="\n".join(f"- {t}: passed by {agreement.passes[t]} of them" for t in told),
-                    test_files=", ".join(sorted({t.split("::")[0] for t in told})),
-                )
-            )
-        # With no evidence either way (no implementation passes any test) the tests are not doubted, but when
-        # several implementations all fail a test, its expectation is worth checking (seen: a test expecting
-        # main() to raise SystemExit, kept through five attempts while the CLI returned 0 as the step asked).
-        unpassed = [t for t in agreement.disputed if agreement.passes[t] == 0]
-        if not evidence and unpassed and agreement.implementations >= MIN_IMPLEMENTATIONS_TO_QUESTION:
-            focus = unpassed[0].split("::")[0]
-            notes.append(
-                self.domain.render(
-                    "text_agreement_none_pass",
-                    path=target,
-                    n=agreement.implementations,
-                    tests="\n".join(f"- {t}" for t in unpassed),
-                    test_files=", ".join(sorted({t.split("::")[0] for t in unpassed})),
-                )
-            )
-        if not notes:
-            return None
-        return _Settled("\n\n".join(notes), changed, focus)
 
     def _step_checks(self, step: Step) -> tuple[bool, str]:
         """The project's checks, and what the step itself still lacks: its files, the definitions it names, a
@@ -415,7 +199,7 @@ class TextControlUnit(ControlUnit):
             note = self.domain.render("text_missing_definitions", names=", ".join(absent))
             ok, report = False, f"{note}\n\n{report}".strip()
         if self.run_tests and step.instruction.requires_tests and self.toolbox.env.python_checks:
-            code = [p for p in named_files(step.instruction.instruction) if _exists(store, p)]
+            code = [p for p in named_files(step.instruction.instruction) if store.is_project_file(p)]
             if untested := untested_modules(code, python_files(store)):
                 note = self.domain.render("text_untested", paths=", ".join(untested))
                 ok, report = False, f"{note}\n\n{report}".strip()
@@ -425,104 +209,32 @@ class TextControlUnit(ControlUnit):
                     ok, report = False, f"{note}\n\n{report}".strip()
         return ok, report
 
-    def _baseline(self, step: Step) -> _Baseline:
-        """The project as the step finds it; what worked then is measured only if the step changes it."""
-        return _Baseline(self.toolbox.env.store.snapshot(), set(named_files(step.instruction.instruction)))
-
-    def _what_worked(self, before: _Baseline) -> tuple[frozenset[str], frozenset[str]]:
-        """The tests that passed when the step began and the files that had code problems then, measured in a
-        scratch copy of the project as it was (once per step)."""
-        if before.measured is None:
-            env = self.toolbox.env
-            with tempfile.TemporaryDirectory(prefix="l2mac-before-") as tmp:
-                scratch = FileStore(Path(tmp))
-                for path, text in before.snapshot.items():
-                    scratch.write_text(path, text)
-                troubled = frozenset(i.path for i in find_code_issues(scratch.root, scratch.list_files()) if i.blocking)
-                passing: frozenset[str] = frozenset()
-                if self.run_tests and any(is_test_file(p) for p in before.snapshot):
-                    run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True)
-                    passing = frozenset(t for t, ok in per_test_outcomes(run.output).items() if ok)
-            before.measured = (passing, troubled)
-        return before.measured
-
-    async def _undo_regressions(self, step: Step, before: _Baseline, report: str, removed: list[str]) -> str | None:
+    async def _undo_regressions(self, step: Step, before: Baseline, report: str, removed: list[str]) -> str | None:
         """Put back the earlier steps' files this step changed when the change broke what worked when the step
-        began: a test that passed then fails (or is gone), or a file that was clean has code problems. A small
-        model shown every file sends them all back, and rewrites working code of an earlier step along the way
-        (seen: the CLI step broke todo/core.py's save_todos, then dropped its Todo class). Returns the note for
-        the model, or None when nothing was put back. Tests agreement removed (``removed``) are not missed."""
-        store = self.toolbox.env.store
-        earlier = {p: c for p, c in before.snapshot.items() if p not in before.own}
-        changed = [p for p, content in earlier.items() if not _same(store, p, content)]
-        if not changed or not self.toolbox.env.python_checks:
+        began (see :mod:`l2mac.regressions`). Returns the note for the model, or None when nothing was put back."""
+        env = self.toolbox.env
+        found = await asyncio.to_thread(find_regression, before, env, self.run_tests, report, removed)
+        if found is None:
             return None
-        passing, troubled = await asyncio.to_thread(self._what_worked, before)
-        problems = set(PROBLEM_FILE.findall(report.partition("Tests:")[0]))
-        spoiled = [p for p in changed if p in problems and p not in troubled]
-        broken: list[str] = []
-        if passing:
-            env = self.toolbox.env
-            run = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
-            now = per_test_outcomes(run.output)
-            broken = sorted(t for t in passing if not now.get(t, False) and t not in removed)
-        undo = changed if broken else spoiled
-        if not undo:
-            return None
-        await self._write(step, [{"path": p, "content": earlier[p]} for p in undo], "regression undone")
-        self._log("recovered", step=step.index, recovery="regression_undone", paths=undo, tests=broken[:10])
-        what = [f"- {t} passed before and now fails" for t in broken[:5]] + [
-            f"- {p} had no code problems before and now has" for p in spoiled if p in undo
+        await self.save(step, [{"path": p, "content": before.snapshot[p]} for p in found.undo], "regression undone")
+        self.log("recovered", step=step.index, recovery="regression_undone", paths=found.undo, tests=found.broken[:10])
+        what = [f"- {t} passed before and now fails" for t in found.broken[:5]] + [
+            f"- {p} had no code problems before and now has" for p in found.spoiled
         ]
         return self.domain.render(
             "text_regression_undone",
-            paths=", ".join(undo),
+            paths=", ".join(found.undo),
             what="\n".join(what),
             own=", ".join(named_files(step.instruction.instruction)) or "the files it needs",
         )
 
-    def _last_test_of_a_step_function(self, step: Step, path: str, source: str) -> bool:
-        """Whether ``path`` becoming ``source`` would leave a function the step names with no test: such a test
-        is never removed, however the samples agree (seen: the CLI step's only test of main() removed)."""
-        instruction = step.instruction.instruction
-        code = [p for p in named_files(instruction) if p.endswith(".py") and not is_test_file(p)]
-        sources = python_files(self.toolbox.env.store)
-        before = untested_functions(instruction, code, sources)
-        return untested_functions(instruction, code, {**sources, path: source}) != before
-
-    async def _write(self, step: Step, files: list[dict[str, str]], why: str = "") -> ToolResult:
+    async def save(self, step: Step, files: list[dict[str, str]], why: str = "") -> ToolResult:
         """``write_files``, reported as a tool use and logged (``why`` names a write the model did not ask for)."""
         result = await asyncio.to_thread(self.toolbox.call, "write_files", {"files": files})
         self.emit(ToolUsed(step.index, "write_files", result.ok))
         logged = f"{why}: {', '.join(f['path'] for f in files)}" if why else result.content[:300]
-        self._log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=logged)
+        self.log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=logged)
         return result
-
-    async def _sample(self, step: Step, messages: list[ModelMessage]) -> str:
-        try:
-            response = await self.client.request(
-                messages, [], purpose=f"step {step.index} sample", temperature=SAMPLE_TEMPERATURE
-            )
-        except ContextOverflow:
-            return ""
-        return response.text or ""
-
-    def _tests_with(self, snapshot: dict[str, str], target: str, content: str) -> tuple[str, dict[str, bool]] | None:
-        """The tests run, one by one, in a scratch copy of the project whose ``target`` is ``content`` (after the
-        same repairs a written file gets); the repaired content and the outcomes, or None if no test ran."""
-        env = self.toolbox.env
-        with tempfile.TemporaryDirectory(prefix="l2mac-sample-") as tmp:
-            scratch = FileStore(Path(tmp))
-            for path, text in {**snapshot, target: content}.items():
-                scratch.write_text(path, text)
-
-            def check(paths: list[str]) -> list[CodeIssue]:
-                return find_code_issues(scratch.root, scratch.list_files(), only=paths, types=False)
-
-            if self.recover:
-                repair_written(scratch, check, [target], lambda recovery, **fields: None)
-            outcome = per_test_outcomes(run_tests(env.runner, scratch.root, env.test_timeout_s, each=True).output)
-            return (scratch.read_text(target), outcome) if outcome else None
 
     async def run_step(self, step: Step) -> StepOutcome:
         """Every attempt is a fresh context: the step, the files as they are now, and the last attempt's result.
@@ -540,8 +252,8 @@ class TextControlUnit(ControlUnit):
         focus = to_write[0] if to_write else None
         temperature: float | None = None
         lacking: dict[str, set[str]] = {}  # per named file, the functions it still lacked last time
-        weighing = _Weighing()  # what agreement learned about this step's tests
-        before = await asyncio.to_thread(self._baseline, step)
+        weighing = Weigher(self, step)  # what agreement learned about this step's tests
+        before = Baseline(store.snapshot(), set(named_files(step.instruction.instruction)))
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, state, f"turn budget spent ({self.limits.max_turns} model calls)")
@@ -565,7 +277,7 @@ class TextControlUnit(ControlUnit):
             declared = bool(_DONE.search(text))
             cut = response.finish_reason == "length" and not text.rstrip().endswith("```")
             if cut and files:  # the last block was cut off mid-file: never save half a file
-                self._log("recovered", step=step.index, recovery="cut_off_file_dropped", path=files[-1]["path"])
+                self.log("recovered", step=step.index, recovery="cut_off_file_dropped", path=files[-1]["path"])
                 files = files[:-1]
             set_aside: list[str] = []
             requested = next((p for p in to_write if p not in written), None)
@@ -579,7 +291,7 @@ class TextControlUnit(ControlUnit):
                 ]
             elif requested is not None and (set_aside := sorted({f["path"] for f in files} & written)):
                 # a file of this step sent again instead of the one asked for: keep the saved one, ask again
-                self._log("recovered", step=step.index, recovery="rewrite_set_aside", paths=set_aside)
+                self.log("recovered", step=step.index, recovery="rewrite_set_aside", paths=set_aside)
                 files = [f for f in files if f["path"] not in written]
             files, fragments = _split_fragments(store, files)
             if set_aside:
@@ -588,11 +300,11 @@ class TextControlUnit(ControlUnit):
                 fragments.append(self.domain.render("text_cut_off"))
             written.update(f["path"] for f in files)
             pending = [p for p in to_write if p not in written]
-            unchanged = bool(files) and all(_same(store, f["path"], f["content"]) for f in files)
+            unchanged = bool(files) and all(store.has_text(f["path"], f["content"]) for f in files)
             saved = saved_full = "\n".join(fragments)
             if files and not unchanged:
                 wrote_any = True
-                result = await self._write(step, files)
+                result = await self.save(step, files)
                 saved = result.content.split("\nChecks found problems")[0]
                 saved_full = result.content
                 if self.recover and (added := await asyncio.to_thread(self._add_missing_imports, step, files)):
@@ -651,13 +363,14 @@ class TextControlUnit(ControlUnit):
             if undone is not None:
                 ok, report = await asyncio.to_thread(self._step_checks, step)
             absent = missing_definitions(step.instruction.instruction, python_files(store))
-            self._log("checks", step=step.index, ok=ok, report=report[:2000])
+            self.log("checks", step=step.index, ok=ok, report=report[:2000])
             agreed = None
             if not ok and weighable(report, named_files(step.instruction.instruction)):
-                agreed = await self._seek_agreement(step, state, report, weighing)
+                agreed = await weighing.seek(report)
+                state.tests_removed += agreed.removed if agreed is not None else []
                 if agreed is not None and agreed.changed:  # a file was changed: check again
                     ok, report = await asyncio.to_thread(self._run_checks, step)
-                    self._log("checks", step=step.index, ok=ok, report=report[:2000])
+                    self.log("checks", step=step.index, ok=ok, report=report[:2000])
             if ok and (declared or not files or unchanged):
                 return self._outcome(step, state, StepStatus.PASSED, _summary(text, step, self))
             if ok:
@@ -667,7 +380,7 @@ class TextControlUnit(ControlUnit):
                 if state.check_failures > self.limits.max_check_failures:
                     return await self._fail(step, state, f"checks still failing after {state.check_failures} attempts")
                 first = _FIRST_PROBLEM.search(report)
-                focus = first.group(1) if first and _exists(store, first.group(1)) else None
+                focus = first.group(1) if first and store.is_project_file(first.group(1)) else None
                 feedback = self.domain.render(
                     "text_checks_failed",
                     first_file=first.group(1) if first else "the file the first error names",
@@ -696,9 +409,6 @@ class TextControlUnit(ControlUnit):
             else:
                 temperature = None
 
-
-#: implementations (the current one and samples) that must all fail a test before its expectation is questioned
-MIN_IMPLEMENTATIONS_TO_QUESTION = 3
 
 #: a block with fewer than this share of an existing file's lines (of at least FRAGMENT_MIN_LINES) is a fragment
 FRAGMENT_SHARE = 0.5
@@ -731,22 +441,6 @@ def _split_fragments(store: FileStore, files: list[dict[str, str]]) -> tuple[lis
         else:
             whole.append(f)
     return whole, notes
-
-
-def _exists(store: FileStore, path: str) -> bool:
-    """Whether ``path`` (as the model gave it) is a project file; a path outside the project is not, and is
-    refused later, when written, with an answer to the model rather than an exception."""
-    try:
-        return store.exists(path)
-    except WorkspaceError:
-        return False
-
-
-def _same(store: FileStore, path: str, content: str) -> bool:
-    try:
-        return store.read_text(path) == content
-    except (OSError, UnicodeError, ValueError, WorkspaceError):
-        return False
 
 
 _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)

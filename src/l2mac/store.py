@@ -88,6 +88,21 @@ class FileStore:
     def exists(self, path: str) -> bool:
         return self.resolve(path).is_file()
 
+    def is_project_file(self, path: str) -> bool:
+        """Whether ``path`` (as the model gave it) is a project file. A path outside the workspace is not: it is
+        refused when written, with an answer to the model, rather than raising here."""
+        try:
+            return self.exists(path)
+        except WorkspaceError:
+            return False
+
+    def has_text(self, path: str, content: str) -> bool:
+        """Whether the project file ``path`` holds exactly ``content`` (False when it is missing or unreadable)."""
+        try:
+            return self.read_text(path) == content
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            return False
+
     def read_text(self, path: str) -> str:
         p = self.resolve(path)
         if not p.is_file():
