@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, UserPromptPart
 
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.context import ContextBudget
@@ -209,3 +210,24 @@ def test_budget_limit_leaves_margin_and_reply_room(margin: float) -> None:
     b = ContextBudget(window=10000, reply=1000, margin=margin)
     assert b.limit == int(10000 * (1 - margin)) - 1000
     assert b.fits([ModelRequest(parts=[UserPromptPart("short")])])
+
+
+def test_the_tool_protocols_examples_name_the_steps_own_file_not_a_fixed_one(tmp_path: Path) -> None:
+    # Seen in bench/recoveries.py: with `e.g. 'app/models.py'` in the write_files schema and `from app.models
+    # import User` in the system prompt, a 1.5B model wrote app/models.py in 4 of 6 tasks whose steps named
+    # password.py, stack.py, ...
+    step = Instruction(title="Password", instruction="Write password.py with strength(p: str) -> str.")
+    replies = [
+        call("write_files", {"files": [{"path": "password.py", "content": "def strength(p):\n    return 'weak'\n"}]}),
+        call("step_complete", {"summary": "password.py"}),
+    ]
+    unit, script, _ = make_unit(tmp_path, replies)
+    assert run_step(unit, step).passed
+    first = script.requests[0][0]
+    assert isinstance(first, ModelRequest)
+    system = "\n".join(str(p.content) for p in first.parts if isinstance(p, SystemPromptPart))
+    assert "from password import ..." in system
+    assert "app.models" not in system and "$example" not in system
+    schemas = [t.parameters_json_schema for t in unit.toolbox.definitions()]
+    assert "write_files" in {t.name for t in unit.toolbox.definitions()}
+    assert "app/models.py" not in json.dumps(schemas)

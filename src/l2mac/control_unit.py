@@ -27,10 +27,11 @@ from pydantic_ai.messages import (
 
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.output import trim_output
-from l2mac.checks.python import is_test_file
+from l2mac.checks.python import is_test_file, module_name
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.tests import TestRun, run_tests
 from l2mac.context import ContextBudget
+from l2mac.demands import example_path
 from l2mac.domains import Domain
 from l2mac.events import EventSink, ToolUsed, ignore
 from l2mac.models.client import ContextOverflow, ModelClient
@@ -116,7 +117,14 @@ class ControlUnit:
         files = self.toolbox.env.store.list_files()
         listing = "\n".join(f"- {f}" for f in files[:300]) or "(none yet)"
         prompt = self.domain.render("step", **self.step_values(step, progress), files=listing)
-        return [ModelRequest(parts=[SystemPromptPart(self.domain.render("step_system")), UserPromptPart(prompt)])]
+        # the examples show the step's own file: a small model writes whatever path an example shows
+        example = example_path(step.instruction.instruction, self.domain.name)
+        system = self.domain.render(
+            "step_system",
+            example_path=example,
+            example_module=module_name(example) if example.endswith(".py") else "main",
+        )
+        return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
     async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:
         """Ask for a text answer (no tools) after ``messages``; used for summaries."""

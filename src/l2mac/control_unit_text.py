@@ -36,6 +36,7 @@ from l2mac.consensus import (
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
 from l2mac.demands import (
+    example_path,
     invented_attributes,
     missing_definitions,
     named_files,
@@ -444,16 +445,6 @@ def _split_fragments(store: FileStore, files: list[dict[str, str]]) -> tuple[lis
 
 
 _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
-_NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
-
-
-def example_path(instruction: str, domain: str) -> str:
-    """A file the step names (not a test), for the format example: small models copy the example's path."""
-    named = [m.group(1) for m in _NAMED_FILE.finditer(instruction)]
-    own = [p for p in named if not is_test_file(p)]
-    if own or named:
-        return (own or named)[0]
-    return "chapters/01-chapter.md" if domain == "book" else "main.py"
 
 
 def _fence_lang(path: str) -> str:

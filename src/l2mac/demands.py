@@ -201,3 +201,16 @@ def names_for_file(instruction: str, path: str) -> list[str]:
 def named_files(instruction: str) -> list[str]:
     """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
     return list(dict.fromkeys(m.group(1) for m in _TO_WRITE.finditer(instruction)))
+
+
+_NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
+
+
+def example_path(instruction: str, domain: str) -> str:
+    """A file the step names (not a test), for the prompts' examples: small models copy an example's path (seen:
+    ``app/models.py``, once the example of the write_files schema, written in place of the step's password.py)."""
+    named = [m.group(1) for m in _NAMED_FILE.finditer(instruction)]
+    own = [p for p in named if not is_test_file(p)]
+    if own or named:
+        return (own or named)[0]
+    return "chapters/01-chapter.md" if domain == "book" else "main.py"

@@ -60,7 +60,8 @@ def view_files(args: ViewArgs, env: ToolEnv) -> ToolResult:
 
 
 class FileContent(BaseModel):
-    path: str = Field(description="File path relative to the project root, e.g. 'app/models.py'.")
+    # no example path here: a small model writes the example's path instead of the one its step names
+    path: str = Field(description="File path relative to the project root: the path the step names for it.")
     content: str = Field(description="The complete new content of the file.")
 
 
