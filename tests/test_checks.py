@@ -425,3 +425,20 @@ def test_a_star_import_of_a_project_module_becomes_the_names_used_so_missing_one
     assert (
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path).returncode == 0
     )
+
+
+def test_a_file_whose_star_import_was_expanded_still_provides_its_names_to_the_missing_imports(
+    tmp_path: Path,
+) -> None:
+    # both written at once: todo/cli.py's star import is expanded first; its main() must still be known when
+    # the test that calls main() without importing it is given its missing import
+    store = FileStore(tmp_path)
+    store.write_text("todo/__init__.py", "")
+    store.write_text("todo/core.py", "def load_todos(path):\n    return []\n")
+    cli = "from todo.core import *\n\n\ndef main(argv=None):\n    return len(load_todos(None))\n"
+    store.write_text("todo/cli.py", cli)
+    store.write_text("tests/test_cli.py", "def test_main():\n    assert main([]) == 0\n")
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    repair_written(store, check, ["todo/cli.py", "tests/test_cli.py"], lambda r, **f: None)
+    assert store.read_text("todo/cli.py").startswith("from todo.core import load_todos\n")
+    assert "from todo.cli import main\n" in store.read_text("tests/test_cli.py")

@@ -78,11 +78,11 @@ def repair_written(
             )
             log("shadowed_imports_dropped", path=path, names=shadowed)
     star = [p for p in paths if p.endswith(".py") and not p.endswith("__init__.py")]
+    trees = trees or (_trees(store) if star else {})
     for path in star:
-        trees = trees or _trees(store)
         modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
         if expanded := rewrite(store, path, partial(expand_star_imports, modules=modules)):
-            trees.pop(path, None)
+            trees[path] = ast.parse(store.read_text(path))  # still defines what it did, for the imports below
             notes.append(
                 f"Replaced in {path} {'; '.join(expanded)} by imports of the names the file uses: a star import "
                 "hides which names are missing"
