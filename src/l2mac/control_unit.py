@@ -117,14 +117,14 @@ class ControlUnit:
         files = self.toolbox.env.store.list_files()
         listing = "\n".join(f"- {f}" for f in files[:300]) or "(none yet)"
         prompt = self.domain.render("step", **self.step_values(step, progress), files=listing)
-        # the examples show the step's own file: a small model writes whatever path an example shows
-        example = example_path(step.instruction.instruction, self.domain.name)
-        system = self.domain.render(
-            "step_system",
-            example_path=example,
-            example_module=module_name(example) if example.endswith(".py") else "main",
-        )
+        system = self.domain.render("step_system", **self.example_values(step))
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
+
+    def example_values(self, step: Step, focus: str | None = None) -> dict[str, str]:
+        """What the prompts' examples show: ``focus`` (the file asked for) or else a file the step names, since
+        a small model writes whatever path an example shows."""
+        example = focus or example_path(step.instruction.instruction, self.domain.name)
+        return {"example_path": example, "example_module": module_name(example) if example.endswith(".py") else "main"}
 
     async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:
         """Ask for a text answer (no tools) after ``messages``; used for summaries."""

@@ -36,7 +36,6 @@ from l2mac.consensus import (
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control_unit import ControlUnit, Step, _State
 from l2mac.demands import (
-    example_path,
     invented_attributes,
     missing_definitions,
     named_files,
@@ -108,13 +107,8 @@ class TextControlUnit(ControlUnit):
             request=feedback or self.domain.render("text_request"),
             named_files=", ".join(named_files(step.instruction.instruction)) or "(as the step says)",
         )
-        example = focus or example_path(step.instruction.instruction, self.domain.name)
-        system = self.domain.render(
-            "text_step_system",
-            example_path=example,
-            example_lang=_fence_lang(example),
-            example_module=module_name(example) if example.endswith(".py") else "main",
-        )
+        example = self.example_values(step, focus)
+        system = self.domain.render("text_step_system", **example, example_lang=_fence_lang(example["example_path"]))
         if "text_cli_pattern" in self.domain.prompts and _CLI.search(step.instruction.instruction):
             fields = cli_pattern_fields(python_files(self.toolbox.env.store), step.instruction.instruction)
             system += "\n\n" + self.domain.render("text_cli_pattern", **fields)
