@@ -9,14 +9,14 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage
 from test_text_protocol import fenced, make_unit
 
+from l2mac.checks.agreement import Weigher, outcomes_with
+from l2mac.checks.consensus import choose, relevant_tests, remove_tests, weighable
+from l2mac.checks.demands import untested_functions, untested_modules
 from l2mac.checks.runner import SubprocessRunner
-from l2mac.checks.tests import run_tests
-from l2mac.consensus import choose, per_test_outcomes, relevant_tests, remove_tests, weighable
-from l2mac.control_unit import Step, StepLimits
-from l2mac.demands import untested_functions, untested_modules
+from l2mac.checks.tests import per_test_outcomes, run_tests
+from l2mac.control import Step, StepLimits
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
-from l2mac.weighing import Weigher, outcomes_with
 
 STEP = Instruction(
     title="Stats",
@@ -436,12 +436,17 @@ def test_the_last_test_of_a_function_the_step_names_is_never_removed(tmp_path: P
     unit, _, store = make_unit(tmp_path, [], limits=LIMITS)
     store.write_text("stats.py", MEAN)
     store.write_text("tests/test_stats.py", WRONG_TEST)
-    step = Step("Statistics helpers", 1, 1, STEP, "")
     without_wrong, _ = remove_tests(WRONG_TEST, ["tests/test_stats.py::test_wrong"])
     without_all, _ = remove_tests(
         WRONG_TEST, [f"tests/test_stats.py::{t}" for t in ("test_wrong", "test_mean", "test_one")]
     )
-    weigher = Weigher(unit, step)
+
+    async def no_save(path: str, content: str, why: str) -> None:
+        raise AssertionError("nothing is saved here")
+
+    weigher = Weigher(
+        unit.client, unit.toolbox.env, unit.domain, STEP.instruction, ask=lambda *a: [], save=no_save, log=print
+    )
     assert not weigher.leaves_a_step_function_untested("tests/test_stats.py", without_wrong)
     assert weigher.leaves_a_step_function_untested("tests/test_stats.py", without_all)  # mean() untested
 

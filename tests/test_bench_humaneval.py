@@ -190,11 +190,11 @@ def test_the_soa_strategy_runs_a_lead_and_a_child_and_takes_the_function_they_bu
     stub = 'def truncate_number(number: float) -> float:\n    """The decimal part of number."""\n    ...\n'
     body = stub.replace("...", "return number % 1.0")
     tests = "from solution import truncate_number\n\n\ndef test_it():\n    assert truncate_number(3.5) == 0.5\n"
-    asked: list[str] = []
+    asked: list[list[str]] = []
 
     def team(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         tools = [t.name for t in info.function_tools]
-        asked.append(tools[0])
+        asked.append(sorted(tools))
         if "write_skeleton" in tools:  # the lead: the module with the function stubbed, and its tests
             args = {"modules": [{"path": "solution.py", "code": stub}], "tests": tests}
             return ModelResponse(parts=[ToolCallPart("write_skeleton", json.dumps(args))])
@@ -203,7 +203,7 @@ def test_the_soa_strategy_runs_a_lead_and_a_child_and_takes_the_function_they_bu
     model = FunctionModel(team, model_name="team")
     gen = he.engine_generator(make_settings(tmp_path), model, tmp_path / "runs", strategy="soa")(task)
     assert gen.error is None and "return number % 1.0" in gen.solution and gen.requests == 2
-    assert asked == ["write_skeleton", "write_function"]
+    assert asked == [["write_skeleton"], ["request_contract_change", "write_function"]]
     with pytest.raises(ConfigError, match="not 'single'"):
         he.engine_generator(make_settings(tmp_path), model, strategy="single")
 

@@ -11,7 +11,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Syst
 
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.context import ContextBudget
-from l2mac.control_unit import ControlUnit, Step, StepLimits
+from l2mac.control import ControlUnit, Step, StepLimits
 from l2mac.domains import load_domain
 from l2mac.models.client import ModelClient
 from l2mac.models.scripted import ScriptedModel, call, calls, last_tool_return, last_user_text, text
@@ -20,6 +20,8 @@ from l2mac.tools import Toolbox, ToolEnv, tools_named
 from l2mac.types import Instruction
 
 STEP = Instruction(title="Greeting module", instruction="Write greet.py with greet(name).", requires_tests=False)
+#: a step that names no file or function, for scripts that write whatever they like (a.py)
+FREE = Instruction(title="Module a", instruction="Work on module a.", requires_tests=False)
 
 
 def make_unit(
@@ -78,7 +80,7 @@ def test_edit_file_that_matches_zero_or_two_times_is_answered(tmp_path: Path) ->
         call("step_complete", {"summary": "a.py"}),
     ]
     unit, script, store = make_unit(tmp_path, replies)
-    assert run_step(unit).passed
+    assert run_step(unit, FREE).passed
     assert "was not found" in last_tool_return(script.requests[2])
     assert "occurs 2 times" in last_tool_return(script.requests[3])
     assert store.read_text("a.py") == "x = 1\nx = 2\n"
@@ -94,7 +96,7 @@ def test_repeated_identical_call_is_detected_until_something_changes(tmp_path: P
         call("step_complete", {"summary": "a.py"}),
     ]
     unit, script, _ = make_unit(tmp_path, replies)
-    assert run_step(unit).passed
+    assert run_step(unit, FREE).passed
     assert "A = 1" in last_tool_return(script.requests[2])
     assert "already made this exact call" in last_tool_return(script.requests[3])
     fresh = last_tool_return(script.requests[5])
@@ -173,7 +175,7 @@ def test_step_complete_is_refused_while_code_has_errors(tmp_path: Path) -> None:
         call("step_complete", {"summary": "a"}),
     ]
     unit, script, _ = make_unit(tmp_path, replies)
-    outcome = run_step(unit)
+    outcome = run_step(unit, FREE)
     assert "F821" in last_tool_return(script.requests[1])  # flagged right after the write
     assert "checks failed" in last_tool_return(script.requests[2])
     assert outcome.passed and outcome.check_failures == 1

@@ -9,7 +9,7 @@ from pathlib import Path
 from test_text_protocol import fenced, make_unit, run_step
 
 from l2mac.checks.litter import move_under_tmp_path
-from l2mac.control_unit import StepLimits
+from l2mac.control import StepLimits
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
 

@@ -25,13 +25,14 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from l2mac.control.arguments import recover_tool_calls
 from l2mac.errors import ConfigError
+from l2mac.fenced import fenced_files
 from l2mac.models.local.catalog import LocalModelSpec, WheelPart
 from l2mac.models.local.fetch import PullError, pull
 from l2mac.models.local.llama import LocalChat, openai_messages, parse_reply
 from l2mac.models.registry import build_model
 from l2mac.planner import parse_text_plan
-from l2mac.recovery import fenced_files, recover_tool_calls
 from l2mac.settings import LLMSettings
 
 TOOLS = {"write_files", "step_complete"}

@@ -286,32 +286,36 @@ def test_put_function_keeps_contracts_frozen() -> None:
 
 
 def test_the_text_protocol_reads_fenced_blocks_and_markers_as_the_agents_calls(tmp_path: Path) -> None:
-    from l2mac.soa.organization import text_to_call
+    from l2mac.control.text import TEXT
+    from l2mac.soa.tools import DECIDE, REQUEST_CHANGE, WRITE_FUNCTION, WRITE_SKELETON
+
+    def text_to_call(answer: str, tools: list) -> ToolCallPart | None:
+        return TEXT.read_call(ModelResponse(parts=[TextPart(answer)]), tools, recover=True)
 
     lead = "calc/ops.py\n```python\n" + OPS + "```\n\ntests/test_ops.py\n```python\n" + TESTS + "```\n"
-    call = text_to_call(lead, ["write_skeleton"])
+    call = text_to_call(lead, [WRITE_SKELETON])
     assert call is not None and call.tool_name == "write_skeleton"
     args = json.loads(str(call.args))
     assert args["modules"] == [{"path": "calc/ops.py", "code": OPS}] and args["tests"] == TESTS
     # test files in Tests/ (or several) are the lead's tests too, never modules of the project
     two = lead + "\nTests/test_more.py\n```python\n" + TESTS + "```\n"
-    args = json.loads(str(text_to_call(two, ["write_skeleton"]).args))  # type: ignore[union-attr]
+    args = json.loads(str(text_to_call(two, [WRITE_SKELETON]).args))  # type: ignore[union-attr]
     assert args["modules"] == [{"path": "calc/ops.py", "code": OPS}] and args["tests"] == TESTS + "\n\n" + TESTS
-    child = text_to_call("Here it is:\n```python\n" + MUL + "```", ["write_function", "request_contract_change"])
+    child = text_to_call("Here it is:\n```python\n" + MUL + "```", [REQUEST_CHANGE, WRITE_FUNCTION])
     assert child is not None and json.loads(str(child.args)) == {"code": MUL, "tests": ""}
     split = text_to_call(
-        f"```python\n{MEAN_SPLIT}```\n\ntests/test_mean.py\n```python\n{MEAN_TESTS}```", ["write_function"]
+        f"```python\n{MEAN_SPLIT}```\n\ntests/test_mean.py\n```python\n{MEAN_TESTS}```", [WRITE_FUNCTION]
     )
     assert split is not None and json.loads(str(split.args)) == {"code": MEAN_SPLIT, "tests": MEAN_TESTS}
     change = text_to_call(
         "CONTRACT CHANGE: def mul(a: float, b: float, c: float) -> float: BECAUSE three factors",
-        ["write_function", "request_contract_change"],
+        [REQUEST_CHANGE, WRITE_FUNCTION],
     )
     assert change is not None and change.tool_name == "request_contract_change"
     assert json.loads(str(change.args))["signature"] == "def mul(a: float, b: float, c: float) -> float:"
-    decision = text_to_call("REJECT: callers pass two numbers", ["decide_contract"])
+    decision = text_to_call("REJECT: callers pass two numbers", [DECIDE])
     assert decision is not None and json.loads(str(decision.args))["accept"] is False
-    assert text_to_call("I think it is done.", ["write_function"]) is None
+    assert text_to_call("I think it is done.", [WRITE_FUNCTION]) is None
 
 
 def text_tree_team(*lead: tuple[str, dict[str, Any]]) -> Team:

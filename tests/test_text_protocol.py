@@ -11,17 +11,18 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart
 
 from l2mac.checks.autofix import add_imports
 from l2mac.checks.issues import CodeIssue
+from l2mac.checks.repairs import merge_definitions
 from l2mac.checks.runner import SubprocessRunner
-from l2mac.checks.tests import run_tests
 from l2mac.context import ContextBudget
-from l2mac.control_unit import Step, StepLimits
-from l2mac.control_unit_text import TextControlUnit
+from l2mac.control import ControlUnit, Step, StepLimits
+from l2mac.control.arguments import json_files, lenient_json, recover_arguments
+from l2mac.control.text import TEXT
 from l2mac.domains import load_domain
+from l2mac.fenced import fenced_files, unnamed_blocks
 from l2mac.models.client import ModelClient
 from l2mac.models.registry import ModelInfo
 from l2mac.models.scripted import ScriptedModel, call, last_user_text, text
 from l2mac.record import RunRecord
-from l2mac.recovery import fenced_files, json_files, lenient_json, merge_definitions, recover_arguments, unnamed_blocks
 from l2mac.run import protocol_for
 from l2mac.store import FileStore
 from l2mac.tools import Toolbox, ToolEnv, tools_named
@@ -52,23 +53,24 @@ def fenced(*files: tuple[str, str], prose: str = "Here are the files.") -> str:
 
 def make_unit(
     tmp_path: Path, replies: list, *, limits: StepLimits | None = None, recover: bool = True
-) -> tuple[TextControlUnit, ScriptedModel, FileStore]:
+) -> tuple[ControlUnit, ScriptedModel, FileStore]:
     script = ScriptedModel(list(replies))
     store = FileStore(tmp_path / "proj")
     domain = load_domain("codebase")
     env = ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)
-    unit = TextControlUnit(
+    unit = ControlUnit(
         ModelClient(script.model),
         Toolbox(tools_named(domain.tools), env),
         domain,
         ContextBudget(window=16000, reply=500, margin=0.1),
+        protocol=TEXT,
         limits=limits,
         recover=recover,
     )
     return unit, script, store
 
 
-def run_step(unit: TextControlUnit, instruction: Instruction = STEP) -> object:
+def run_step(unit: ControlUnit, instruction: Instruction = STEP) -> object:
     return asyncio.run(unit.run_step(Step("Build a stack", 1, 1, instruction, "")))
 
 
@@ -177,7 +179,6 @@ def test_lenient_json_and_argument_recovery() -> None:
 
 
 def test_tool_protocol_recovers_literal_arguments(tmp_path: Path) -> None:
-    from l2mac.control_unit import ControlUnit
 
     store = FileStore(tmp_path / "p")
     domain = load_domain("codebase")
@@ -506,7 +507,7 @@ def test_a_block_indented_as_in_a_markdown_list_is_saved_without_the_indent() ->
 
 
 def test_a_function_left_as_its_signature_and_docstring_is_not_yet_defined() -> None:
-    from l2mac.demands import missing_definitions
+    from l2mac.checks.demands import missing_definitions
 
     step = "Write solution.py with intersperse(numbers: list[int], delimiter: int) -> list[int]."
     stub = 'def intersperse(numbers: list[int], delimiter: int) -> list[int]:\n    """Insert delimiter."""\n'
@@ -633,90 +634,13 @@ def test_an_earlier_steps_file_broken_by_this_step_is_put_back_and_the_model_tol
 
 
 def test_builtins_an_instruction_shows_are_not_definitions_the_step_owes() -> None:
-    from l2mac.demands import named_definitions
+    from l2mac.checks.demands import named_definitions
 
     instruction = (
         "Write todo/cli.py with main(argv: list[str]) -> int, ending with `if __name__ == '__main__': raise "
         "SystemExit(main(sys.argv[1:]))`, printing with print(text); parser.add_subparsers(dest='command')."
     )
     assert named_definitions(instruction) == ["main"]
-
-
-def test_a_command_line_step_is_shown_the_shape_of_a_command_line_program(tmp_path: Path) -> None:
-    # Seen in the README run at d2d57a0: asked for "argparse with one sub-command per action", the model wrote
-    # nested functions calling input() and parser.parse_args() with no argument, and never recovered.
-    unit, _, store = make_unit(tmp_path, [])
-    cli = Instruction(
-        title="Command line",
-        instruction="Write todo/cli.py with main(argv: list[str]) -> int using argparse, one sub-command per action.",
-        requires_tests=True,
-    )
-    shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
-    assert "never calls input()" in shown and "sub = parser.add_subparsers(dest=" in shown
-    assert "args = parser.parse_args(argv)" in shown
-    assert "from notes.core import Note, load_notes, save_notes" in shown  # no data module yet: the example's
-    assert "never calls input()" not in system_text(unit.fresh_context(Step("Build a stack", 1, 1, STEP, "")))
-    # with the project's own load and save, the pattern uses them: shown the notes example, the model copied
-    # Note and save_notes into the todo app (README run at 4cd00e5)
-    store.write_text("tests/test_core.py", "def load_x():\n    pass\n\n\ndef save_x():\n    pass\n\n\nclass X: ...\n")
-    store.write_text(
-        "todo/core.py",
-        "class Todo:\n    pass\n\n\ndef load_todos(path):\n    return []\n\n\ndef save_todos(path, todos):\n    pass\n",
-    )
-    shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
-    assert "from todo.core import Todo, load_todos, save_todos" in shown and "Note" not in shown
-    assert "items.append(Todo(args.text))" in shown and '"--file", default="todos.json"' in shown
-    assert 'sub.add_parser("remove").add_argument("number", type=int)' in shown  # an item comes as an argument
-
-
-def test_the_command_line_pattern_is_the_steps_program_and_its_test_passes(tmp_path: Path) -> None:
-    # The model copies the pattern nearly as it is (README run at 9a8c6e1: add, list and remove exactly as
-    # shown, the step's `done` left out, and tests of core copied in place of tests of main()). So the pattern
-    # is built from the step's own commands and data class, and it comes with a test: both must work as shown.
-    unit, _, store = make_unit(tmp_path, [])
-    store.write_text("todo/__init__.py", "")
-    store.write_text(
-        "todo/core.py",
-        "import json\nfrom dataclasses import asdict, dataclass\nfrom pathlib import Path\n\n\n@dataclass\n"
-        "class Todo:\n    task: str\n    completed: bool\n    note: str = ''\n\n\n"
-        "def load_todos(path: Path) -> list[Todo]:\n"
-        "    return [Todo(**d) for d in json.loads(path.read_text())] if path.exists() else []\n\n\n"
-        "def save_todos(path: Path, todos: list[Todo]) -> None:\n"
-        "    path.write_text(json.dumps([asdict(t) for t in todos]))\n",
-    )
-    cli = Instruction(
-        title="Command line",
-        instruction="Write todo/cli.py with main(argv) using argparse, one sub-command per action: `add TASK` adds "
-        "a task; `list` prints one line per task; `done` marks a task as completed; `remove` removes a task. "
-        "Write tests/test_cli.py.",
-    )
-    shown = system_text(unit.fresh_context(Step("todo app", 2, 2, cli, "")))
-    pattern = shown.split("Write it in this shape")[1]
-    program, test = [block.split("```")[0] for block in pattern.split("```python\n")[1:3]]
-    assert 'sub.add_parser("done").add_argument("number", type=int)' in program
-    assert "items.append(Todo(args.task, False))" in program  # the class's required fields, not its defaults
-    assert "items[args.number - 1].completed = True" in program
-    assert test.startswith("from todo.cli import main\n")
-    store.write_text("todo/cli.py", program)
-    wrong_number = (
-        "\n\ndef test_a_wrong_number_is_a_usage_error(tmp_path, capsys):\n    import pytest\n\n"
-        "    with pytest.raises(SystemExit) as exited:\n"
-        '        main(["--file", str(tmp_path / "todos.json"), "done", "9"])\n'
-        '    assert exited.value.code == 2 and "there is no item 9; the list has 0" in capsys.readouterr().err\n'
-    )
-    listing = (  # a line per item that a user can read: its number, whether it is done, its text; not a repr
-        "\n\ndef test_list_shows_each_items_number_mark_and_text(tmp_path, capsys):\n"
-        '    file = ["--file", str(tmp_path / "todos.json")]\n'
-        '    for command in (["add", "milk"], ["add", "eggs"], ["done", "2"]):\n'
-        "        main(file + command)\n"
-        '    main(file + ["list"])\n'
-        '    assert capsys.readouterr().out == "1. [ ] milk\\n2. [x] eggs\\n"\n'
-    )
-    store.write_text("tests/test_cli.py", test + wrong_number + listing)
-    run = run_tests(SubprocessRunner(), store.root, 60)
-    assert run.passed == 3 and run.failed == 0, run.output
-    store.write_text("tests/test_cli.py", test.replace('"eggs" in printed', '"milk" in printed'))
-    assert run_tests(SubprocessRunner(), store.root, 60).failed == 1  # the example's last check is a real one
 
 
 def test_a_markdown_file_keeps_the_fenced_examples_it_holds() -> None:

@@ -18,7 +18,7 @@ from pydantic_ai.models import Model
 from l2mac.checks.runner import Runner
 from l2mac.checks.sandbox import choose_runner
 from l2mac.context import ContextBudget, estimate_tokens
-from l2mac.control_unit import StepLimits
+from l2mac.control import StepLimits, protocol_named
 from l2mac.domains import Domain, load_domain
 from l2mac.errors import BudgetExceeded, ConfigError, ProviderError, WorkspaceError
 from l2mac.events import EventSink, ModelCalled, RunFinished, RunStarted, ignore
@@ -30,7 +30,7 @@ from l2mac.planner import load_prompt_program
 from l2mac.record import RECORD_DIR, RunRecord
 from l2mac.report import build_report
 from l2mac.settings import Settings, load_settings
-from l2mac.soa.organization import AgentLimits
+from l2mac.soa.agents import AgentLimits
 from l2mac.store import FileStore, GitHistory
 from l2mac.strategies import RunContext, get_strategy
 from l2mac.tools import Toolbox, ToolEnv, tools_named
@@ -97,9 +97,6 @@ def resolve_model(settings: Settings, model: Model | None) -> tuple[ModelInfo, s
         raise ConfigError(NO_MODEL_HINT) from e
 
 
-TEXT_PROTOCOL_CHECK_FAILURES = 8
-
-
 def protocol_for(setting: str, info: ModelInfo) -> str:
     """``text`` (fenced blocks) for the embedded and GGUF models, which write code far better that way."""
     if setting != "auto":
@@ -142,11 +139,12 @@ def _set_aside_for_resume(root: Path) -> Path:
 
 
 def _save_run_file(root: Path, task: str, settings: Settings, program: PromptProgram | None) -> None:
-    """What ``l2mac resume`` needs to run the task again: never the API key."""
+    """What ``l2mac resume`` needs to run the task again: never the API key. Only the run settings that were
+    set are kept, so that what is left to the protocol's defaults (samples, check failures) stays so."""
     data = {
         "task": task,
         "llm": settings.llm.model_dump(mode="json", exclude={"api_key"}),
-        "run": settings.run.model_dump(mode="json", exclude={"prompt_program"}),
+        "run": settings.run.model_dump(mode="json", exclude={"prompt_program"}, exclude_unset=True),
         "program": program.model_dump(mode="json") if program else None,
     }
     _atomic_json(root / RECORD_DIR / RUN_FILE, data)
@@ -291,17 +289,17 @@ async def _execute_with(
 
     client.on_call = on_call
     strategy = get_strategy(rs.strategy)
-    protocol = protocol_for(rs.protocol, info)
-    check_failures = rs.max_check_failures
-    if protocol == "text" and "max_check_failures" not in rs.model_fields_set:
-        check_failures = TEXT_PROTOCOL_CHECK_FAILURES
+    protocol = protocol_named(protocol_for(rs.protocol, info))
+    chosen = rs.model_fields_set  # what the user set wins over the protocol's defaults
+    check_failures = rs.max_check_failures if "max_check_failures" in chosen else protocol.check_failures
+    samples = rs.samples if "samples" in chosen else protocol.samples
     ctx = RunContext(
         task=task,
         domain=domain,
         client=client,
         toolbox=Toolbox(tools_named(domain.tools), env),
         budget=budget,
-        limits=StepLimits(rs.max_turns, check_failures, rs.max_context_restarts, samples=rs.samples),
+        limits=StepLimits(rs.max_turns, check_failures, rs.max_context_restarts, samples=samples),
         history=history,
         record=record,
         emit=emit,
@@ -323,7 +321,7 @@ async def _execute_with(
         domain=domain.name,
         isolation=env.runner.isolation,
         context_window=info.context_window,
-        protocol=ctx.protocol,
+        protocol=protocol.name,
         resumed=start.resumed,
         journaled_calls=len(start.replay),
     )

@@ -111,8 +111,9 @@ class RunSettings(BaseModel):
     samples: int = Field(
         default=3,
         ge=0,
-        description="Text protocol: when a step's tests fail, implementations sampled without the tests to tell "
-        "a wrong test from wrong code (kept: the one most implementations agree with; 0: off).",
+        description="When a step's tests fail, implementations sampled without the tests to tell a wrong test "
+        "from wrong code (kept: the one most implementations agree with; 0: off). When not set, the protocol's "
+        "default: 3 in the text protocol (small models write wrong tests), 0 with tool calls.",
     )
     context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
     recoveries: bool = Field(default=True, description="Turn code blocks that name a file into writes.")

@@ -34,8 +34,8 @@ from pydantic_ai.models import Model
 
 from l2mac.benchmarks.scorer import CEILING, KNOWN_BROKEN, TaskScore
 from l2mac.errors import ConfigError
+from l2mac.fenced import fenced_blocks
 from l2mac.models.client import ModelClient
-from l2mac.recovery import fenced_blocks
 from l2mac.settings import Settings
 
 DATA_FILE = "HumanEvalPlus-v0.1.10.jsonl.gz"

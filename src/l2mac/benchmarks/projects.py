@@ -26,8 +26,8 @@ from l2mac.benchmarks.humaneval import render
 from l2mac.checks.runner import Runner
 from l2mac.checks.tests import run_tests
 from l2mac.errors import ConfigError
+from l2mac.fenced import fenced_files, unnamed_blocks
 from l2mac.models.client import ModelClient
-from l2mac.recovery import fenced_files, unnamed_blocks
 from l2mac.report import count_loc
 from l2mac.settings import Settings
 from l2mac.store import FileStore

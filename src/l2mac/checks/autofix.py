@@ -11,7 +11,8 @@ import ast
 import re
 
 from l2mac.checks.issues import CodeIssue
-from l2mac.checks.python import UNDEFINED_NAME, is_test_file, module_name
+from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.python import UNDEFINED_NAME
 
 _FROM = {
     "pathlib": ["Path"],

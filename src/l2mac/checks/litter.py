@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from l2mac.checks.python import is_test_file
+from l2mac.checks.layout import is_test_file
 
 #: callables whose single string argument is a path: the call itself becomes ``tmp_path / "name"``
 _PATH_CALLS = frozenset({"Path", "pathlib.Path", "PurePath"})

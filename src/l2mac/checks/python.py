@@ -1,5 +1,5 @@
 """Static checks of Python files: syntax (compile), pyflakes-class errors (ruff), broken imports (AST), type
-errors that are bugs at run time (mypy, ``typecheck.py``) and the project-shape checks below.
+errors that are bugs at run time (mypy, ``typecheck.py``) and the project-shape checks (``shape.py``).
 
 Third-party modules that are not installed are reported as warnings, not blocking errors: the model cannot
 install packages, and the project's tests will say whether that matters.
@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from l2mac.checks.issues import CodeIssue
+from l2mac.checks.layout import module_path
+from l2mac.checks.shape import copied_into_tests, defined_again, prompts_in_command_line, tests_in_code
 from l2mac.checks.typecheck import type_issues
 
 # E9: syntax/IO errors, F63: invalid comparisons, F7: statement errors, F82: undefined names.
@@ -131,12 +133,6 @@ def _guarded_imports(tree: ast.Module) -> set[int]:
     return guarded
 
 
-def _module_path(rel: str) -> tuple[str, ...]:
-    """Module path parts of a file, without a leading ``src`` folder."""
-    parts = Path(rel).with_suffix("").parts
-    return parts[1:] if parts and parts[0] == "src" else parts
-
-
 def _installed(name: str) -> bool:
     top = name.split(".")[0]
     if top in sys.builtin_module_names:
@@ -156,7 +152,7 @@ class _ImportChecker:
         self.trees: dict[str, ast.Module] = {}
         self.files: dict[str, str] = {}
         for rel, tree in trees.items():
-            for parts in (Path(rel).with_suffix("").parts, _module_path(rel)):
+            for parts in (Path(rel).with_suffix("").parts, module_path(rel)):
                 if parts:
                     module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
                     self.trees[module], self.files[module] = tree, rel
@@ -166,7 +162,7 @@ class _ImportChecker:
 
     def check(self, rel: str, tree: ast.Module) -> list[CodeIssue]:
         guarded = _guarded_imports(tree)
-        package = list(_module_path(rel)[:-1])
+        package = list(module_path(rel)[:-1])
         issues: list[CodeIssue] = []
         for node in ast.walk(tree):
             if id(node) in guarded:
@@ -228,10 +224,10 @@ def find_code_issues(
     lint = _explain_undefined(_ruff_issues(root, [f for f in check if f in trees]), trees)
     checker = _ImportChecker(py_all, trees)
     imports = [issue for rel in check if rel in trees for issue in checker.check(rel, trees[rel])]
-    copies = _copied_into_tests(trees, [r for r in check if r in trees])
-    misplaced = [i for r in check if r in trees and (i := _tests_in_code(r, trees[r])) is not None]
-    misplaced += [i for r in check if r in trees and (i := _prompts_in_command_line(r, trees[r])) is not None]
-    again = _defined_again(trees, [r for r in check if r in trees])
+    copies = copied_into_tests(trees, [r for r in check if r in trees])
+    misplaced = [i for r in check if r in trees and (i := tests_in_code(r, trees[r])) is not None]
+    misplaced += [i for r in check if r in trees and (i := prompts_in_command_line(r, trees[r])) is not None]
+    again = defined_again(trees, [r for r in check if r in trees])
     # mypy only where the code compiles: a syntax error is reported once, by compile
     typed = type_issues(root, [f for f in py_all if f in trees], [f for f in check if f in trees]) if types else []
     found = syntax + lint + imports + copies + misplaced + again + typed
@@ -285,141 +281,3 @@ def _explain_undefined(issues: list[CodeIssue], trees: dict[str, ast.Module]) ->
             )
         out.append(CodeIssue(issue.path, issue.line, issue.kind, message, issue.blocking))
     return out
-
-
-def is_test_file(rel: str) -> bool:
-    """A file pytest treats as tests or test support (test_*.py, *_test.py, conftest.py)."""
-    name = rel.rsplit("/", 1)[-1]
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py")
-
-
-def module_name(rel: str) -> str:
-    """The dotted module a project file is imported as (``src/`` layouts and packages included)."""
-    parts = _module_path(rel)
-    return ".".join(parts[:-1] if parts and parts[-1] == "__init__" else parts)
-
-
-def _defined_again(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
-    """A module that imports from another project module and also defines one of that module's functions
-    again, with the same parameters, has a copy that drifts from the original (seen: todo/cli.py imported Todo
-    from todo.core, then copied load_todos and save_todos, bug included, so fixing core never fixed the CLI).
-    A function of the same name with other parameters is a function of its own (a CLI's ``add_todo(file,
-    task)`` beside core's ``add_todo(todos, todo)``): the model cannot "delete the copy", so it is not reported.
-    Exact copies never get here: the repairs replace them by imports."""
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    files = {module_name(rel): rel for rel in trees if not is_test_file(rel)}
-    issues: list[CodeIssue] = []
-    for rel in check:
-        if is_test_file(rel):
-            continue
-        tree = trees[rel]
-        sources = {
-            n.module
-            for n in ast.walk(tree)
-            if isinstance(n, ast.ImportFrom) and not n.level and n.module in files and files[n.module] != rel
-        }
-        theirs = {
-            node.name: (module, node)
-            for module in sorted(sources)
-            for node in trees[files[module]].body
-            if isinstance(node, defs) and not node.name.startswith("_") and node.name != "main"
-        }
-        for node in tree.body:
-            if not isinstance(node, defs) or node.name not in theirs:
-                continue
-            module, original = theirs[node.name]
-            if _parameters(node) != _parameters(original):
-                continue
-            issues.append(
-                CodeIssue(
-                    rel,
-                    node.lineno,
-                    "lint",
-                    f"defines {node.name!r} again, with the same parameters as in {files[module]}, which this file "
-                    f"imports from: delete this copy and use `from {module} import {node.name}` (mend the original "
-                    f"in {files[module]} if it is wrong), or rename it if it does something else",
-                )
-            )
-    return issues
-
-
-def _parameters(node: ast.stmt) -> list[str] | None:
-    """A function's parameter names; None for a class (a class copied is a copy whatever its body)."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    a = node.args
-    return [p.arg for p in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg] if p is not None]
-
-
-def _tests_in_code(rel: str, tree: ast.Module) -> CodeIssue | None:
-    """A code file (not a test file) that imports pytest and defines test functions holds tests where the code
-    should be: a small model asked again for a module writes its tests into it (seen: todo/cli.py replaced by
-    a copy of tests/test_core.py)."""
-    uses_pytest = any(
-        (isinstance(n, ast.Import) and any(a.name == "pytest" for a in n.names))
-        or (isinstance(n, ast.ImportFrom) and n.module == "pytest")
-        for n in tree.body
-    )
-    if is_test_file(rel) or not uses_pytest:
-        return None
-    tests = [
-        n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
-    ]
-    if not tests:
-        return None
-    return CodeIssue(
-        rel,
-        tests[0].lineno,
-        "test",
-        f"holds pytest tests ({', '.join(t.name for t in tests[:3])}), but it is program code, not a test file: "
-        f"write the code {rel} should have here, and tests in a tests/test_*.py file",
-    )
-
-
-def _prompts_in_command_line(rel: str, tree: ast.Module) -> CodeIssue | None:
-    """A program that parses its arguments with argparse and also calls input() asks for what its arguments
-    should carry, and a test cannot type: seen in the demo, ``done`` and ``remove`` sub-commands without an
-    argument that prompted for the task instead."""
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
-    parses = any(isinstance(c.func, ast.Attribute) and c.func.attr == "parse_args" for c in calls)
-    prompts = sorted(c.lineno for c in calls if isinstance(c.func, ast.Name) and c.func.id == "input")
-    if is_test_file(rel) or not parses or not prompts:
-        return None
-    also = f" (also line {', '.join(map(str, prompts[1:]))})" if prompts[1:] else ""
-    return CodeIssue(
-        rel,
-        prompts[0],
-        "lint",
-        f"input() in a command-line program{also}: a test cannot type, and the value belongs in the arguments. "
-        'Give the sub-command an argument, e.g. sub.add_parser("done").add_argument("number", type=int), '
-        "use args.number, and delete the input() call",
-    )
-
-
-def _copied_into_tests(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
-    """A test file that defines a function or class the project defines elsewhere tests its own copy, not the
-    project's code (a small model's habit): report it, naming the module to import from."""
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    owners: dict[str, str] = {}
-    for rel, tree in trees.items():
-        if not is_test_file(rel):
-            for node in tree.body:
-                if isinstance(node, defs) and not node.name.startswith(("_", "test")) and node.name != "main":
-                    owners.setdefault(node.name, rel)
-    issues = []
-    for rel in check:
-        if not is_test_file(rel):
-            continue
-        for node in trees[rel].body:
-            if isinstance(node, defs) and node.name in owners:
-                module = module_name(owners[node.name])
-                issues.append(
-                    CodeIssue(
-                        rel,
-                        node.lineno,
-                        "test",
-                        f"defines {node.name!r} itself, but {owners[node.name]} defines it: tests must import "
-                        f"the code they test (from {module} import {node.name}), not copy it",
-                    )
-                )
-    return issues

@@ -15,13 +15,14 @@ from l2mac.checks.autofix import (
     drop_identical_copies,
     drop_shadowed_imports,
     expand_star_imports,
+    import_line,
     project_definitions,
     repair_fixture_misuse,
     repair_ignored_argv,
     undefined_names,
 )
 from l2mac.checks.issues import CodeIssue
-from l2mac.checks.python import is_test_file, module_name
+from l2mac.checks.layout import is_test_file, module_name
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -34,6 +35,23 @@ def repair_written(
     """Repair the Python files just written; returns one note per repair, to tell the model what was done.
     ``log(recovery, **fields)`` records each. ``check_files`` is asked only for undefined names, so it need not
     run the type check (callers pass one without it: mypy would run twice per write)."""
+    python = [p for p in paths if p.endswith(".py")]
+    notes = _repair_fixtures(store, paths, log)
+    for path in python:
+        if functions := rewrite(store, path, repair_ignored_argv):
+            which = ", ".join(f"{f}()" for f in functions)
+            notes.append(
+                f"Changed parse_args() to parse the function's own argument list in {path} ({which}): with no "
+                "argument argparse reads the command line of whatever runs the code, e.g. pytest"
+            )
+            log("argv_passed_to_parse_args", path=path, functions=functions)
+    trees: dict[str, ast.Module] = {}
+    notes += _repair_copies(store, python, trees, log)
+    return notes + _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
+
+
+def _repair_fixtures(store: FileStore, paths: list[str], log: Log) -> list[str]:
+    """pytest fixtures imported from pytest, or redefined, taken out."""
     notes: list[str] = []
     for path in paths:
         try:
@@ -51,16 +69,15 @@ def repair_written(
                 "as test parameters instead"
             )
         log("pytest_fixture_misuse_repaired", path=path)
-    for path in [p for p in paths if p.endswith(".py")]:
-        if functions := rewrite(store, path, repair_ignored_argv):
-            which = ", ".join(f"{f}()" for f in functions)
-            notes.append(
-                f"Changed parse_args() to parse the function's own argument list in {path} ({which}): with no "
-                "argument argparse reads the command line of whatever runs the code, e.g. pytest"
-            )
-            log("argv_passed_to_parse_args", path=path, functions=functions)
-    code = [p for p in paths if p.endswith(".py") and not is_test_file(p)]
-    trees = _trees(store) if code else {}  # parsed once, and only when a code file was written
+    return notes
+
+
+def _repair_copies(store: FileStore, paths: list[str], trees: dict[str, ast.Module], log: Log) -> list[str]:
+    """Exact copies of another module's functions replaced by imports, imports the file's own definitions
+    replace dropped, star imports of project modules expanded. ``trees`` is filled when parsed (once)."""
+    notes: list[str] = []
+    code = [p for p in paths if not is_test_file(p)]
+    trees.update(_trees(store) if code else {})  # parsed once, and only when a code file was written
     for path in [p for p in code if p in trees]:
         modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
         if imports := rewrite(
@@ -69,16 +86,17 @@ def repair_written(
             trees[path] = ast.parse(store.read_text(path))
             notes.append(f"Replaced exact copies in {path} by imports of the originals: {'; '.join(imports)}")
             log("copies_replaced_by_imports", path=path, imports=imports)
-    for path in [p for p in paths if p.endswith(".py")]:
+    for path in paths:
         if shadowed := rewrite(store, path, drop_shadowed_imports):
             notes.append(
                 f"Removed from {path}'s imports the names it defines itself further down ({', '.join(shadowed)}): "
                 "its own definitions replaced them, so those imports did nothing. If a function should call "
-                "the imported one, give it a name of its own (for example cmd_add for a command)"
+                "the imported one, give it a name of its own"
             )
             log("shadowed_imports_dropped", path=path, names=shadowed)
-    star = [p for p in paths if p.endswith(".py") and not p.endswith("__init__.py")]
-    trees = trees or (_trees(store) if star else {})
+    star = [p for p in paths if not p.endswith("__init__.py")]
+    if star and not trees:
+        trees.update(_trees(store))
     for path in star:
         modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
         if expanded := rewrite(store, path, partial(expand_star_imports, modules=modules)):
@@ -88,11 +106,20 @@ def repair_written(
                 "hides which names are missing"
             )
             log("star_imports_expanded", path=path, imports=expanded)
-    undefined = undefined_names(check_files(paths))
+    return notes
+
+
+def _add_missing_imports(
+    store: FileStore, undefined: dict[str, set[str]], trees: dict[str, ast.Module], log: Log
+) -> list[str]:
+    """Imports added for undefined names whose module is certain (the standard library's, or the one project
+    module that defines the name, unless that module imports this one)."""
     if not undefined:
-        return notes
-    trees = trees or _trees(store)
+        return []
+    if not trees:
+        trees.update(_trees(store))
     project = project_definitions(trees)
+    notes: list[str] = []
     for path, names in undefined.items():
         own = module_name(path)
         # never import from a module that imports this one: that makes a circular import (seen in the demo)
@@ -145,3 +172,41 @@ def python_files(store: FileStore) -> dict[str, str]:
             except (OSError, UnicodeError, ValueError, WorkspaceError):
                 continue
     return out
+
+
+def merge_definitions(source: str, snippet: str) -> str | None:
+    """``source`` with the top-level functions and classes of ``snippet`` put in place of those of the same name.
+
+    Small models often answer a failure with just the corrected function. When the snippet holds only
+    imports and definitions, and ``source`` already defines every one of them, the result is the whole file
+    with those definitions replaced (and the snippet's missing imports added at the top); otherwise None."""
+    try:
+        new_tree, old_tree = ast.parse(snippet), ast.parse(source)
+    except SyntaxError:
+        return None
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    new_defs = [n for n in new_tree.body if isinstance(n, defs)]
+    imports = [n for n in new_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if not new_defs or len(new_defs) + len(imports) != len(new_tree.body):
+        return None
+    old_defs = {n.name: n for n in old_tree.body if isinstance(n, defs)}
+    if any(n.name not in old_defs for n in new_defs):
+        return None
+    snippet_lines, lines = snippet.splitlines(), source.splitlines()
+
+    def span(node: ast.stmt) -> tuple[int, int]:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        return first - 1, node.end_lineno or node.lineno
+
+    replacements = []
+    for node in new_defs:
+        a, b = span(node)
+        replacements.append((span(old_defs[node.name]), snippet_lines[a:b]))
+    for (a, b), new in sorted(replacements, reverse=True):
+        lines[a:b] = new
+    have = {ast.unparse(n) for n in old_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    missing = [ast.unparse(n) for n in imports if ast.unparse(n) not in have]
+    head = import_line(old_tree)  # definitions come after it, so replacing them first leaves it valid
+    lines[head:head] = missing
+    merged = "\n".join(lines) + "\n"
+    return None if merged == source else merged

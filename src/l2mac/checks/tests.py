@@ -135,3 +135,21 @@ def _remove_new_files(root: Path, before: set[str]) -> list[str]:
         with contextlib.suppress(OSError):
             (root / folder).rmdir()  # a folder the tests made, once empty
     return files
+
+
+# pytest -rA: "PASSED tests/test_x.py::test_a", "FAILED tests/test_x.py::test_b - assert 1 == 2"
+_OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)", re.MULTILINE)
+_PASSING = frozenset({"PASSED", "XFAIL"})
+
+
+def per_test_outcomes(output: str) -> dict[str, bool]:
+    """Per test id, whether it passed, from the short summary pytest prints with ``-rA``. A test reported twice
+    (passed, then an error in its teardown) counts as failed."""
+    out: dict[str, bool] = {}
+    for kind, test in _OUTCOME.findall(output):
+        out[test] = out.get(test, True) and kind in _PASSING
+    return out
+
+
+#: a check report's line that names a file: ``path.py:12: ...``
+PROBLEM_FILE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)

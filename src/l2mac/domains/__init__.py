@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -51,7 +52,12 @@ class Domain:
 
     def render(self, key: str, **values: Any) -> str:
         """The prompt ``key`` with ``$name`` placeholders filled (unknown placeholders are left as they are)."""
-        return Template(self.prompts[key]).safe_substitute({k: str(v) for k, v in values.items()}).strip()
+        return render_template(self.prompts[key], values)
+
+
+def render_template(template: str, values: Mapping[str, Any]) -> str:
+    """A prompt template with its ``$name`` placeholders filled; unknown placeholders are left as they are."""
+    return Template(template).safe_substitute({k: str(v) for k, v in values.items()}).strip()
 
 
 def _from_mapping(data: Any, source: str, base: Domain | None = None) -> Domain:

@@ -143,3 +143,28 @@ def replace_signature(source: str, old: Contract, new: Contract) -> str:
     first_body = node.body[0].lineno - 1
     lines[node.lineno - 1 : first_body] = [new.signature]
     return "\n".join(lines) + "\n"
+
+
+def outline(source: str, hide: set[str] | None = None) -> str:
+    """The module with every function body cut to its docstring and ``...``, without the top-level functions
+    in ``hide``: what an agent sees of its module (so its context does not grow with the codebase)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    if hide:
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+        tree.body = [n for n in tree.body if not (isinstance(n, defs) and n.name in hide)]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node)
+            node.body = [ast.Expr(ast.Constant(doc))] if doc else []
+            node.body.append(ast.Expr(ast.Constant(Ellipsis)))
+    return ast.unparse(tree)
+
+
+def test_path_for(module: str, function: str | None = None) -> str:
+    """The test file of a module's lead (``tests/test_core.py``) or of a function's agent once it splits its
+    function (``tests/test_core_parse.py``)."""
+    stem = module.rsplit("/", 1)[-1].removesuffix(".py")
+    return f"tests/test_{stem}{'_' + function.strip('_') if function else ''}.py"

@@ -11,18 +11,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import json
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import Enum
 from functools import partial
 from importlib import resources
-from string import Template
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -31,86 +26,37 @@ from pydantic_ai.messages import (
     ToolCallPart,
     UserPromptPart,
 )
-from pydantic_ai.tools import ToolDefinition
 
-from l2mac.checks.python import is_test_file
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.tests import run_tests
+from l2mac.control.protocol import StepProtocol, cut_off
+from l2mac.control.tool_calls import TOOL_CALLS
+from l2mac.domains import render_template
 from l2mac.events import AgentChanged, EventSink, ignore
+from l2mac.fenced import fenced_file
 from l2mac.models.client import ModelClient
-from l2mac.recovery import fenced_blocks, fenced_files
-from l2mac.soa.contracts import Contract, ContractError, changed_contract, put_function, replace_signature, stubs
-from l2mac.tools import ToolEnv, parse_arguments
-
-
-class AgentState(str, Enum):
-    WAITING = "waiting"
-    WRITING = "writing"
-    TESTING = "testing"
-    DONE = "done"
-    FAILED = "failed"
-
-
-@dataclass
-class Agent:
-    id: int
-    owns: str  # "module app/core.py" or "app/core.py:function"
-    depth: int
-    parent: int | None
-    contract: Contract | None = None
-    state: AgentState = AgentState.WAITING
-    tokens: int = 0
-    calls: int = 0
-    children: list[int] = field(default_factory=list)
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class AgentLimits:
-    max_agents: int = 50
-    max_depth: int = 3
-    concurrency: int = 4
-    repair_rounds: int = 2
-    attempts: int = 3  # answers an agent may give before it fails
-
-
-class ModuleArgs(BaseModel):
-    path: str = Field(description="Path of the module, e.g. app/core.py")
-    code: str = Field(description="The complete module; functions left to the team have a `...` body")
-
-
-class SkeletonArgs(BaseModel):
-    modules: list[ModuleArgs] = Field(min_length=1, description="The modules of the design")
-    tests: str = Field(description="pytest tests of the modules' behaviour")
-
-
-class FunctionArgs(BaseModel):
-    code: str = Field(description="The complete function, with any new helper functions (stubs are delegated)")
-    tests: str = Field(
-        default="", description="When you split the function into helper stubs: pytest tests of your function"
-    )
-
-
-class ContractChangeArgs(BaseModel):
-    signature: str = Field(description="The signature needed, e.g. def f(a: int, b: int) -> int:")
-    reason: str
-
-
-class DecisionArgs(BaseModel):
-    accept: bool
-    reason: str
-
-
-def _tool(name: str, description: str, args: type[BaseModel]) -> ToolDefinition:
-    schema = args.model_json_schema()
-    schema.pop("title", None)
-    return ToolDefinition(name=name, description=description, parameters_json_schema=schema)
-
-
-WRITE_SKELETON = _tool("write_skeleton", "Write the module's design and its tests.", SkeletonArgs)
-WRITE_FUNCTION = _tool("write_function", "Write your function (and helper stubs to delegate).", FunctionArgs)
-REQUEST_CHANGE = _tool("request_contract_change", "Ask your lead to change your signature.", ContractChangeArgs)
-DECIDE = _tool("decide_contract", "Accept or reject an agent's signature change.", DecisionArgs)
+from l2mac.soa.agents import Agent, AgentLimits, AgentState
+from l2mac.soa.contracts import (
+    Contract,
+    ContractError,
+    changed_contract,
+    outline,
+    put_function,
+    replace_signature,
+    stubs,
+    test_path_for,
+)
+from l2mac.soa.tools import (
+    DECIDE,
+    REQUEST_CHANGE,
+    WRITE_FUNCTION,
+    WRITE_SKELETON,
+    ContractChangeArgs,
+    DecisionArgs,
+    FunctionArgs,
+    SkeletonArgs,
+)
+from l2mac.tools import Tool, ToolEnv, parse_arguments
 
 
 def _prompts() -> dict[str, str]:
@@ -118,31 +64,6 @@ def _prompts() -> dict[str, str]:
         resources.files("l2mac.soa").joinpath("prompts.yaml").read_text(encoding="utf-8")
     )
     return data
-
-
-def outline(source: str, hide: set[str] | None = None) -> str:
-    """The module with every function body cut to its docstring and ``...``, without the top-level functions
-    in ``hide``: what an agent sees of its module (so its context does not grow with the codebase)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return source
-    if hide:
-        defs = (ast.FunctionDef, ast.AsyncFunctionDef)
-        tree.body = [n for n in tree.body if not (isinstance(n, defs) and n.name in hide)]
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = ast.get_docstring(node)
-            node.body = [ast.Expr(ast.Constant(doc))] if doc else []
-            node.body.append(ast.Expr(ast.Constant(Ellipsis)))
-    return ast.unparse(tree)
-
-
-def test_path_for(module: str, function: str | None = None) -> str:
-    """The test file of a module's lead (``tests/test_core.py``) or of a function's agent once it splits its
-    function (``tests/test_core_parse.py``)."""
-    stem = module.rsplit("/", 1)[-1].removesuffix(".py")
-    return f"tests/test_{stem}{'_' + function.strip('_') if function else ''}.py"
 
 
 class Organization:
@@ -156,10 +77,11 @@ class Organization:
         *,
         emit: EventSink = ignore,
         log: Callable[..., None] = lambda *a, **k: None,
-        protocol: str = "tools",
+        protocol: StepProtocol = TOOL_CALLS,
+        recover: bool = True,
     ) -> None:
         self.client, self.env, self.limits = client, env, limits
-        self.protocol = protocol
+        self.protocol, self.recover = protocol, recover
         self.emit, self.log = emit, log
         self.agents: list[Agent] = []
         self.prompts = _prompts()
@@ -183,32 +105,27 @@ class Organization:
         self.log("agent", id=agent.id, owns=agent.owns, state=state.value, tokens=agent.tokens, note=note)
 
     def render(self, key: str, **values: Any) -> str:
-        return Template(self.prompts[key]).safe_substitute({k: str(v) for k, v in values.items()}).strip()
+        return render_template(self.prompts[key], values)
 
     def _can_spawn(self, depth: int, count: int) -> bool:
         return depth <= self.limits.max_depth and len(self.agents) + count <= self.limits.max_agents
 
     async def _ask(
-        self, agent: Agent, system_key: str, user: str, tools: list[ToolDefinition], history: list[ModelMessage]
+        self, agent: Agent, system_key: str, user: str, tools: list[Tool], history: list[ModelMessage]
     ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
-        """One model call for ``agent``; its answer as the tool call it makes (in the text protocol, the answer's
-        fenced blocks and markers read as that call)."""
-        text_mode = self.protocol == "text"
-        system = self.render(system_key + ("_text" if text_mode else ""))
+        """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes."""
+        system = self.render(system_key + self.protocol.prompt_variant)
         messages = history or [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
         if history:
             messages = [*history, ModelRequest(parts=[UserPromptPart(user)])]
+        offered = self.protocol.offered(tools)
         async with self._slots:
             response: ModelResponse = await self.client.request(
-                messages, [] if text_mode else tools, purpose=f"agent {agent.id}", allow_text=text_mode
+                messages, offered, purpose=f"agent {agent.id}", allow_text=not offered
             )
         agent.calls += 1
         agent.tokens += response.usage.input_tokens + response.usage.output_tokens
-        if text_mode:
-            call = text_to_call(response.text or "", [t.name for t in tools])
-        else:
-            call = next(iter(response.tool_calls), None)
-        return call, [*messages, response]
+        return self.protocol.read_call(response, tools, self.recover), [*messages, response]
 
     def _hidden_from(self, agent: Agent, contract: Contract) -> set[str]:
         """What an agent does not see of its module: functions other agents own, except its siblings' and its
@@ -223,8 +140,8 @@ class Organization:
 
     def _fix_files(self, paths: list[str]) -> None:
         """The engine's deterministic repairs of small models' files (forgotten imports, pytest fixture misuse),
-        in the text protocol as in the l2mac strategy's."""
-        if self.protocol == "text":
+        as in the l2mac strategy, when recoveries are on."""
+        if self.recover:
             untyped = partial(self.env.check_files, types=False)
             repair_written(self.env.store, untyped, [p for p in paths if p.endswith(".py")], self._repaired)
 
@@ -258,7 +175,7 @@ class Organization:
         first = user
         for _ in range(self.limits.attempts):
             call, history = await self._ask(agent, "mother_system", user, [WRITE_SKELETON], history)
-            if _cut_off(history):
+            if isinstance(history[-1], ModelResponse) and cut_off(history[-1]):
                 # what she owns does not fit in one answer, the very case for delegating: she starts afresh
                 # with the skeleton alone (a cut-off design is never written: its last file is incomplete)
                 self.log("recovered", recovery="cut_off_design_asked_as_skeleton", agent=agent.id)
@@ -286,7 +203,7 @@ class Organization:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
         are wrong): she rewrites her modules and tests seeing the failure; new stubs get agents."""
         files = "\n\n".join(
-            f"{p}\n```python\n{self.env.store.read_text(p)}```" for p in self._lead_files if self.env.store.exists(p)
+            fenced_file(p, self.env.store.read_text(p)) for p in self._lead_files if self.env.store.exists(p)
         )
         self._set(lead, AgentState.WRITING, "repairing her own code or tests")
         design = await self._design(lead, self.render("mother_repair", task=self.task, files=files, report=report))
@@ -313,7 +230,8 @@ class Organization:
         of its function it wrote with them (it is then a mother and owns those tests)."""
         history: list[ModelMessage] = []
         extra = "\n".join(x for x in (extra, self.render("no_more_agents") if leaf else "") if x)
-        tools = [WRITE_FUNCTION, *([REQUEST_CHANGE] if agent.parent is not None else [])]
+        # a change request first: an answer that asks for one is not also read as the function
+        tools = [*([REQUEST_CHANGE] if agent.parent is not None else []), WRITE_FUNCTION]
         for _ in range(self.limits.attempts):
             async with self._lock(contract.module):
                 module_now = self.env.store.read_text(contract.module)
@@ -450,52 +368,11 @@ class Organization:
             self._set(agent, AgentState.FAILED, str(e))
 
 
-_CHANGE = re.compile(r"CONTRACT CHANGE:\s*((?:async\s+)?def .+?:)\s*BECAUSE\s*(.+)", re.IGNORECASE | re.DOTALL)
-
-
-def text_to_call(text: str, tools: list[str]) -> ToolCallPart | None:
-    """A text-protocol answer read as the tool call it stands for (None when it holds none)."""
-    if "write_skeleton" in tools:
-        files = fenced_files(text)
-
-        def is_tests(path: str) -> bool:  # "Tests/x.py" too: seen beside tests/x.py, a pytest name clash
-            return path.lower().startswith("tests/") or is_test_file(path)
-
-        modules = [{"path": f["path"], "code": f["content"]} for f in files if not is_tests(f["path"])]
-        modules = [m for m in modules if m["path"].endswith(".py")]
-        tests = "\n\n".join(f["content"] for f in files if is_tests(f["path"]))  # the lead's one test file
-        if not modules:
-            return None
-        return ToolCallPart("write_skeleton", json.dumps({"modules": modules, "tests": tests}))
-    if "decide_contract" in tools:
-        accept = bool(re.search(r"\bACCEPT", text)) and not re.search(r"\bREJECT", text)
-        return ToolCallPart("decide_contract", json.dumps({"accept": accept, "reason": text.strip()[:500]}))
-    if "request_contract_change" in tools and (m := _CHANGE.search(text)):
-        args = {"signature": m.group(1).strip(), "reason": m.group(2).strip()[:500]}
-        return ToolCallPart("request_contract_change", json.dumps(args))
-    test_blocks: list[str] = []
-    defining: list[str] = []
-    for path, body in fenced_blocks(text):
-        if (path or "").startswith("tests/") or re.search(r"^def test_", body, re.MULTILINE):
-            test_blocks.append(body)  # a splitting agent's tests of its function
-        elif re.search(r"^\s*(?:async\s+)?def \w+", body, re.MULTILINE):
-            defining.append(body)
-    if not defining:
-        return None
-    return ToolCallPart("write_function", json.dumps({"code": defining[0], "tests": "\n\n".join(test_blocks)}))
-
-
 _WHAT = {
     "write_skeleton": "modules (write_skeleton, or each module as its path and a fenced block)",
     "write_function": "function (write_function, or the function in a ```python fenced block)",
     "decide_contract": "decision",
 }
-
-
-def _cut_off(history: list[ModelMessage]) -> bool:
-    """Whether the last answer of ``history`` was cut off at its token limit."""
-    last = history[-1] if history else None
-    return isinstance(last, ModelResponse) and last.finish_reason == "length"
 
 
 def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:

@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from l2mac.context import ContextBudget
-from l2mac.control_unit import StepLimits
+from l2mac.control import StepLimits, StepProtocol
+from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import Domain
 from l2mac.events import EventSink
 from l2mac.models.client import ModelClient
 from l2mac.record import RunRecord
-from l2mac.soa.organization import AgentLimits
+from l2mac.soa.agents import AgentLimits
 from l2mac.store import GitHistory
 from l2mac.tools import Toolbox
 from l2mac.types import PromptProgram, StepOutcome
@@ -33,7 +34,7 @@ class RunContext:
     step_budget: int | None = None  # most steps the run may execute (--max-steps)
     reflect: bool = False
     recoveries: bool = True
-    protocol: str = "tools"
+    protocol: StepProtocol = TOOL_CALLS
     program: PromptProgram | None = None
     outcomes: list[StepOutcome] = field(default_factory=list)  # filled as steps finish, kept if the run stops
     agent_limits: AgentLimits | None = None  # the soa strategy's limits

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from l2mac.control_unit import ControlUnit, Step
-from l2mac.control_unit_text import TextControlUnit
+from l2mac.control import ControlUnit, Step
 from l2mac.errors import BudgetExceeded
 from l2mac.events import PlanReady, StepFinished, StepStarted
 from l2mac.planner import make_plan
@@ -20,12 +19,12 @@ class SequentialStrategy:
         ctx.program = program
         ctx.record.save_program(program)
         ctx.emit(PlanReady([s.title for s in program.steps], source))
-        unit_class = TextControlUnit if ctx.protocol == "text" else ControlUnit
-        unit = unit_class(
+        unit = ControlUnit(
             ctx.client,
             ctx.toolbox,
             ctx.domain,
             ctx.budget,
+            protocol=ctx.protocol,
             limits=ctx.limits,
             run_tests=ctx.run_tests,
             record=ctx.record,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from l2mac.soa.organization import AgentLimits, AgentState, Organization
+from l2mac.soa.agents import AgentLimits, AgentState
+from l2mac.soa.organization import Organization
 from l2mac.strategies.base import RunContext
 from l2mac.types import Instruction, PromptProgram, StepOutcome, StepStatus
 
@@ -14,7 +15,13 @@ class SoAStrategy:
         """One outcome per agent, in creation order: the report counts agents as its steps."""
         limits = ctx.agent_limits or AgentLimits()
         org = Organization(
-            ctx.client, ctx.toolbox.env, limits, emit=ctx.emit, log=ctx.record.log, protocol=ctx.protocol
+            ctx.client,
+            ctx.toolbox.env,
+            limits,
+            emit=ctx.emit,
+            log=ctx.record.log,
+            protocol=ctx.protocol,
+            recover=ctx.recoveries,
         )
         try:
             agents = await org.run(ctx.task)

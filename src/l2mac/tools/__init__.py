@@ -1,6 +1,7 @@
 """The tools the model uses on the file store, by name."""
 
-from l2mac.tools.base import Tool, Toolbox, ToolEnv, parse_arguments
+from l2mac.checks.env import ToolEnv
+from l2mac.tools.base import Tool, Toolbox, parse_arguments
 from l2mac.tools.complete import COMPLETE, STEP_COMPLETE
 from l2mac.tools.execution import RUN_PYTHON, RUN_TESTS
 from l2mac.tools.files import DELETE_FILES, EDIT_FILE, LIST_FILES, VIEW_FILES, WRITE_FILES

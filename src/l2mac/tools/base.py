@@ -14,39 +14,28 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_ai.tools import ToolDefinition
 
-from l2mac.checks.issues import CodeIssue
-from l2mac.checks.python import find_code_issues
-from l2mac.checks.runner import Runner
+from l2mac.checks.env import ToolEnv
 from l2mac.errors import WorkspaceError
-from l2mac.store import FileStore
 from l2mac.types import ToolResult
 
 
-@dataclass
-class ToolEnv:
-    """What tools act on. One per run; shared by every step and agent."""
-
-    store: FileStore
-    runner: Runner
-    python_checks: bool = True
-    command_timeout_s: float = 60.0
-    test_timeout_s: float = 180.0
-    max_output_chars: int = 6000
-
-    def check_files(self, paths: list[str], *, types: bool = True) -> list[CodeIssue]:
-        if not self.python_checks:
-            return []
-        return find_code_issues(self.store.root, self.store.list_files(), only=paths, types=types)
+def _not_run(_: Any, __: ToolEnv) -> ToolResult:  # pragma: no cover - such calls are intercepted
+    raise NotImplementedError("this tool's calls are handled by whoever offers it")
 
 
 @dataclass(frozen=True)
 class Tool:
+    """A tool: its name, what it does, its arguments (a pydantic model: the schema the model sees) and the
+    function that runs it. A tool whose calls its caller handles itself (``step_complete``, the agents' tools)
+    has no function."""
+
     name: str
     description: str
     args: type[BaseModel]
-    run: Callable[[Any, ToolEnv], ToolResult]
+    run: Callable[[Any, ToolEnv], ToolResult] = _not_run
 
     def definition(self) -> ToolDefinition:
+        """The tool as a model sees it: the one place a schema becomes a tool definition."""
         schema = self.args.model_json_schema()
         schema.pop("title", None)
         return ToolDefinition(name=self.name, description=self.description, parameters_json_schema=schema)

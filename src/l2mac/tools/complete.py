@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from l2mac.tools.base import Tool, ToolEnv
-from l2mac.types import ToolResult
+from l2mac.tools.base import Tool
 
 STEP_COMPLETE = "step_complete"
 
@@ -17,13 +16,8 @@ class StepCompleteArgs(BaseModel):
     )
 
 
-def _never_called(_: StepCompleteArgs, __: ToolEnv) -> ToolResult:  # pragma: no cover - intercepted
-    return ToolResult("step_complete is handled by the control unit.")
-
-
 COMPLETE = Tool(
     STEP_COMPLETE,
     "Declare the step finished, with a summary. The project's checks then run; if they fail you must fix them.",
     StepCompleteArgs,
-    _never_called,
 )

@@ -6,9 +6,10 @@ import sys
 
 from pydantic import BaseModel, Field
 
+from l2mac.checks.env import ToolEnv
 from l2mac.checks.output import trim_output
 from l2mac.checks.tests import run_tests as run_pytest
-from l2mac.tools.base import Tool, ToolEnv
+from l2mac.tools.base import Tool
 from l2mac.types import ToolResult
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from l2mac.tools.base import Tool, ToolEnv
+from l2mac.checks.env import ToolEnv
+from l2mac.tools.base import Tool
 from l2mac.types import ToolResult
 
 

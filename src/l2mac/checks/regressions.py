@@ -11,11 +11,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from l2mac.checks.python import find_code_issues, is_test_file
-from l2mac.checks.tests import run_tests
-from l2mac.consensus import PROBLEM_FILE, per_test_outcomes
+from l2mac.checks.env import ToolEnv
+from l2mac.checks.layout import is_test_file
+from l2mac.checks.python import find_code_issues
+from l2mac.checks.tests import PROBLEM_FILE, per_test_outcomes, run_tests
 from l2mac.store import FileStore
-from l2mac.tools import ToolEnv
 
 
 @dataclass

@@ -1,10 +1,12 @@
-"""Weighing a step's code against its tests: the sampling and running half of :mod:`l2mac.consensus`.
+"""Agreement: weighing a step's code against its tests by sampled implementations (the choosing is
+:mod:`l2mac.checks.consensus`).
 
-When a step's tests fail, a small model is as likely to have written a wrong test as wrong code. A
-:class:`Weigher` (one per step, so that what it learns lasts the step) samples a few more implementations of
-the code file under test from the step alone, runs the tests against each in a scratch copy of the project,
-keeps the implementation the most agree with, and tells the model which tests are doubtful. Used by the text
-protocol's control unit (:mod:`l2mac.control_unit_text`), which owns the model, the tools and the run log.
+When a step's tests fail, a model (a small one above all) is as likely to have written a wrong test as wrong
+code. A :class:`Weigher` (one per step, so that what it learns lasts the step) samples a few more
+implementations of the code file under test from the step alone, runs the tests against each in a scratch copy
+of the project, keeps the implementation the most agree with, and tells the model which tests are doubtful. It
+is given what it needs: the model client, the tools' environment, the prompt set, how to ask for a file, how
+to save one and where to log.
 """
 
 from __future__ import annotations
@@ -13,34 +15,36 @@ import asyncio
 import hashlib
 import json
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import ModelMessage
 
-from l2mac.checks.issues import CodeIssue
-from l2mac.checks.python import find_code_issues, is_test_file, module_name
-from l2mac.checks.repairs import python_files, repair_written
-from l2mac.checks.tests import run_tests
-from l2mac.consensus import (
+from l2mac.checks.consensus import (
     Agreement,
     broken_code,
     choose,
     defined_names,
-    per_test_outcomes,
     relevant_tests,
     remove_tests,
     sampled_file,
 )
-from l2mac.control_unit import Step
-from l2mac.demands import missing_definitions, named_files, names_for_file, untested_functions
-from l2mac.models.client import ContextOverflow
+from l2mac.checks.demands import missing_definitions, named_files, names_for_file, untested_functions
+from l2mac.checks.env import ToolEnv
+from l2mac.checks.issues import CodeIssue
+from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.python import find_code_issues
+from l2mac.checks.repairs import python_files, repair_written
+from l2mac.checks.tests import per_test_outcomes, run_tests
+from l2mac.domains import Domain
+from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.store import FileStore
-from l2mac.tools import ToolEnv
 
-if TYPE_CHECKING:
-    from l2mac.control_unit_text import TextControlUnit
+#: the messages that ask for ``target`` from the step alone: (target, request, files to hide) -> messages
+AskForFile = Callable[[str, str, Callable[[str], bool]], list[ModelMessage]]
+#: saves one file for the step, as a write the model did not ask for: (path, content, why)
+SaveFile = Callable[[str, str, str], Awaitable[None]]
 
 #: sampling temperature of the implementations that settle a dispute between code and tests
 SAMPLE_TEMPERATURE = 0.8
@@ -59,12 +63,28 @@ class Settled:
     removed: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class AgreementLimits:
+    #: implementations sampled when the tests fail (0: agreement off)
+    samples: int = 3
+    #: sampling rounds per step
+    rounds: int = 2
+
+
 @dataclass
 class Weigher:
     """Weighs one step's code against its tests, remembering what it learned for the rest of the step."""
 
-    unit: TextControlUnit
-    step: Step
+    client: ModelClient
+    env: ToolEnv
+    domain: Domain
+    instruction: str
+    ask: AskForFile
+    save: SaveFile
+    log: Callable[..., None]
+    limits: AgreementLimits = AgreementLimits()
+    recover: bool = True
+    label: str = "step"  # names the samples' requests in the run log
     verdicts: dict[str, tuple[str, Agreement]] = field(default_factory=dict)  # per project state: target, verdict
     told: set[str] = field(default_factory=set)  # tests already named to the model as doubtful
     rounds: int = 0  # sampling rounds spent
@@ -76,12 +96,11 @@ class Weigher:
         itself hidden), the tests are run against each in a scratch copy of the project, and the implementation
         the most agree with is kept. Returns the note for the model and whether a file was changed; None when
         there was nothing to weigh (no per-test outcomes, no usable sample, no sampling round left)."""
-        unit, step = self.unit, self.step
-        env = unit.toolbox.env
+        env = self.env
         store = env.store
-        if unit.limits.samples <= 0 or not unit.run_tests or not env.python_checks:
+        if self.limits.samples <= 0 or not env.python_checks:
             return None
-        instruction = step.instruction.instruction
+        instruction = self.instruction
         named = named_files(instruction)
         code = [p for p in named if p.endswith(".py") and not is_test_file(p) and store.is_project_file(p)]
         if not code:
@@ -91,18 +110,10 @@ class Weigher:
         if key in self.verdicts:  # the same files again: what was learned about them still holds
             target, agreement = self.verdicts[key]
             return await self._apply(target, agreement, [], {})
-        if self.rounds >= unit.limits.max_agreement_rounds:
+        if self.rounds >= self.limits.rounds:
             return None
-        # the step's code file with code problems, else the one the failures mention most (the first on a tie)
-        broken = [p for p in broken_code(report.partition("Tests:")[0]) if p in code]
-        target = broken[0] if broken else max(code, key=report.count)
-        # only the tests that use the target are evidence about it (a failing test of another module fails
-        # with every implementation of this one)
-        module = module_name(target)
-        defined = defined_names(snapshot.get(target, ""))
-        relevant = {
-            t for p, src in snapshot.items() if is_test_file(p) for t in relevant_tests(src, p, module, defined)
-        }
+        target = _target(report, code)
+        relevant = _relevant(snapshot, target)
 
         def evidence(outcomes: dict[str, bool]) -> dict[str, bool]:
             return {t: ok for t, ok in outcomes.items() if t.split("[")[0] in relevant}
@@ -111,46 +122,17 @@ class Weigher:
         base = evidence(per_test_outcomes(current.output))
         if not base or all(base.values()):
             return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
-
-        def hide(path: str) -> bool:
-            return path == target or is_test_file(path)
-
-        # the names the step gives the file are asked for by name: asked only for "the file", most samples
-        # held the dataclass alone and were unusable
-        owned = names_for_file(instruction, target)
-        request = (
-            unit.domain.render("text_request_sample", path=target, names=", ".join(owned))
-            if owned
-            else unit.domain.render("text_request_file", path=target)
-        )
-        messages = unit.fresh_context(step, feedback=request, focus=target, hide=hide)
         self.rounds += 1
-        if unit.client.parallel:
-            answers = await asyncio.gather(*(self._sample(messages) for _ in range(unit.limits.samples)))
-        else:  # in turn: made at once, they would race for the model and take its seeds in a different order
-            answers = [await self._sample(messages) for _ in range(unit.limits.samples)]
-        candidates: list[str] = []
-        outcomes: list[dict[str, bool]] = [base]
-        for answer in answers:
-            content = sampled_file(answer, target)
-            if content is None or set(owned) & set(missing_definitions(instruction, {target: content})):
-                continue
-            run = await asyncio.to_thread(outcomes_with, env, unit.recover, snapshot, target, content)
-            if run is None:
-                continue
-            repaired, outcome = run
-            candidates.append(repaired)
-            outcomes.append(evidence(outcome))
+        candidates, outcomes = await self._implementations(snapshot, target)
         if not candidates:
-            unit.log("agreement", step=step.index, target=target, samples=len(answers), usable=0)
+            self.log("agreement", target=target, samples=self.limits.samples, usable=0)
             return None
-        agreement = choose(outcomes)
+        agreement = choose([base, *map(evidence, outcomes)])
         self.verdicts[key] = (target, agreement)
-        unit.log(
+        self.log(
             "agreement",
-            step=step.index,
             target=target,
-            samples=len(answers),
+            samples=self.limits.samples,
             usable=len(candidates),
             scores=list(agreement.scores),
             chosen=agreement.chosen,
@@ -158,19 +140,49 @@ class Weigher:
         )
         return await self._apply(target, agreement, candidates, base)
 
+    async def _implementations(self, snapshot: dict[str, str], target: str) -> tuple[list[str], list[dict[str, bool]]]:
+        """Sampled implementations of ``target`` written from the step alone (the file and the tests hidden) that
+        define what the step gives it, each (repaired as a written file is) with the tests' outcomes with it."""
+
+        def hide(path: str) -> bool:
+            return path == target or is_test_file(path)
+
+        # the names the step gives the file are asked for by name: asked only for "the file", most samples
+        # held the dataclass alone and were unusable
+        owned = names_for_file(self.instruction, target)
+        request = (
+            self.domain.render("text_request_sample", path=target, names=", ".join(owned))
+            if owned
+            else self.domain.render("text_request_file", path=target)
+        )
+        messages = self.ask(target, request, hide)
+        if self.client.parallel:
+            answers = await asyncio.gather(*(self._sample(messages) for _ in range(self.limits.samples)))
+        else:  # in turn: made at once, they would race for the model and take its seeds in a different order
+            answers = [await self._sample(messages) for _ in range(self.limits.samples)]
+        candidates: list[str] = []
+        outcomes: list[dict[str, bool]] = []
+        for answer in answers:
+            content = sampled_file(answer, target)
+            if content is None or set(owned) & set(missing_definitions(self.instruction, {target: content})):
+                continue
+            run = await asyncio.to_thread(outcomes_with, self.env, self.recover, snapshot, target, content)
+            if run is not None:
+                candidates.append(run[0])
+                outcomes.append(run[1])
+        return candidates, outcomes
+
     async def _apply(
         self, target: str, agreement: Agreement, candidates: list[str], base: dict[str, bool]
     ) -> Settled | None:
         """Keep the chosen implementation; name the doubtful tests; remove those that every implementation failed
         after the model was already told and kept them (recorded in the step's outcome and the log)."""
-        unit, step = self.unit, self.step
-        render = unit.domain.render
-        store = unit.toolbox.env.store
+        render = self.domain.render
         notes: list[str] = []
         changed = False
         if candidates and agreement.chosen != 0:
             content = candidates[agreement.chosen - 1]
-            await unit.save(step, [{"path": target, "content": content}], "agreement")
+            await self.save(target, content, "agreement")
             changed = True
             notes.append(
                 render(
@@ -191,20 +203,9 @@ class Weigher:
         consensus = agreement.supporters >= 2
         unanimous = [t for t in doubted if consensus and t in self.told and agreement.passes[t] == 0]
         self.told |= set(doubted)
-        removed: list[str] = []
-        for path in sorted({t.split("::")[0] for t in unanimous}):
-            if not store.is_project_file(path):
-                continue
-            source, gone = remove_tests(store.read_text(path), unanimous)
-            if gone and self.leaves_a_step_function_untested(path, source):
-                unit.log("agreement_kept_last_test", step=step.index, tests=gone)
-                continue
-            if gone:
-                await unit.save(step, [{"path": path, "content": source}], "disputed tests removed")
-                removed += gone
+        removed = await self._remove(unanimous)
         if removed:
             changed = True
-            unit.log("recovered", step=step.index, recovery="disputed_tests_removed", tests=removed)
             notes.append(
                 render(
                     "text_agreement_removed", n=agreement.implementations, tests="\n".join(f"- {t}" for t in removed)
@@ -231,23 +232,56 @@ class Weigher:
             return None
         return Settled("\n\n".join(notes), changed, focus, removed)
 
+    async def _remove(self, tests: list[str]) -> list[str]:
+        """Remove ``tests`` from their files, but the last test of a function the step names; the ones removed."""
+        store = self.env.store
+        removed: list[str] = []
+        for path in sorted({t.split("::")[0] for t in tests}):
+            if not store.is_project_file(path):
+                continue
+            source, gone = remove_tests(store.read_text(path), tests)
+            if gone and self.leaves_a_step_function_untested(path, source):
+                self.log("agreement_kept_last_test", tests=gone)
+                continue
+            if gone:
+                await self.save(path, source, "disputed tests removed")
+                removed += gone
+        if removed:
+            self.log("recovered", recovery="disputed_tests_removed", tests=removed)
+        return removed
+
     def leaves_a_step_function_untested(self, path: str, source: str) -> bool:
         """Whether ``path`` becoming ``source`` would leave a function the step names with no test: such a test
         is never removed, however the samples agree (seen: the CLI step's only test of main() removed)."""
-        instruction = self.step.instruction.instruction
+        instruction = self.instruction
         code = [p for p in named_files(instruction) if p.endswith(".py") and not is_test_file(p)]
-        sources = python_files(self.unit.toolbox.env.store)
+        sources = python_files(self.env.store)
         before = untested_functions(instruction, code, sources)
         return untested_functions(instruction, code, {**sources, path: source}) != before
 
     async def _sample(self, messages: list[ModelMessage]) -> str:
         try:
-            response = await self.unit.client.request(
-                messages, [], purpose=f"step {self.step.index} sample", temperature=SAMPLE_TEMPERATURE
+            response = await self.client.request(
+                messages, [], purpose=f"{self.label} sample", temperature=SAMPLE_TEMPERATURE
             )
         except ContextOverflow:
             return ""
         return response.text or ""
+
+
+def _target(report: str, code: list[str]) -> str:
+    """The step's code file to weigh: the one with code problems, else the one the failures mention most (the
+    first on a tie)."""
+    broken = [p for p in broken_code(report.partition("Tests:")[0]) if p in code]
+    return broken[0] if broken else max(code, key=report.count)
+
+
+def _relevant(snapshot: dict[str, str], target: str) -> set[str]:
+    """The tests that use ``target``: only they are evidence about it (a failing test of another module fails
+    with every implementation of this one)."""
+    module = module_name(target)
+    defined = defined_names(snapshot.get(target, ""))
+    return {t for p, src in snapshot.items() if is_test_file(p) for t in relevant_tests(src, p, module, defined)}
 
 
 def outcomes_with(

@@ -1,6 +1,6 @@
 """What a step's instruction asks of the project, and what the project still lacks.
 
-The instruction names the files to write ("Write todo/core.py ...") and the functions and classes they hold,
+The instruction names the files to write ("Write app/core.py ...") and the functions and classes they hold,
 with signatures ("load_todos(path: Path) -> list[Todo]"). A step passes only when those files exist, those
 definitions exist with bodies (not a stub echoing the signature), and each module and named function is used
 by a test. Read from the instruction's text, the project's syntax trees and, for a failing run, the check
@@ -13,7 +13,7 @@ import ast
 import builtins
 import re
 
-from l2mac.checks.python import is_test_file, module_name
+from l2mac.checks.layout import is_test_file, module_name
 
 _TO_WRITE = re.compile(
     r"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?"
@@ -127,7 +127,8 @@ def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
     """Named functions/classes that no non-test module of the project defines (at any level), or defines as a
     stub only (a docstring, ``pass``, ``...`` or ``raise NotImplementedError``: the 1.5B model often answers
     a "write f" with the signature and docstring it was given). Interface methods (of a Protocol or an ABC, or
-    marked abstract) may be stubs."""
+    marked abstract) may be stubs. A name a module imports (``Flask``, ``Counter``, a sibling module's class) is
+    not the project's to define: whether that import works is the import check's business."""
     defined: set[str] = set()
     for rel, source in sources.items():
         if is_test_file(rel):
@@ -136,6 +137,7 @@ def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
             tree = ast.parse(source)
         except SyntaxError:
             continue
+        defined |= imported_names(tree)
         interfaces = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and _is_interface(c) for f in c.body}
         defined |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
         defined |= {
@@ -145,6 +147,15 @@ def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
             and (id(n) in interfaces or _is_abstract(n) or not _is_stub(n))
         }
     return [n for n in named_definitions(instruction) if n not in defined]
+
+
+def imported_names(tree: ast.Module) -> set[str]:
+    """The names a module binds by importing them, anywhere in it (``import a.b`` binds ``a``)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"}
+    return out
 
 
 def stubbed(names: list[str], sources: dict[str, str]) -> dict[str, str]:
@@ -214,3 +225,10 @@ def example_path(instruction: str, domain: str) -> str:
     if own or named:
         return (own or named)[0]
     return "chapters/01-chapter.md" if domain == "book" else "main.py"
+
+
+def example_values(instruction: str, domain: str, focus: str | None = None) -> dict[str, str]:
+    """What the prompts' examples show: ``focus`` (the file asked for) or else a file the step names, since a
+    small model writes whatever path an example shows."""
+    example = focus or example_path(instruction, domain)
+    return {"example_path": example, "example_module": module_name(example) if example.endswith(".py") else "main"}

@@ -19,21 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from l2mac.checks.autofix import defined_at_top_level
-from l2mac.checks.python import is_test_file
-from l2mac.recovery import fenced_files, unnamed_blocks
-
-# pytest -rA: "PASSED tests/test_x.py::test_a", "FAILED tests/test_x.py::test_b - assert 1 == 2"
-_OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)", re.MULTILINE)
-_PASSING = frozenset({"PASSED", "XFAIL"})
-
-
-def per_test_outcomes(output: str) -> dict[str, bool]:
-    """Per test id, whether it passed, from the short summary pytest prints with ``-rA``. A test reported twice
-    (passed, then an error in its teardown) counts as failed."""
-    out: dict[str, bool] = {}
-    for kind, test in _OUTCOME.findall(output):
-        out[test] = out.get(test, True) and kind in _PASSING
-    return out
+from l2mac.checks.layout import is_test_file
+from l2mac.checks.tests import PROBLEM_FILE
+from l2mac.fenced import fenced_files, unnamed_blocks
 
 
 @dataclass(frozen=True)
@@ -161,7 +149,6 @@ def remove_tests(source: str, test_ids: Sequence[str]) -> tuple[str, list[str]]:
 
 
 _TESTS_FAILED = re.compile(r"^Tests: \d+ passed, [1-9]\d* failed", re.MULTILINE)
-PROBLEM_FILE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)
 
 
 def weighable(report: str, step_code: list[str]) -> bool:

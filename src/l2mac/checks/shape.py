@@ -1,0 +1,134 @@
+"""Checks of a project's shape that small models get wrong: tests written into program code, program code copied
+into tests or into another module, a program that parses its arguments and still prompts."""
+
+from __future__ import annotations
+
+import ast
+
+from l2mac.checks.issues import CodeIssue
+from l2mac.checks.layout import is_test_file, module_name
+
+
+def defined_again(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
+    """A module that imports from another project module and also defines one of that module's functions
+    again, with the same parameters, has a copy that drifts from the original (seen: todo/cli.py imported Todo
+    from todo.core, then copied load_todos and save_todos, bug included, so fixing core never fixed the CLI).
+    A function of the same name with other parameters is a function of its own (a CLI's ``add_todo(file,
+    task)`` beside core's ``add_todo(todos, todo)``): the model cannot "delete the copy", so it is not reported.
+    Exact copies never get here: the repairs replace them by imports."""
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    files = {module_name(rel): rel for rel in trees if not is_test_file(rel)}
+    issues: list[CodeIssue] = []
+    for rel in check:
+        if is_test_file(rel):
+            continue
+        tree = trees[rel]
+        sources = {
+            n.module
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and not n.level and n.module in files and files[n.module] != rel
+        }
+        theirs = {
+            node.name: (module, node)
+            for module in sorted(sources)
+            for node in trees[files[module]].body
+            if isinstance(node, defs) and not node.name.startswith("_") and node.name != "main"
+        }
+        for node in tree.body:
+            if not isinstance(node, defs) or node.name not in theirs:
+                continue
+            module, original = theirs[node.name]
+            if _parameters(node) != _parameters(original):
+                continue
+            issues.append(
+                CodeIssue(
+                    rel,
+                    node.lineno,
+                    "lint",
+                    f"defines {node.name!r} again, with the same parameters as in {files[module]}, which this file "
+                    f"imports from: delete this copy and use `from {module} import {node.name}` (mend the original "
+                    f"in {files[module]} if it is wrong), or rename it if it does something else",
+                )
+            )
+    return issues
+
+
+def _parameters(node: ast.stmt) -> list[str] | None:
+    """A function's parameter names; None for a class (a class copied is a copy whatever its body)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = node.args
+    return [p.arg for p in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg] if p is not None]
+
+
+def tests_in_code(rel: str, tree: ast.Module) -> CodeIssue | None:
+    """A code file (not a test file) that imports pytest and defines test functions holds tests where the code
+    should be: a small model asked again for a module writes its tests into it (seen: todo/cli.py replaced by
+    a copy of tests/test_core.py)."""
+    uses_pytest = any(
+        (isinstance(n, ast.Import) and any(a.name == "pytest" for a in n.names))
+        or (isinstance(n, ast.ImportFrom) and n.module == "pytest")
+        for n in tree.body
+    )
+    if is_test_file(rel) or not uses_pytest:
+        return None
+    tests = [
+        n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
+    ]
+    if not tests:
+        return None
+    return CodeIssue(
+        rel,
+        tests[0].lineno,
+        "test",
+        f"holds pytest tests ({', '.join(t.name for t in tests[:3])}), but it is program code, not a test file: "
+        f"write the code {rel} should have here, and tests in a tests/test_*.py file",
+    )
+
+
+def prompts_in_command_line(rel: str, tree: ast.Module) -> CodeIssue | None:
+    """A program that parses its arguments with argparse and also calls input() asks for what its arguments
+    should carry, and a test cannot type: seen in the demo, ``done`` and ``remove`` sub-commands without an
+    argument that prompted for the task instead."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    parses = any(isinstance(c.func, ast.Attribute) and c.func.attr == "parse_args" for c in calls)
+    prompts = sorted(c.lineno for c in calls if isinstance(c.func, ast.Name) and c.func.id == "input")
+    if is_test_file(rel) or not parses or not prompts:
+        return None
+    also = f" (also line {', '.join(map(str, prompts[1:]))})" if prompts[1:] else ""
+    return CodeIssue(
+        rel,
+        prompts[0],
+        "lint",
+        f"input() in a program that parses its arguments{also}: a test cannot type, and the value belongs in "
+        "the arguments. Add an argument for it (parser.add_argument), use it, and delete the input() call",
+    )
+
+
+def copied_into_tests(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
+    """A test file that defines a function or class the project defines elsewhere tests its own copy, not the
+    project's code (a small model's habit): report it, naming the module to import from."""
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    owners: dict[str, str] = {}
+    for rel, tree in trees.items():
+        if not is_test_file(rel):
+            for node in tree.body:
+                if isinstance(node, defs) and not node.name.startswith(("_", "test")) and node.name != "main":
+                    owners.setdefault(node.name, rel)
+    issues = []
+    for rel in check:
+        if not is_test_file(rel):
+            continue
+        for node in trees[rel].body:
+            if isinstance(node, defs) and node.name in owners:
+                module = module_name(owners[node.name])
+                issues.append(
+                    CodeIssue(
+                        rel,
+                        node.lineno,
+                        "test",
+                        f"defines {node.name!r} itself, but {owners[node.name]} defines it: tests must import "
+                        f"the code they test (from {module} import {node.name}), not copy it",
+                    )
+                )
+    return issues

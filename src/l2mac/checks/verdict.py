@@ -1,0 +1,216 @@
+"""The step's checks, in one verdict: the project's checks (syntax, lint, imports, types, tests), what the step
+asks for and the project still lacks (:mod:`l2mac.checks.demands`), what the step broke that worked when it
+began (:mod:`l2mac.checks.regressions`), and, when its tests fail, agreement between its code and its tests
+(:mod:`l2mac.checks.agreement`).
+
+A :class:`StepChecks` is made once per step, so what it measured when the step began and what agreement learned
+last the step. It is given what it needs (the tools' environment, the prompt set, how to save a file, where to
+log), never the control unit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from functools import partial
+
+from l2mac.checks.agreement import Settled, Weigher
+from l2mac.checks.consensus import weighable
+from l2mac.checks.demands import (
+    invented_attributes,
+    missing_definitions,
+    named_files,
+    stubbed,
+    undefined_calls,
+    untested_functions,
+    untested_modules,
+)
+from l2mac.checks.env import ToolEnv
+from l2mac.checks.layout import is_test_file
+from l2mac.checks.litter import hard_coded, move_under_tmp_path
+from l2mac.checks.regressions import Baseline, find_regression
+from l2mac.checks.repairs import python_files, rewrite
+from l2mac.checks.tests import TestRun, run_tests
+from l2mac.domains import Domain
+from l2mac.types import Instruction
+
+_FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the checks found: ``report`` (empty when they pass), ``notes`` that say what else to do, the file
+    to look at first, and what the checks changed themselves (files put back, tests agreement removed)."""
+
+    ok: bool
+    report: str
+    notes: tuple[str, ...] = ()
+    restored: str = ""  # the note saying which earlier files were put back, if any
+    focus: str | None = None
+    removed: tuple[str, ...] = ()
+
+    @property
+    def first_file(self) -> str | None:
+        """The file the report's first problem names."""
+        found = _FIRST_PROBLEM.search(self.report)
+        return found.group(1) if found else None
+
+
+class StepChecks:
+    """The checks of one step."""
+
+    def __init__(
+        self,
+        env: ToolEnv,
+        domain: Domain,
+        instruction: Instruction,
+        *,
+        run_tests: bool,
+        recover: bool,
+        save: Callable[[str, str, str], Awaitable[None]],
+        log: Callable[..., None],
+        weigher: Weigher | None = None,
+    ) -> None:
+        self.env, self.domain, self.instruction = env, domain, instruction
+        self.run_tests, self.recover = run_tests and domain.tests, recover
+        self.save, self.log, self.weigher = save, log, weigher
+        self.named = named_files(instruction.instruction)
+        self.baseline = Baseline(env.store.snapshot(), set(self.named))
+        self.removed: list[str] = []  # tests agreement removed in this step: not missed as regressions
+
+    async def verdict(self) -> Verdict:
+        """Run every check; put back what the step broke, and weigh failing tests, before judging."""
+        ok, report = await asyncio.to_thread(self.run)
+        restored = await self._undo_regressions(report) if not ok else ""
+        if restored:
+            ok, report = await asyncio.to_thread(self.run)
+        self.log("checks", ok=ok, report=report[:2000])
+        agreed: Settled | None = None
+        if not ok and self.weigher is not None and self.run_tests and weighable(report, self.named):
+            agreed = await self.weigher.seek(report)
+            if agreed is not None and agreed.changed:  # a file was changed: check again
+                ok, report = await asyncio.to_thread(self.run)
+                self.log("checks", ok=ok, report=report[:2000])
+        notes, focus = ([], None) if ok else self._failure_notes(report)
+        if agreed is not None:
+            notes.append(agreed.note)
+            focus = agreed.focus if not ok and agreed.focus else focus
+        removed = tuple(agreed.removed) if agreed is not None else ()
+        self.removed += removed
+        return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed)
+
+    # -- the checks --------------------------------------------------------------------------------------
+    def run(self) -> tuple[bool, str]:
+        """The project's checks, then what the step itself still lacks: its files, the definitions it names, a
+        test of each module it writes and of each function it names."""
+        ok, report = self.project()
+        lacking = self._lacking()
+        if lacking:
+            ok, report = False, "\n\n".join([*lacking, report]).strip()
+        return ok, report
+
+    def project(self) -> tuple[bool, str]:
+        """Code problems in any file, and the project's tests when the step requires tests or tests exist."""
+        env = self.env
+        problems: list[str] = []
+        if env.python_checks:
+            issues = [i for i in env.check_files(env.store.list_files()) if i.blocking]
+            if issues:
+                problems.append("Code problems:\n" + "\n".join(str(i) for i in issues[:30]))
+        has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
+        if self.run_tests and (self.instruction.requires_tests or has_tests):
+            outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
+            if outcome.litter and self.recover and self._move_litter_under_tmp_path(list(outcome.litter)):
+                outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
+            if outcome.status == "no_tests":
+                problems.append(
+                    "No tests were collected, but this step must leave pytest tests "
+                    "(files named tests/test_*.py with functions named test_*)."
+                )
+            elif not outcome.ok:
+                blame, outcome = self._blame_hard_coded_files(outcome)
+                problems.append(blame + outcome.report(env.max_output_chars))
+        return not problems, "\n\n".join(problems)
+
+    def _lacking(self) -> list[str]:
+        """Notes for what the step names and the project lacks, most basic first."""
+        store, render = self.env.store, self.domain.render
+        notes: list[str] = []
+        if missing := [p for p in self.named if not store.exists(p)]:
+            notes.append(render("text_missing_files", files=", ".join(missing)))
+        if not self.env.python_checks:
+            return notes
+        sources = python_files(store)
+        if absent := missing_definitions(self.instruction.instruction, sources):
+            notes.append(render("text_missing_definitions", names=", ".join(absent)))
+        if self.run_tests and self.instruction.requires_tests:
+            code = [p for p in self.named if store.is_project_file(p)]
+            if untested := untested_modules(code, sources):
+                notes.append(render("text_untested", paths=", ".join(untested)))
+            else:
+                for path, names in untested_functions(self.instruction.instruction, code, sources).items():
+                    notes.append(render("text_untested_functions", path=path, names=", ".join(names)))
+        return list(reversed(notes))  # as before: the last found is said first
+
+    def _failure_notes(self, report: str) -> tuple[list[str], str | None]:
+        """What a failing report calls for beyond itself: stubs to complete, API the tests invent, helpers called
+        but never written; and the file to look at first."""
+        store, render = self.env.store, self.domain.render
+        first = _FIRST_PROBLEM.search(report)
+        focus = first.group(1) if first and store.is_project_file(first.group(1)) else None
+        sources = python_files(store)
+        notes: list[str] = []
+        absent = missing_definitions(self.instruction.instruction, sources)
+        for path, stub in stubbed(absent, sources).items():  # the model echoed a signature and docstring
+            notes.append(render("text_complete_stub", path=path, stub=stub))
+            focus = path
+        if invented := invented_attributes(report, self.instruction.instruction, sources):
+            notes.append(render("text_invented_api", names=", ".join(invented)))
+        for path, names in undefined_calls(report, sources).items():
+            notes.append(render("text_define_missing", path=path, names=", ".join(names)))
+        return notes, focus
+
+    # -- what the checks change themselves ------------------------------------------------------------------
+    async def _undo_regressions(self, report: str) -> str:
+        """Put back the earlier steps' files this step changed when the change broke what worked when the step
+        began. Returns the note for the model ("" when nothing was put back)."""
+        found = await asyncio.to_thread(find_regression, self.baseline, self.env, self.run_tests, report, self.removed)
+        if found is None:
+            return ""
+        for path in found.undo:
+            await self.save(path, self.baseline.snapshot[path], "regression undone")
+        self.log("recovered", recovery="regression_undone", paths=found.undo, tests=found.broken[:10])
+        what = [f"- {t} passed before and now fails" for t in found.broken[:5]] + [
+            f"- {p} had no code problems before and now has" for p in found.spoiled
+        ]
+        return self.domain.render(
+            "text_regression_undone",
+            paths=", ".join(found.undo),
+            what="\n".join(what),
+            own=", ".join(self.named) or "the files it needs",
+        )
+
+    def _move_litter_under_tmp_path(self, left: list[str]) -> bool:
+        """Tests that left ``left`` in the project write them under tmp_path instead; whether any changed."""
+        store = self.env.store
+        changed = False
+        for path in [p for p in store.list_files() if is_test_file(p) and p.endswith(".py")]:
+            if rewrite(store, path, partial(move_under_tmp_path, left=left)):
+                self.log("recovered", recovery="test_files_moved_to_tmp_path", path=path, files=left)
+                changed = True
+        return changed
+
+    def _blame_hard_coded_files(self, outcome: TestRun) -> tuple[str, TestRun]:
+        """When the code itself writes a file the tests left, say so, and drop that file from the report's note
+        blaming the tests (seen: eight reports told the model its tests wrote a data file while the tests used
+        tmp_path and the code wrote it)."""
+        if not outcome.litter or "hard_coded_data_file" not in self.domain.prompts:
+            return "", outcome
+        found = hard_coded(python_files(self.env.store), list(outcome.litter))
+        if not found:
+            return "", outcome
+        notes = [self.domain.render("hard_coded_data_file", path=p, line=n, name=f) for p, n, f in found[:3]]
+        by_code = {f for _, _, f in found}
+        return "\n".join(notes) + "\n", replace(outcome, litter=tuple(f for f in outcome.litter if f not in by_code))

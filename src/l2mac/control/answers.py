@@ -1,0 +1,108 @@
+"""Reading a text-protocol answer into whole files to write: what a small model writes is repaired into what it
+meant, and what would destroy work is refused with a note.
+
+Pure functions of the answer and the file store; :mod:`l2mac.control.text` calls them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from l2mac.checks.repairs import merge_definitions, python_files
+from l2mac.errors import WorkspaceError
+from l2mac.fenced import unnamed_blocks
+from l2mac.store import FileStore
+
+File = dict[str, str]
+Log = Callable[..., None]
+
+#: a block with fewer than this share of an existing file's lines (of at least FRAGMENT_MIN_LINES) is a fragment
+FRAGMENT_SHARE = 0.5
+FRAGMENT_MIN_LINES = 12
+
+
+def resolve_bare_names(store: FileStore, files: list[File], to_write: list[str], log: Log) -> list[File]:
+    """A bare file name ("test_core.py") that is not a file but the name of exactly one project file (or of a
+    file the step must write) means that file ("tests/test_core.py"); so does a path that differs from one only
+    in letter case ("Tests/test_core.py")."""
+    known = list(dict.fromkeys([*store.list_files(), *to_write]))
+    out = []
+    for f in files:
+        path = f["path"]
+        if not store.is_project_file(path) and path not in known:
+            if "/" in path:
+                same = [k for k in known if k.lower() == path.lower()]
+            else:
+                same = [k for k in known if k.rsplit("/", 1)[-1] == path]
+            if len(same) == 1:
+                log("recovered", recovery="bare_name_resolved", path=same[0])
+                f = {"path": same[0], "content": f["content"]}
+        out.append(f)
+    return out
+
+
+def place_unnamed_blocks(store: FileStore, text: str, files: list[File], requested: str | None, log: Log) -> list[File]:
+    """Writes for code blocks that name no file: the one block of an answer to "write X" is X; a block of
+    corrected functions is merged into the one file that defines them all."""
+    blocks = unnamed_blocks(text)
+    if not blocks:
+        return []
+    named = {f["path"] for f in files}
+    if requested is not None and requested not in named and len(blocks) == 1 and not files:
+        log("recovered", recovery="unnamed_block_is_the_requested_file", path=requested)
+        return [{"path": requested, "content": blocks[0]}]
+    out: list[File] = []
+    sources = python_files(store)
+    for block in blocks:
+        merged = {p: m for p, src in sources.items() if p not in named and (m := merge_definitions(src, block))}
+        if len(merged) == 1:
+            path, content = merged.popitem()
+            sources[path] = content
+            out = [f for f in out if f["path"] != path] + [{"path": path, "content": content}]
+            log("recovered", recovery="definitions_merged_into_file", path=path)
+    return out
+
+
+def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], list[str]]:
+    """Whole files to write, and a note for each block that looks like a fragment of an existing file.
+
+    Small models often answer with the few lines they changed under the file's name; writing that would
+    destroy the rest of the file, so it is refused and the model is asked for the whole file (unless the block
+    holds only definitions the file has: they are put in place of those)."""
+    whole: list[File] = []
+    notes: list[str] = []
+    for f in files:
+        try:
+            old = len(store.read_text(f["path"]).splitlines())
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            old = 0
+        new = len(f["content"].splitlines())
+        if old >= FRAGMENT_MIN_LINES and new < old * FRAGMENT_SHARE:
+            merged = merge_definitions(store.read_text(f["path"]), f["content"]) if f["path"].endswith(".py") else None
+            if merged is not None:
+                whole.append({"path": f["path"], "content": merged})
+                notes.append(f"Your definitions were put in place of those of the same name in {f['path']}.")
+                continue
+            notes.append(
+                f"Not saved: {f['path']}: your block has {new} lines but the file has {old}; it looks like a "
+                "fragment. Write the COMPLETE file."
+            )
+        else:
+            whole.append(f)
+    return whole, notes
+
+
+def one_at_a_time(
+    files: list[File], requested: str | None, to_write: list[str], written: set[str], log: Log
+) -> tuple[list[File], list[str]]:
+    """The files of an answer to "write X" that are kept: X and files the step does not name; a named file
+    written ahead waits to be asked for (with X in view), and one already saved sent again instead of X is set
+    aside. Returns the files kept and the paths set aside."""
+    if requested is None:
+        return files, []
+    if any(f["path"] == requested for f in files):
+        return [f for f in files if f["path"] == requested or f["path"] not in to_write or f["path"] in written], []
+    set_aside = sorted({f["path"] for f in files} & written)
+    if set_aside:
+        log("recovered", recovery="rewrite_set_aside", paths=set_aside)
+    return [f for f in files if f["path"] not in written], set_aside

@@ -1,0 +1,41 @@
+"""What one run of the control unit is about: the instruction with what its fresh context needs, and its budgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from l2mac.types import Instruction
+
+
+@dataclass(frozen=True)
+class StepLimits:
+    max_turns: int = 40
+    max_check_failures: int = 4
+    max_context_restarts: int = 3
+    #: implementations sampled, when the tests fail, to tell a wrong test from wrong code (0: off)
+    samples: int = 0
+    #: such agreement rounds per step
+    max_agreement_rounds: int = 2
+
+
+@dataclass(frozen=True)
+class Step:
+    """One instruction with what its fresh context needs from outside."""
+
+    task: str
+    index: int
+    total: int
+    instruction: Instruction
+    previous_summary: str
+
+    def values(self, progress: str = "") -> dict[str, object]:
+        """What every step prompt is filled with (``progress``: the rendered summary of a restarted context)."""
+        return {
+            "task": self.task,
+            "index": self.index,
+            "total": self.total,
+            "title": self.instruction.title,
+            "instruction": self.instruction.instruction,
+            "previous_summary": self.previous_summary or "(this is the first step)",
+            "progress": progress,
+        }

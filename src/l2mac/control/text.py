@@ -1,0 +1,322 @@
+"""The text protocol, for small models: files are written as fenced blocks, not tool calls.
+
+A 1.5B model writes far better code in a fenced block under its file name than as a JSON-escaped string in a
+tool call. In this protocol:
+
+- every context is built afresh: the step, the files *with their contents* (within a share of the window; the
+  rest are named, and a ``READ path:START-END`` line shows any of them, or any range, in the next context), the
+  ranges read so far, and the last attempt's result. A small model copies its own earlier answers when they stay
+  in the conversation; shown the files and the failure instead, it reacts to the failure;
+- the files the step names are asked for one at a time, in order (asked for three at once, a small model mixes
+  them up), and a named file that lacks a function the step gives it is asked for again, one stub at a time;
+- after each answer that completes the step's files, the checks and tests run, and their result is the next
+  context's request; the step is declared done with ``STEP COMPLETE`` (or an answer with no new files once the
+  checks pass);
+- an answer repeated unchanged is said so, and the next one is sampled more freely.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.tools import ToolDefinition
+
+from l2mac.checks.demands import example_values, missing_definitions, named_files, names_for_file, stubbed
+from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.output import trim_output
+from l2mac.context import CHARS_PER_TOKEN
+from l2mac.control.answers import File, one_at_a_time, place_unnamed_blocks, resolve_bare_names, split_fragments
+from l2mac.control.arguments import json_files
+from l2mac.control.protocol import Done, Setting, Turn, cut_off
+from l2mac.control.step import Step
+from l2mac.fenced import fence_lang, fenced_blocks, fenced_files, show_files
+from l2mac.tools import STEP_COMPLETE, Tool
+from l2mac.types import ToolResult
+
+_DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
+#: a ranged read: ``READ path``, ``READ path:40`` or ``READ path:40-80`` on a line of its own
+_READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*$", re.MULTILINE)
+#: share of the prompt budget the context may spend on showing file contents
+FILES_SHARE = 0.4
+#: how much hotter the next answer is sampled after one that changed nothing
+TEMPERATURE_STEP = 0.3
+
+
+def text_messages(
+    setting: Setting,
+    step: Step,
+    request: str,
+    *,
+    focus: str | None = None,
+    hide: Callable[[str], bool] | None = None,
+    progress: str = "",
+    reads: tuple[str, ...] = (),
+) -> list[ModelMessage]:
+    """A fresh context: the step, the files (but those ``hide`` names) and the ranges read, and ``request``; the
+    format example shows ``focus`` (the file asked for), since a small model writes whatever path it shows."""
+    domain = setting.domain
+    budget_chars = int(setting.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
+    files = show_files(setting.toolbox.env.store, budget_chars, hide)
+    if reads:
+        files += "\n\nWhat you asked to read:\n" + "\n\n".join(reads)
+    instruction = step.instruction.instruction
+    prompt = domain.render(
+        "text_step",
+        **step.values(domain.render("progress", summary=progress) if progress else ""),
+        files=files,
+        request=request or domain.render("text_request"),
+        named_files=", ".join(named_files(instruction)) or "(as the step says)",
+    )
+    example = example_values(instruction, domain.name, focus)
+    system = domain.render("text_step_system", **example, example_lang=fence_lang(example["example_path"]))
+    return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
+
+
+@dataclass
+class _Reading:
+    """What one answer held, as read: kept for :meth:`TextConversation.feed`."""
+
+    text: str = ""
+    files: list[File] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    requested: str | None = None
+    pending: list[str] = field(default_factory=list)
+    unchanged: bool = False
+    nudge: bool = False  # nothing to act on: ask for the files
+    only_reads: bool = False
+
+
+@dataclass
+class TextConversation:
+    step: Step
+    setting: Setting
+    tools: list[ToolDefinition] = field(default_factory=list)  # none: the answer is read as text
+    temperature: float | None = None
+    feedback: str = ""
+    focus: str | None = None
+    progress: str = ""
+    reads: list[str] = field(default_factory=list)  # ranges read since the context last restarted
+    to_write: list[str] = field(default_factory=list)  # the named files that did not exist when the step began
+    written: set[str] = field(default_factory=set)
+    lacking: dict[str, set[str]] = field(default_factory=dict)  # per named file, the functions it lacked last time
+    wrote_any: bool = False
+    last: _Reading = field(default_factory=_Reading)
+
+    def __post_init__(self) -> None:
+        store = self.setting.toolbox.env.store
+        self.to_write = [p for p in named_files(self.step.instruction.instruction) if not store.exists(p)]
+        if self.to_write:
+            self.feedback, self.focus = self._request_file(self.to_write[0]), self.to_write[0]
+
+    # -- the context -------------------------------------------------------------------------------------
+    def messages(self) -> list[ModelMessage]:
+        feedback = self.feedback
+        while True:
+            messages = text_messages(
+                self.setting, self.step, feedback, focus=self.focus, progress=self.progress, reads=tuple(self.reads)
+            )
+            if self.setting.budget.fits(messages) or len(feedback) <= 500:
+                return messages
+            feedback = trim_output(feedback, len(feedback) // 2)
+
+    def restart(self, progress: str) -> None:
+        self.progress, self.reads = progress, []
+
+    # -- reading an answer -------------------------------------------------------------------------------
+    def read(self, response: ModelResponse) -> Turn:
+        text, log, store = response.text or "", self.setting.log, self.setting.toolbox.env.store
+        files = self._files(response, text)
+        cut = cut_off(response) and not text.rstrip().endswith("```")
+        if cut and files:  # the last block was cut off mid-file: never save half a file
+            log("recovered", recovery="cut_off_file_dropped", path=files[-1]["path"])
+            files = files[:-1]
+        requested = next((p for p in self.to_write if p not in self.written), None)
+        if self.setting.recover:
+            files = resolve_bare_names(store, files, self.to_write, log)
+            files += place_unnamed_blocks(store, text, files, requested, log)
+        files, set_aside = one_at_a_time(files, requested, self.to_write, self.written, log)
+        files, notes = split_fragments(store, files)
+        render = self.setting.domain.render
+        notes += [render("text_already_saved", paths=", ".join(set_aside))] if set_aside else []
+        notes += [render("text_cut_off")] if cut else []
+        self.written.update(f["path"] for f in files)
+        declared = bool(_DONE.search(text))
+        reads = [_view_call(m) for m in _READ.finditer(text)]
+        last = self.last = _Reading(text, files, notes, requested, [p for p in self.to_write if p not in self.written])
+        last.unchanged = bool(files) and all(store.has_text(f["path"], f["content"]) for f in files)
+        calls = [*([_call("write_files", {"files": files})] if files and not last.unchanged else []), *reads]
+        last.nudge = not (files or declared or self.wrote_any or notes or last.pending or reads)
+        last.only_reads = bool(reads) and not files and not declared
+        self.wrote_any = self.wrote_any or bool(files and not last.unchanged)
+        if last.nudge or last.pending or last.only_reads:
+            return Turn(calls)
+        if declared or not files or last.unchanged:
+            calls.append(_call(STEP_COMPLETE, {"summary": _summary(text, self.step, store.list_files())}))
+        return Turn(calls, check=True)
+
+    def _files(self, response: ModelResponse, text: str) -> list[File]:
+        files = fenced_files(text) or (json_files(text) if self.setting.recover else [])
+        for call in response.tool_calls if self.setting.recover else []:  # a model that calls write_files anyway
+            if call.tool_name == "write_files":
+                files += json_files(call.args if isinstance(call.args, str) else json.dumps(call.args or {}))
+        return files
+
+    # -- answering it ------------------------------------------------------------------------------------
+    def feed(self, done: Done) -> str | None:
+        last, render = self.last, self.setting.domain.render
+        self.reads += [r.content for c, r in done.results if c.tool_name == "view_files"]
+        if last.nudge:
+            self.feedback = render("text_no_files")
+            return None
+        if last.only_reads:  # the same request again, with what was read in view
+            return None
+        saved_full = "\n".join([*(_written(done.results)), *last.notes])
+        saved = "\n".join([*(r.split("\nChecks found problems")[0] for r in _written(done.results)), *last.notes])
+        if last.pending:
+            return self._next_file(saved_full)
+        verdict = done.verdict
+        assert verdict is not None
+        if verdict.ok:
+            feedback = render("text_checks_passed", saved=saved)
+        else:
+            self.focus = verdict.focus
+            feedback = render(
+                "text_checks_failed",
+                first_file=verdict.first_file or "the file the first error names",
+                attempt=done.attempt,
+                max_attempts=done.max_attempts,
+                report=verdict.report,
+                saved=saved or "(no file was changed)",
+            )
+        feedback = "\n\n".join([verdict.restored, feedback, *verdict.notes]).strip()
+        self.feedback = self._unchanged(feedback)
+        return None
+
+    def _next_file(self, saved: str) -> str | None:
+        """The step's files are not all written yet: ask for the next one (tests come after the code). Returns
+        why this answer counts as a failed attempt, if it does."""
+        last, render, store = self.last, self.setting.domain.render, self.setting.toolbox.env.store
+        requested, pending, missed = last.requested, list(last.pending), None
+        if requested in pending:  # the file asked for was not written
+            missed = f"{requested} was never written"
+        wrote = saved if last.files and not last.unchanged else saved or render("text_no_files")
+        stubs: dict[str, str] = {}
+        instruction = self.step.instruction.instruction
+        if (
+            requested is not None
+            and requested not in pending
+            and requested.endswith(".py")
+            and not is_test_file(requested)
+        ):
+            source = {requested: store.read_text(requested)}
+            owned = [n for n in missing_definitions(instruction, source) if n in names_for_file(instruction, requested)]
+            if owned:  # the file just written lacks what the step asks of it: ask for it again
+                self.written.discard(requested)
+                pending = [requested, *[p for p in pending if p != requested]]
+                if not set(owned) < self.lacking.get(requested, set()):  # no stub completed since last time
+                    missed = f"{requested} never defined {', '.join(owned)}"
+                self.lacking[requested] = set(owned)
+                wrote += "\n" + render("text_missing_definitions", names=", ".join(owned))
+                # a stub is asked for alone: a small model sent the whole file back copies it unchanged
+                stubs = stubbed(owned, source)
+        request = (
+            render("text_complete_one_stub", path=requested, stub=stubs[requested])
+            if requested is not None and requested in stubs
+            else self._request_file(pending[0])
+        )
+        self.feedback = self._unchanged(
+            render("text_next_file", saved=wrote, request=request), requested in last.pending
+        )
+        self.focus = pending[0]
+        return missed
+
+    def _unchanged(self, feedback: str, missed: bool = False) -> str:
+        """The feedback, prefixed when the answer changed nothing; the next answer is sampled more freely then
+        (and after a missed request), else at the model's own temperature."""
+        if self.last.unchanged or missed:
+            self.temperature = min(1.0, (self.temperature or 0.2) + TEMPERATURE_STEP)
+        else:
+            self.temperature = None
+        if self.last.unchanged:
+            return self.setting.domain.render("text_unchanged") + "\n\n" + feedback
+        return feedback
+
+    def _request_file(self, path: str) -> str:
+        """The request for one named file; for a test file, naming the modules it must import, not copy."""
+        render = self.setting.domain.render
+        if not is_test_file(path):
+            return render("text_request_file", path=path)
+
+        def is_code(p: str) -> bool:
+            return p.endswith(".py") and not is_test_file(p) and not p.startswith("tests/")
+
+        store = self.setting.toolbox.env.store
+        code = [p for p in self.to_write if is_code(p)] or [p for p in store.list_files() if is_code(p)]
+        modules = ", ".join(module_name(p) for p in code)
+        return render("text_request_test_file", path=path, modules=modules or "the project")
+
+
+@dataclass(frozen=True)
+class Text:
+    """Fenced files: for small models (the embedded one, GGUF files), which write code far better that way."""
+
+    name: str = "text"
+    check_failures: int = 8  # each attempt is one answer in a fresh context
+    samples: int = 3  # a small model's own tests are often wrong
+    prompt_variant: str = "_text"
+
+    def start(self, step: Step, setting: Setting) -> TextConversation:
+        return TextConversation(step, setting)
+
+    def offered(self, tools: list[Tool]) -> list[ToolDefinition]:
+        return []
+
+    def read_call(self, response: ModelResponse, tools: list[Tool], recover: bool) -> ToolCallPart | None:
+        """The first of ``tools`` whose text form the answer holds: each tool's argument model reads its own form
+        from the answer's fenced blocks (``from_answer``)."""
+        text = response.text or ""
+        blocks = fenced_blocks(text)
+        for tool in tools:
+            from_answer = getattr(tool.args, "from_answer", None)
+            args = from_answer(blocks, text) if from_answer is not None else None
+            if args is not None:
+                return _call(tool.name, args)
+        return None
+
+
+TEXT = Text()
+
+
+def _call(tool: str, args: dict[str, object]) -> ToolCallPart:
+    return ToolCallPart(tool, json.dumps(args))
+
+
+def _view_call(m: re.Match[str]) -> ToolCallPart:
+    start = int(m.group(2)) if m.group(2) else None
+    end = int(m.group(3)) if m.group(3) else None
+    return _call("view_files", {"files": [{"path": m.group(1), "start_line": start, "end_line": end}]})
+
+
+def _written(results: list[tuple[ToolCallPart, ToolResult]]) -> list[str]:
+    return [r.content for c, r in results if c.tool_name == "write_files"]
+
+
+def _summary(text: str, step: Step, files: list[str]) -> str:
+    """The model's own words after STEP COMPLETE (or its prose), else the files the step changed."""
+    found = _DONE.search(text)
+    prose = text[found.end() :] if found else re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    prose = _READ.sub("", prose).strip()
+    if prose:
+        return prose[:1500]
+    return f"Step {step.index} ({step.instruction.title}) is done. Files now: {', '.join(files[:40])}."

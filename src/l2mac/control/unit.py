@@ -1,0 +1,278 @@
+"""The control unit: runs one instruction in a fresh context, as in the L2MAC paper, whatever the protocol.
+
+Each step starts from the system prompt, the instruction, the files and the previous step's summary. Each turn
+fits the context (before it fills, the model summarises its progress and the step restarts from that summary),
+asks the model, runs the calls its answer makes on the file store, runs the checks when the answer asks for
+them, and feeds the results back. A step passes only when the model declares it done *and* the checks pass; a
+step that spends its budget of turns, failed attempts or restarts is recorded as failed, never as passed.
+How the model's answer becomes calls is the protocol's (:mod:`l2mac.control.protocol`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from functools import partial
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolCallPart, UserPromptPart
+
+from l2mac.checks.agreement import AgreementLimits, Weigher
+from l2mac.checks.output import trim_output
+from l2mac.checks.repairs import repair_written
+from l2mac.checks.verdict import StepChecks
+from l2mac.context import ContextBudget
+from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn
+from l2mac.control.step import Step, StepLimits
+from l2mac.control.text import text_messages
+from l2mac.control.tool_calls import TOOL_CALLS
+from l2mac.domains import Domain
+from l2mac.events import EventSink, ToolUsed, ignore
+from l2mac.models.client import ContextOverflow, ModelClient
+from l2mac.record import RunRecord
+from l2mac.tools import STEP_COMPLETE, Toolbox, parse_arguments
+from l2mac.tools.complete import StepCompleteArgs
+from l2mac.types import StepOutcome, StepStatus, ToolResult
+
+
+@dataclass
+class _State:
+    start_revision: int
+    turns: int = 0
+    restarts: int = 0
+    check_failures: int = 0
+    reported_input: int = 0  # the provider's count of the last request's tokens
+    sent: list[ModelMessage] = field(default_factory=list)  # the last context sent
+    seen: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    tests_removed: list[str] = field(default_factory=list)
+
+
+class ControlUnit:
+    def __init__(
+        self,
+        client: ModelClient,
+        toolbox: Toolbox,
+        domain: Domain,
+        budget: ContextBudget,
+        *,
+        protocol: StepProtocol | None = None,
+        limits: StepLimits | None = None,
+        run_tests: bool = True,
+        record: RunRecord | None = None,
+        emit: EventSink = ignore,
+        recover: bool = True,
+    ) -> None:
+        self.client, self.toolbox, self.domain, self.budget = client, toolbox, domain, budget
+        self.protocol = protocol or TOOL_CALLS
+        self.limits = limits or StepLimits()
+        self.run_tests = run_tests and domain.tests
+        self.record, self.emit, self.recover = record, emit, recover
+
+    # -- the step ----------------------------------------------------------------------------------------
+    async def run_step(self, step: Step) -> StepOutcome:
+        talk = self.protocol.start(step, self._setting(step))
+        state = _State(start_revision=self.toolbox.env.store.revision)
+        checks = self._checks(step)
+        while True:
+            if state.turns >= self.limits.max_turns:
+                return await self._fail(step, talk, state, f"turn budget spent ({self.limits.max_turns} model calls)")
+            messages = talk.messages()
+            grew = bool(state.sent) and messages[: len(state.sent)] == state.sent  # the provider's count applies
+            if not self.budget.fits(messages, state.reported_input if grew else 0):
+                if state.restarts >= self.limits.max_context_restarts:
+                    return await self._fail(step, talk, state, f"context filled {state.restarts + 1} times")
+                await self._restart(step, talk, state)
+                continue
+            try:
+                response = await self.client.request(
+                    messages, talk.tools, purpose=f"step {step.index}", temperature=talk.temperature
+                )
+            except ContextOverflow:
+                if state.restarts >= self.limits.max_context_restarts:
+                    return await self._fail(step, talk, state, "the provider reported a context overflow")
+                await self._restart(step, talk, state)
+                continue
+            state.turns += 1
+            state.sent = list(messages)
+            state.reported_input = response.usage.input_tokens + response.usage.output_tokens
+            turn = talk.read(response)
+            results, summary = await self._act(step, state, turn)
+            verdict = await checks.verdict() if turn.check or summary is not None else None
+            if verdict is not None:
+                state.tests_removed += verdict.removed
+                if verdict.ok and summary is not None:
+                    return self._outcome(step, state, StepStatus.PASSED, summary)
+                state.check_failures += 0 if verdict.ok else 1
+            limit = self.limits.max_check_failures
+            missed = talk.feed(Done(results, verdict, state.check_failures, limit + 1))
+            state.check_failures += 1 if missed else 0
+            if state.check_failures > limit:
+                reason = missed or f"checks still failing after {state.check_failures} attempts"
+                return await self._fail(step, talk, state, reason)
+
+    # -- acting on an answer -----------------------------------------------------------------------------
+    async def _act(
+        self, step: Step, state: _State, turn: Turn
+    ) -> tuple[list[tuple[ToolCallPart, ToolResult]], str | None]:
+        """Run the answer's calls; return each with its result, and the summary when it declares the step done."""
+        results: list[tuple[ToolCallPart, ToolResult]] = []
+        summary: str | None = None
+        for call in turn.calls:
+            if call.tool_name == STEP_COMPLETE:
+                args = self.toolbox.validate(STEP_COMPLETE, call.args)
+                if isinstance(args, StepCompleteArgs):
+                    summary, result = args.summary, ToolResult("The checks ran.")
+                else:
+                    result = args if isinstance(args, ToolResult) else ToolResult("invalid arguments", ok=False)
+            else:
+                result = await self._call_tool(step, state, call)
+            self.emit(ToolUsed(step.index, call.tool_name, result.ok))
+            self.log(
+                "tool_call",
+                step=step.index,
+                tool=call.tool_name,
+                ok=result.ok,
+                args=_short(call.args),
+                result=result.content[:300],
+            )
+            results.append((call, result))
+        return results, summary
+
+    async def _call_tool(self, step: Step, state: _State, call: ToolCallPart) -> ToolResult:
+        """One tool call; the same call again with nothing changed is answered from memory. Files written are
+        repaired where small models reliably go wrong (when recoveries are on), and the model is told."""
+        store = self.toolbox.env.store
+        key = (call.tool_name, _canonical(call.args), store.revision)
+        if key in state.seen:
+            return ToolResult(self.domain.render("repeated_call", result=state.seen[key][:800]), ok=False)
+        result = await asyncio.to_thread(self.toolbox.call, call.tool_name, call.args)
+        if call.tool_name == "write_files" and self.recover:
+            result = await asyncio.to_thread(self._repair_written, step, call, result)
+        result = ToolResult(trim_output(result.content, self.toolbox.env.max_output_chars), result.ok)
+        state.seen[(call.tool_name, _canonical(call.args), store.revision)] = result.content
+        return result
+
+    def _repair_written(self, step: Step, call: ToolCallPart, result: ToolResult) -> ToolResult:
+        env = self.toolbox.env
+        files = _args_dict(call.args).get("files")
+        paths = [str(f.get("path")) for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+        paths = [p for p in paths if p.endswith(".py") and env.store.is_project_file(p)]
+        log = partial(self.log, "recovered", step=step.index)
+        added = repair_written(
+            env.store, partial(env.check_files, types=False), paths, lambda r, **f: log(recovery=r, **f)
+        )
+        if not added:
+            return result
+        issues = env.check_files(paths)
+        saved = result.content.split("\nChecks found problems")[0]
+        problems = ["Checks found problems, fix them:", *(str(i) for i in issues)] if issues else []
+        return ToolResult("\n".join([saved, *added, *problems]), ok=not any(i.blocking for i in issues))
+
+    async def save(self, step: Step, path: str, content: str, why: str) -> None:
+        """A write the model did not ask for (``why`` says whose), reported as a tool use and logged."""
+        result = await asyncio.to_thread(
+            self.toolbox.call, "write_files", {"files": [{"path": path, "content": content}]}
+        )
+        self.emit(ToolUsed(step.index, "write_files", result.ok))
+        self.log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=f"{why}: {path}")
+
+    # -- what a step is given ----------------------------------------------------------------------------
+    def _setting(self, step: Step) -> Setting:
+        return Setting(self.domain, self.toolbox, self.budget, self.recover, partial(self.log, step=step.index))
+
+    def _checks(self, step: Step) -> StepChecks:
+        env, log = self.toolbox.env, partial(self.log, step=step.index)
+        save = partial(self.save, step)
+        weigher = None
+        if self.limits.samples > 0:
+            setting = self._setting(step)
+            weigher = Weigher(
+                self.client,
+                env,
+                self.domain,
+                step.instruction.instruction,
+                ask=lambda target, request, hide: text_messages(setting, step, request, focus=target, hide=hide),
+                save=save,
+                log=log,
+                limits=AgreementLimits(self.limits.samples, self.limits.max_agreement_rounds),
+                recover=self.recover,
+                label=f"step {step.index}",
+            )
+        return StepChecks(
+            env,
+            self.domain,
+            step.instruction,
+            run_tests=self.run_tests,
+            recover=self.recover,
+            save=save,
+            log=log,
+            weigher=weigher,
+        )
+
+    # -- context -----------------------------------------------------------------------------------------
+    async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:
+        """Ask for a text answer (no tools) after ``messages``; used for summaries."""
+        request = [*messages, ModelRequest(parts=[UserPromptPart(self.domain.render(prompt_key))])]
+        while len(request) > 2 and not self.budget.fits(request):
+            # drop the oldest exchange after the step prompt so the question itself fits
+            # (a response and the request answering it, so tool calls and their returns stay paired)
+            del request[1:3]
+        response = await self.client.request(request, [], purpose=purpose)
+        return (response.text or "").strip()
+
+    async def _restart(self, step: Step, talk: Conversation, state: _State) -> None:
+        try:
+            summary = await self._plain_answer(talk.messages(), "summarise", f"step {step.index}: summarise")
+        except ContextOverflow:
+            summary = ""
+        state.restarts += 1
+        talk.restart(summary or "(no summary could be made; check the files)")
+        state.seen.clear()
+        state.sent, state.reported_input = [], 0
+        self.log("context_restart", step=step.index, restarts=state.restarts)
+
+    # -- endings -----------------------------------------------------------------------------------------
+    def _outcome(self, step: Step, state: _State, status: StepStatus, summary: str, reason: str = "") -> StepOutcome:
+        return StepOutcome(
+            index=step.index,
+            title=step.instruction.title,
+            status=status,
+            summary=summary,
+            reason=reason,
+            turns=state.turns,
+            context_restarts=state.restarts,
+            check_failures=state.check_failures,
+            files_written=self.toolbox.env.store.changed_since(state.start_revision),
+            tests_removed=list(state.tests_removed),
+        )
+
+    async def _fail(self, step: Step, talk: Conversation, state: _State, reason: str) -> StepOutcome:
+        try:
+            summary = await self._plain_answer(talk.messages(), "step_summary", f"step {step.index}: summary")
+        except ContextOverflow:
+            summary = ""
+        summary = f"(The previous step did not pass: {reason}.) {summary}".strip()
+        return self._outcome(step, state, StepStatus.FAILED, summary, reason)
+
+    def log(self, kind: str, **data: object) -> None:
+        """Record an event in the run log (`.l2mac/log.jsonl`), when the run has one."""
+        if self.record is not None:
+            self.record.log(kind, **data)
+
+
+def _args_dict(args: str | dict[str, object] | None) -> dict[str, object]:
+    """A call's arguments as a dict; empty when they do not parse (the tool answered that already)."""
+    try:
+        return parse_arguments(args)
+    except ValueError:
+        return {}
+
+
+def _canonical(args: str | dict[str, object] | None) -> str:
+    value = _args_dict(args)
+    return json.dumps(value, sort_keys=True) if value else str(args or "")
+
+
+def _short(args: str | dict[str, object] | None) -> str:
+    text = args if isinstance(args, str) else json.dumps(args or {})
+    return text if len(text) <= 300 else text[:300] + "..."

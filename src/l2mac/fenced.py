@@ -1,0 +1,170 @@
+"""The fenced-file format, both ways: files shown to a model as their path and a fenced block, and files read
+back from an answer written that way.
+
+A small model writes far better code in a fenced block under its file name than as a JSON-escaped string in a
+tool call. The name may be on the line before the fence, or a comment on the block's first line; a Markdown
+block may hold fenced examples of its own; one block may hold several ``# path`` files.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from l2mac.errors import WorkspaceError
+from l2mac.store import FileStore
+
+_FENCE = re.compile(r"```[\w+-]*[^\n]*\n(.*?)```", re.DOTALL)
+_PATH = r"([\w][\w./-]*\.(?:py|md|txt|json|toml|cfg|ini|yaml|yml|html|css|js|sh))"
+_BEFORE = re.compile(r"(?:^|[\s*`'\"(:])" + _PATH + r"[\s*`'\"):]*$")
+_ANY_PATH = re.compile(r"(?<![\w/.-])" + _PATH + r"(?![\w/-])")
+_FIRST_LINE = re.compile(r"^\s*(?:#|//|<!--)\s*(?:file(?:name)?\s*:\s*)?" + _PATH + r"\s*(?:-->)?\s*$", re.I)
+
+
+def fenced_files(text: str) -> list[dict[str, str]]:
+    """``[{"path", "content"}]`` for each fenced block whose file name is given."""
+    files: dict[str, str] = {}
+    for path, body in fenced_blocks(text):
+        if path is not None:
+            files[path] = body
+    return [{"path": p, "content": c} for p, c in files.items()]
+
+
+def unnamed_blocks(text: str, lang: str = "python") -> list[str]:
+    """The bodies of fenced blocks that name no file (``lang`` blocks, or blocks with no language)."""
+    out = []
+    for block in blocks(text):
+        if block.tag in ("", lang) and block.body.strip() and _named(text, block) is None:
+            out.append(_body(block))
+    return out
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One fenced block of an answer: where its opening fence starts, its info string (lower case), its text."""
+
+    start: int
+    tag: str
+    body: str
+
+
+#: a line that opens a fenced block inside a Markdown block: a fence with an info string ("```sh")
+_INNER_OPEN = re.compile(r"^\s*```+[\w+-]+")
+#: a line that is only a fence: closes the innermost open block
+_BARE_FENCE = re.compile(r"^\s*```+\s*$")
+
+
+def blocks(text: str) -> list[_Block]:
+    """The fenced blocks of ``text``. A ``markdown`` block may hold fenced blocks of its own (a README's
+    examples): they are part of its text, and only the fence that closes it ends it (seen: README.md cut
+    at "To install the todo app, run:", the line before its first ```sh example)."""
+    out: list[_Block] = []
+    pos = 0
+    while m := _FENCE.search(text, pos):
+        tag = m.group(0)[3:].split("\n", 1)[0].strip().lower()
+        body, pos = m.group(1), m.end()
+        if tag in ("markdown", "md"):
+            body, pos = _markdown_body(text, m.start(1))
+        out.append(_Block(m.start(), tag, body))
+    return out
+
+
+def _markdown_body(text: str, begin: int) -> tuple[str, int]:
+    """The text of a Markdown block whose body starts at ``begin``, and where its closing fence ends; an
+    unclosed block runs to the end of ``text``."""
+    depth, at = 0, begin
+    for line in text[begin:].splitlines(keepends=True):
+        if _BARE_FENCE.match(line):
+            if depth == 0:
+                return text[begin:at], at + len(line.rstrip("\n"))
+            depth -= 1
+        elif _INNER_OPEN.match(line):
+            depth += 1
+        at += len(line)
+    return text[begin:], len(text)
+
+
+def _body(block: _Block) -> str:
+    """A block's text, without the indent every line shares: a block inside a Markdown list item comes
+    indented, and a small model then copies that indent into every later answer (seen: "unexpected indent"
+    at line 1 of a test file, eight answers in a row)."""
+    return textwrap.dedent(block.body)
+
+
+def _named(text: str, block: _Block) -> str | None:
+    lines = block.body.splitlines()
+    if lines and (first := _FIRST_LINE.match(lines[0])):
+        return first.group(1)
+    before = text[: block.start].rstrip().splitlines()
+    last = before[-1].strip() if before else ""
+    if found := _BEFORE.search(last):
+        return found.group(1)
+    if last.endswith(":") and len(named := set(_ANY_PATH.findall(last))) == 1:
+        return str(named.pop())  # "Here is the corrected `todo/core.py` file:"
+    return None
+
+
+def fenced_blocks(text: str) -> list[tuple[str | None, str]]:
+    """Each fenced block with the file it names (or None)."""
+    out: list[tuple[str | None, str]] = []
+    for block in blocks(text):
+        path = _named(text, block)
+        if path and ".." not in path.split("/"):
+            out += _split_concatenated(path.removeprefix("./"), _body(block))
+        else:
+            out.append((None, _body(block)))
+    return out
+
+
+def _split_concatenated(path: str, body: str) -> list[tuple[str | None, str]]:
+    """One block holding several files, each introduced by a ``# path`` comment line, split into them."""
+    pieces: list[tuple[str | None, str]] = []
+    current: str | None = path
+    lines: list[str] = []
+    for line in body.splitlines(keepends=True):
+        found = _FIRST_LINE.match(line.rstrip("\n"))
+        if found and lines and found.group(1) != current and any(x.strip() for x in lines):
+            pieces.append((current, "".join(lines)))
+            current, lines = found.group(1), []
+        lines.append(line)
+    pieces.append((current, "".join(lines)))
+    return pieces
+
+
+def fence_lang(path: str) -> str:
+    """The fence's language tag for ``path`` (``python`` for ``x.py``), or none."""
+    return {"py": "python", "md": "markdown", "json": "json", "toml": "toml", "yaml": "yaml", "yml": "yaml"}.get(
+        path.rsplit(".", 1)[-1], ""
+    )
+
+
+def fenced_file(path: str, text: str) -> str:
+    """``path`` on a line of its own, then ``text`` in a fenced block: how a file is shown to a model."""
+    return f"{path}\n```{fence_lang(path)}\n{text.rstrip()}\n```"
+
+
+def show_files(store: FileStore, budget_chars: int, hide: Callable[[str], bool] | None = None) -> str:
+    """Each project file as its path and a fenced block, in order, until ``budget_chars`` is spent; the rest are
+    named with their length (a model reads them with a ranged read). Files for which ``hide`` is true are left
+    out."""
+    shown: list[str] = []
+    listed: list[str] = []
+    used = 0
+    for path in store.list_files():
+        if hide is not None and hide(path):
+            continue
+        try:
+            text = store.read_text(path)
+        except (OSError, UnicodeError, ValueError, WorkspaceError):
+            listed.append(path)
+            continue
+        block = fenced_file(path, text)
+        if used + len(block) > budget_chars:
+            listed.append(f"{path} ({len(text.splitlines())} lines, not shown)")
+            continue
+        shown.append(block)
+        used += len(block)
+    parts = shown + ([("Other files:\n" + "\n".join(f"- {p}" for p in listed))] if listed else [])
+    return "\n\n".join(parts) or "(no files yet)"
