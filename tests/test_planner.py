@@ -127,3 +127,23 @@ def test_a_plan_gets_back_the_tasks_code_and_files_it_dropped() -> None:
     # a plan that already carries them is left as it is
     assert carry_task_details(out, task) == out
     assert carry_task_details(steps, "a todo app stored in a JSON file") == steps
+
+
+def test_the_planner_is_shown_a_worked_plan_of_its_tasks_own_kind() -> None:
+    # A 1.5B planner copies the kind of program its example shows: shown one web app, it planned Flask routes
+    # for a command-line task and for a statistics library. So it sees one example, of its task's kind.
+    from l2mac.domains import load_domain
+
+    domain = load_domain("codebase")
+    kinds = {e.kind: e.task for e in domain.plan_examples}
+    assert set(kinds) >= {"library", "command line", "web", "data"}
+
+    def shown(task: str) -> str:
+        return domain.render("plan_request", task=task, max_steps=4, example=domain.plan_example(task))
+
+    cli = shown("a command-line habit tracker with sub-commands")
+    assert kinds["command line"] in cli and kinds["web"] not in cli and kinds["library"] not in cli
+    web = shown("a FastAPI service with an endpoint per resource")
+    assert kinds["web"] in web and kinds["command line"] not in web
+    assert kinds["library"] in shown("a snake game")  # no kind's words: the first example
+    assert "$example" not in shown("anything")

@@ -148,7 +148,9 @@ async def make_plan(
         ModelRequest(
             parts=[
                 SystemPromptPart(domain.render("planner_system")),
-                UserPromptPart(domain.render("plan_request", task=task, max_steps=limit)),
+                UserPromptPart(
+                    domain.render("plan_request", task=task, max_steps=limit, example=domain.plan_example(task))
+                ),
             ]
         )
     ]
@@ -160,7 +162,7 @@ async def make_plan(
                 parts=[
                     SystemPromptPart(domain.render("planner_system")),
                     UserPromptPart(
-                        domain.render("plan_request", task=task, max_steps=limit)
+                        domain.render("plan_request", task=task, max_steps=limit, example=domain.plan_example(task))
                         + "\n\n"
                         + domain.render("reflect", plan=plan_text)
                     ),

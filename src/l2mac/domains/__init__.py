@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -43,12 +44,39 @@ REQUIRED_PROMPTS = (
 
 
 @dataclass(frozen=True)
+class PlanExample:
+    """A worked plan the planner is shown for tasks of one kind, recognised by ``words``."""
+
+    kind: str
+    words: tuple[str, ...]
+    task: str
+    plan: str
+
+    def render(self) -> str:
+        return f'Task: "{self.task}"\n{self.plan.strip()}'
+
+
+@dataclass(frozen=True)
 class Domain:
     name: str
     tools: list[str]
     python_checks: bool
     tests: bool
     prompts: dict[str, str]
+    plan_examples: tuple[PlanExample, ...] = ()
+
+    def plan_example(self, task: str) -> str:
+        """The worked plan of the task's own kind: the example whose words the task uses most (the first on a
+        tie, or when it uses none). A small model copies the kind of program an example shows (shown one web
+        app, it planned a web app for a command-line task), so it is shown one of its own task's kind."""
+        if not self.plan_examples:
+            return ""
+        text = task.lower()
+
+        def score(example: PlanExample) -> int:
+            return sum(len(re.findall(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text)) for w in example.words)
+
+        return max(self.plan_examples, key=score).render()
 
     def render(self, key: str, **values: Any) -> str:
         """The prompt ``key`` with ``$name`` placeholders filled (unknown placeholders are left as they are)."""
@@ -68,13 +96,26 @@ def _from_mapping(data: Any, source: str, base: Domain | None = None) -> Domain:
     missing = [k for k in REQUIRED_PROMPTS if k not in prompts]
     if missing:
         raise ConfigError(f"{source}: prompt set lacks {', '.join(missing)}")
+    examples = data.get("plan_examples")
     return Domain(
+        plan_examples=tuple(_example(e, source) for e in examples)
+        if examples
+        else (base.plan_examples if base else ()),
         name=str(data.get("name") or (base.name if base else "custom")),
         tools=list(data.get("tools") or (base.tools if base else [])),
         python_checks=bool(data.get("python_checks", base.python_checks if base else False)),
         tests=bool(data.get("tests", base.tests if base else False)),
         prompts=prompts,
     )
+
+
+def _example(data: Any, source: str) -> PlanExample:
+    try:
+        return PlanExample(
+            str(data["kind"]), tuple(str(w).lower() for w in data["words"]), str(data["task"]), str(data["plan"])
+        )
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"{source}: each of plan_examples needs kind, words, task and plan ({e})") from e
 
 
 def load_domain(name: str, prompts_file: Path | None = None) -> Domain:
