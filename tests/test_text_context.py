@@ -64,7 +64,7 @@ def test_a_file_that_is_not_shown_is_read_by_range_in_the_next_context(tmp_path:
     assert outcome.status is StepStatus.PASSED, outcome.reason  # type: ignore[attr-defined]
     first = last_user_text(script.requests[0])
     assert "big.py (700 lines, not shown)" in first and "LINE_650" not in first
-    assert "READ path" in str(script.requests[0][0].parts[0].content)  # the system prompt says how to read
+    assert "can be read: answer with one line, READ" in first and "READ big.py:1-60" in first
     assert outcome.check_failures == 0  # type: ignore[attr-defined]  # reading is not a failed attempt
 
 
@@ -133,3 +133,4 @@ def test_a_step_whose_file_imports_the_names_it_mentions_passes(tmp_path: Path) 
     outcome = run(unit, step)
     assert outcome.status is StepStatus.PASSED, outcome.reason  # type: ignore[attr-defined]
     assert len(script.requests) == 1  # passed at once: Counter and Word were never asked for
+    assert "READ" not in last_user_text(script.requests[0])  # every file is shown: ranged reads go unmentioned

@@ -47,6 +47,8 @@ from l2mac.types import ToolResult
 _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
 #: a ranged read: ``READ path``, ``READ path:40`` or ``READ path:40-80`` on a line of its own
 _READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*$", re.MULTILINE)
+#: a file :func:`l2mac.fenced.show_files` names without its content
+_NOT_SHOWN = re.compile(r"^- (\S+) \(\d+ lines, not shown\)$", re.MULTILINE)
 #: share of the prompt budget the context may spend on showing file contents
 FILES_SHARE = 0.4
 #: how much hotter the next answer is sampled after one that changed nothing
@@ -68,6 +70,9 @@ def text_messages(
     domain = setting.domain
     budget_chars = int(setting.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
     files = show_files(setting.toolbox.env.store, budget_chars, hide)
+    hidden = _NOT_SHOWN.search(files)
+    if hidden and "text_read_hint" in domain.prompts:  # said only when it is of use, with a file it is of use for
+        files += "\n" + domain.render("text_read_hint", path=hidden.group(1))
     if reads:
         files += "\n\nWhat you asked to read:\n" + "\n\n".join(reads)
     instruction = step.instruction.instruction
