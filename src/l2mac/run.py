@@ -166,7 +166,7 @@ async def arun_l2mac(
 ) -> RunResult:
     """Run l2mac on ``task``. ``model`` replaces the configured one (tests pass a scripted model here)."""
     if not task or not task.strip():
-        raise ConfigError('the prompt is empty: say what to build, e.g. l2mac "a CLI todo app with tests"')
+        raise ConfigError('the prompt is empty: say what to build, e.g. l2mac "a unit converter library with tests"')
     settings = settings or load_settings()
     rs = settings.run
     program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
