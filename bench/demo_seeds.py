@@ -122,7 +122,7 @@ def one_seed(seed: int, workspace: Path, max_wall_time: float, runner: Runner) -
     start = time.monotonic()
     result = run_l2mac(DEMO_TASK, settings)
     wall = time.monotonic() - start
-    report = result.report
+    report = result.report.model_dump(mode="json")
     return {
         "seed": seed,
         "status": report["status"],

@@ -126,7 +126,7 @@ def demo(report_path: Path | None) -> dict[str, Any]:
         )
         start = time.monotonic()
         result = run_l2mac(DEMO_TASK, settings)
-        report, wall = result.report, time.monotonic() - start
+        report, wall = result.report.model_dump(mode="json"), time.monotonic() - start
         where = str(result.workspace)
     else:
         report = json.loads(report_path.read_text())

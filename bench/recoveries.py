@@ -148,15 +148,15 @@ def run_one(task_name: str, config: str, workspace: Path, max_turns: int) -> dic
     )
     start = time.monotonic()
     result = run_l2mac(spec["task"], settings)
-    steps = result.report["steps"]
+    steps = result.report.steps.model_dump()
     return {
         "task": task_name,
         "config": config,
         "steps": steps["planned"],
         "steps_passed": steps["passed"],
-        "tests": result.report["tests"],
-        "model_calls": result.report["requests"],
-        "tokens": result.report["tokens"]["total"],
+        "tests": result.report.tests.model_dump(),
+        "model_calls": result.report.requests,
+        "tokens": result.report.tokens.total,
         "wall_time_s": round(time.monotonic() - start, 1),
         "workspace": str(result.workspace),
     }

@@ -82,13 +82,13 @@ def main() -> None:
         install(int(sys.argv[3]))
         script = ScriptedModel(full_run_replies())
         result = run_l2mac(TASK, settings(where), model=script.model)
-        print(json.dumps({"points": passed, "status": result.report["status"], "live_calls": len(script.requests)}))
+        print(json.dumps({"points": passed, "status": result.report.status, "live_calls": len(script.requests)}))
     else:
         journaled = len(load_journal(where / ".l2mac" / JOURNAL_FILE))
         script = ScriptedModel(full_run_replies()[journaled:])
         result = resume_l2mac(where, model=script.model, overrides={"sandbox": "subprocess"})
-        out = {"status": result.report["status"], "live_calls": len(script.requests), "journaled": journaled}
-        print(json.dumps({**out, "remaining": script.remaining, "replayed": result.report["journal"]}))
+        out = {"status": result.report.status, "live_calls": len(script.requests), "journaled": journaled}
+        print(json.dumps({**out, "remaining": script.remaining, "replayed": result.report.journal.model_dump()}))
 
 
 if __name__ == "__main__":

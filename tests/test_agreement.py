@@ -321,30 +321,41 @@ def test_the_run_summary_names_removed_tests() -> None:
     from rich.console import Console
 
     from l2mac.cli import summary_table
+    from l2mac.report import RunReport
 
-    report = {
-        "status": "passed",
-        "workspace": "/w/todo",
-        "model": "local:x",
-        "steps": {"passed": 3, "failed": 0, "planned": 3},
-        "files": 6,
-        "loc": 67,
-        "syntax_errors": 0,
-        "lint_errors": 0,
-        "import_errors": 0,
-        "tests": {"status": "passed", "passed": 2, "failed": 0},
-        "tests_removed": ["tests/test_cli.py::test_main"],
-        "tokens": {"total": 100},
-        "requests": 2,
-        "isolation": "bubblewrap",
-        "cost_usd": None,
-        "wall_time_s": 1.0,
-    }
+    report = RunReport.model_validate(
+        {
+            "status": "passed",
+            "stopped_reason": None,
+            "project": "todo",
+            "workspace": "/w/todo",
+            "model": "local:x",
+            "strategy": "l2mac",
+            "domain": "codebase",
+            "isolation": "bubblewrap",
+            "files": 6,
+            "file_list": [],
+            "loc": 67,
+            "syntax_errors": 0,
+            "lint_errors": 0,
+            "import_errors": 0,
+            "type_errors": 0,
+            "tests": {"status": "passed", "passed": 2, "failed": 0},
+            "tests_removed": ["tests/test_cli.py::test_main"],
+            "steps": {"planned": 3, "run": 3, "passed": 3, "failed": 0, "detail": []},
+            "tokens": {"input": 60, "output": 40, "total": 100},
+            "requests": 2,
+            "cost_usd": None,
+            "cost_usd_priced_part": 0.0,
+            "unpriced_requests": 2,
+            "wall_time_s": 1.0,
+        }
+    )
     console = Console(width=200, record=True)
     console.print(summary_table(report))
     assert "tests/test_cli.py::test_main" in console.export_text()
     console = Console(width=200, record=True)
-    console.print(summary_table({**report, "tests_removed": []}))
+    console.print(summary_table(report.model_copy(update={"tests_removed": []})))
     assert "removed" not in console.export_text()
 
 

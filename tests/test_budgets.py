@@ -26,9 +26,9 @@ def test_token_budget_is_never_crossed_and_a_larger_one_resumes(tmp_path: Path) 
     limit = 8_000  # the whole run takes about 6,500; each call reserves its prompt plus 4,096 of answer
     script = ScriptedModel(full_run_replies())
     result = run_l2mac(TASK, make_settings(tmp_path, max_tokens=limit), model=script.model)
-    assert result.report["status"] == "stopped" and "token budget" in result.report["stopped_reason"]
-    assert "l2mac resume" in result.report["stopped_reason"]
-    used = result.report["tokens"]["total"]
+    assert result.report.status == "stopped" and "token budget" in result.report.stopped_reason
+    assert "l2mac resume" in result.report.stopped_reason
+    used = result.report.tokens.total
     assert 0 < used <= limit
     made = len(script.requests)
     assert 0 < made < 8
@@ -72,12 +72,12 @@ def test_cost_budget_reserves_the_worst_case_before_each_call() -> None:
 def test_step_budget_stops_after_that_many_steps_and_resumes(tmp_path: Path) -> None:
     script = ScriptedModel(full_run_replies())
     result = run_l2mac(TASK, make_settings(tmp_path, max_steps=1), model=script.model)
-    assert result.report["status"] == "stopped" and "step budget: 1 steps run" in result.report["stopped_reason"]
+    assert result.report.status == "stopped" and "step budget: 1 steps run" in result.report.stopped_reason
     assert [o.status.value for o in result.outcomes] == ["passed"]
-    assert result.report["steps"]["passed"] == 1 and len(script.requests) == 6  # plan + step 1, no step 2 call
+    assert result.report.steps.passed == 1 and len(script.requests) == 6  # plan + step 1, no step 2 call
     rest = ScriptedModel(full_run_replies()[6:])
     again = resume_l2mac(result.workspace, model=rest.model, overrides={"max_steps": 5})
-    assert again.ok and rest.remaining == 0 and again.report["journal"]["replayed_calls"] == 6
+    assert again.ok and rest.remaining == 0 and again.report.journal.replayed_calls == 6
 
 
 def test_wall_time_budget_stops_the_run_before_the_next_call(tmp_path: Path) -> None:
@@ -90,5 +90,5 @@ def test_wall_time_budget_stops_the_run_before_the_next_call(tmp_path: Path) -> 
 
     script = ScriptedModel([slow_plan, *replies[1:]])
     result = run_l2mac(TASK, make_settings(tmp_path, max_wall_time_s=1.0), model=script.model)
-    assert result.report["status"] == "stopped" and "wall-time budget" in result.report["stopped_reason"]
+    assert result.report.status == "stopped" and "wall-time budget" in result.report.stopped_reason
     assert len(script.requests) == 1  # the call under way finished; no other was made

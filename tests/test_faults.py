@@ -61,7 +61,7 @@ def test_every_provider_fault_is_retried_or_answered_and_the_run_completes(tmp_p
 
     assert not fake.script, "every scripted answer and fault was used"
     assert result.ok, result.report
-    assert result.files["calc.py"] == CALC and result.report["tests"]["passed"] == 1
+    assert result.files["calc.py"] == CALC and result.report.tests.passed == 1
     served = fake.served
     whats = [s.what for s in served]
     assert whats[:6] == ["429", "answer", "500", "drop", "timeout", "503"]
@@ -83,6 +83,6 @@ def test_every_provider_fault_is_retried_or_answered_and_the_run_completes(tmp_p
 def test_retries_give_up_with_a_clear_stop_and_the_work_is_kept(tmp_path: Path) -> None:
     script: list[Answer | str] = [tool("submit_plan", PLAN), tool("write_files", WRITE), *["503"] * 6]
     result, _ = run_against(tmp_path, script)
-    assert result.report["status"] == "stopped"
-    assert "after 6 attempts" in result.report["stopped_reason"] and "l2mac resume" in result.report["stopped_reason"]
+    assert result.report.status == "stopped"
+    assert "after 6 attempts" in result.report.stopped_reason and "l2mac resume" in result.report.stopped_reason
     assert result.files["calc.py"] == CALC

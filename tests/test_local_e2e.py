@@ -55,7 +55,7 @@ def test_embedded_model_builds_a_project_whose_tests_pass(tmp_path: Path) -> Non
     result = run_l2mac("a small math utilities module with pytest tests", settings)
     assert "mathutils.py" in result.files
     assert any(p.startswith("tests/test_") for p in result.files)
-    assert result.report["steps"]["passed"] == 1, result.report
+    assert result.report.steps.passed == 1, result.report
     tests = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=result.workspace,

@@ -97,8 +97,8 @@ def test_ctrl_c_then_resume_replays_journaled_answers_and_finishes(tmp_path: Pat
     result = resume_l2mac(project, model=rest.model)
     assert result.ok, result.report
     assert rest.remaining == 0 and len(rest.requests) == 4
-    assert result.report["journal"] == {"resumed": True, "replayed_calls": 4, "diverged_at_call": None}
-    assert result.report["requests"] == 8  # the replayed calls count: they were paid for
+    assert result.report.journal.model_dump() == {"resumed": True, "replayed_calls": 4, "diverged_at_call": None}
+    assert result.report.requests == 8  # the replayed calls count: they were paid for
     # what the interrupted run left is set aside, not deleted
     assert (project / ".l2mac" / "before-resume-1" / "todo" / "store.py").exists()
 
@@ -115,7 +115,7 @@ def test_a_request_that_differs_from_the_journal_goes_live_from_there(tmp_path: 
     run_file.write_text(json.dumps(data))
     live = ScriptedModel(full_run_replies())
     result = resume_l2mac(project, model=live.model)
-    assert result.report["journal"]["diverged_at_call"] == 1 and result.report["journal"]["replayed_calls"] == 0
+    assert result.report.journal.diverged_at_call == 1 and result.report.journal.replayed_calls == 0
     assert result.ok and live.remaining == 0
 
 

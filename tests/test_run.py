@@ -9,6 +9,7 @@ from pathlib import Path
 from scenario import full_run_replies
 
 from l2mac.models.scripted import call, last_tool_return, text
+from l2mac.report import RunReport
 
 from conftest import run_scripted
 
@@ -36,8 +37,9 @@ def test_full_run_plans_builds_meets_failing_test_fixes_it_and_reports(tmp_path:
     assert len(script.requests[6]) == 1  # a fresh context: one request, no history
 
     report = json.loads((result.workspace / ".l2mac" / "run_report.json").read_text())
+    assert RunReport.model_validate(report) == result.report  # the file is the typed report, whole
     assert report["status"] == "passed"
-    assert report["tests"] == {"status": "passed", "passed": 3, "failed": 0, "errors": 0}
+    assert report["tests"] == {"status": "passed", "passed": 3, "failed": 0, "errors": 0, "left_files": []}
     assert report["steps"]["passed"] == 2 and report["steps"]["failed"] == 0
     assert report["files"] == 5 and report["loc"] > 30
     assert report["syntax_errors"] == report["lint_errors"] == report["import_errors"] == report["type_errors"] == 0
@@ -78,8 +80,8 @@ def test_step_that_never_passes_is_recorded_failed_and_run_continues(tmp_path: P
     assert [o.status.value for o in result.outcomes] == ["failed", "passed"]
     assert "checks still failing" in result.outcomes[0].reason
     assert "did not pass" in result.outcomes[1].summary or result.outcomes[0].summary.startswith("(The previous")
-    assert result.report["status"] == "failed"
-    assert result.report["steps"]["failed"] == 1
+    assert result.report.status == "failed"
+    assert result.report.steps.failed == 1
 
 
 def test_book_domain_writes_chapters_without_code_checks(tmp_path: Path) -> None:
@@ -103,7 +105,7 @@ def test_book_domain_writes_chapters_without_code_checks(tmp_path: Path) -> None
     assert result.ok
     assert set(result.files) == {"outline.md", "chapters/01-dough.md"}
     assert "run_tests" not in script.tool_names[1] and "run_python" not in script.tool_names[1]
-    assert result.report["tests"]["status"] == "not_run"
+    assert result.report.tests.status == "not_run"
     assert "author" in script.requests[1][0].parts[0].content  # the book prompt set, not the code one
 
 
@@ -138,11 +140,11 @@ def test_token_budget_stops_the_run_cleanly_with_work_saved(tmp_path: Path) -> N
         call("write_files", {"files": [{"path": "a.py", "content": "A = 1\n" * 400}]}),
     ] + [call("list_files", {}) for _ in range(10)]
     result, script = run_scripted(tmp_path, replies, max_tokens=7000)  # each call reserves 4,096 of answer
-    assert result.report["status"] == "stopped"
-    assert "token budget" in result.report["stopped_reason"]
+    assert result.report.status == "stopped"
+    assert "token budget" in result.report.stopped_reason
     assert (result.workspace / "a.py").exists()
     assert script.remaining > 0  # it stopped early, not at the end of the script
-    assert 0 < result.report["tokens"]["total"] <= 7000  # the budget binds: never crossed
+    assert 0 < result.report.tokens.total <= 7000  # the budget binds: never crossed
 
 
 def test_existing_project_folder_is_never_overwritten(tmp_path: Path) -> None:

@@ -142,7 +142,7 @@ def test_a_two_level_tree_builds_a_working_multi_module_project(tmp_path: Path) 
     result = run_team(tmp_path, team)
     assert result.ok, result.report
     assert result.files["tests/test_stats_mean.py"] == MEAN_TESTS
-    assert result.report["tests"]["passed"] == 3
+    assert result.report.tests.passed == 3
     assert "return a * b" in result.files["calc/ops.py"] and "def _total" in result.files["calc/stats.py"]
     titles = [o.title for o in result.outcomes]
     assert titles == ["agent 0: calc/__init__.py, calc/ops.py, calc/stats.py", "agent 1: calc/ops.py:mul",
@@ -335,7 +335,7 @@ def test_the_same_tree_builds_in_the_text_protocol_used_for_small_local_models(t
     team = text_tree_team(("write_skeleton", SKELETON))
     result = run_team(tmp_path, team, protocol="text")
     assert result.ok, result.report
-    assert len(result.outcomes) == 4 and result.report["tests"]["passed"] == 3
+    assert len(result.outcomes) == 4 and result.report.tests.passed == 3
 
 
 def test_a_lead_whose_design_is_cut_off_writes_it_again_as_a_skeleton_for_her_team(tmp_path: Path) -> None:

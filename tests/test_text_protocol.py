@@ -213,7 +213,7 @@ def test_a_whole_run_in_the_text_protocol(tmp_path: Path) -> None:
     reply = text(fenced(("stack.py", GOOD), ("tests/test_stack.py", TEST)) + "\nSTEP COMPLETE: a stack.")
     result, _ = run_scripted(tmp_path, [plan, reply], protocol="text")
     assert result.ok, result.report
-    assert result.report["tests"]["passed"] == 1
+    assert result.report.tests.passed == 1
     logged = (result.workspace / ".l2mac" / "log.jsonl").read_text()
     assert '"protocol": "text"' in logged
 

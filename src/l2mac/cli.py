@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -33,6 +33,7 @@ from l2mac.events import (
 from l2mac.settings import default_config_path, init_config, load_settings
 
 if TYPE_CHECKING:
+    from l2mac.report import RunReport
     from l2mac.run import RunResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
@@ -110,33 +111,31 @@ class Progress:
         self.live.stop()
 
 
-def summary_table(report: dict[str, Any]) -> Table:
+def summary_table(report: RunReport) -> Table:
     t = Table(title="l2mac run", show_header=False, title_style="bold")
-    tests = report["tests"]
-    steps = report["steps"]
-    cost = "unknown" if report["cost_usd"] is None else f"${report['cost_usd']:.4f}"
+    tests, steps = report.tests, report.steps
+    cost = "unknown" if report.cost_usd is None else f"${report.cost_usd:.4f}"
     rows = [
-        ("status", report["status"] + (f" ({report['stopped_reason']})" if report.get("stopped_reason") else "")),
-        ("project", report["workspace"]),
-        ("model", report["model"]),
-        ("steps", f"{steps['passed']} passed, {steps['failed']} failed of {steps['planned']}"),
-        ("files / LOC", f"{report['files']} / {report['loc']}"),
+        ("status", report.status + (f" ({report.stopped_reason})" if report.stopped_reason else "")),
+        ("project", report.workspace),
+        ("model", report.model),
+        ("steps", f"{steps.passed} passed, {steps.failed} failed of {steps.planned}"),
+        ("files / LOC", f"{report.files} / {report.loc}"),
         (
             "syntax / lint / import / type errors",
-            f"{report['syntax_errors']} / {report['lint_errors']} / {report['import_errors']} / "
-            f"{report.get('type_errors', 0)}",  # older reports have no type check
+            f"{report.syntax_errors} / {report.lint_errors} / {report.import_errors} / {report.type_errors}",
         ),
-        ("tests", f"{tests['status']}: {tests['passed']} passed, {tests['failed']} failed"),
+        ("tests", f"{tests.status}: {tests.passed} passed, {tests.failed} failed"),
         *(
-            [("tests removed (failed by every implementation)", ", ".join(removed))]
-            if (removed := report.get("tests_removed"))
+            [("tests removed (failed by every implementation)", ", ".join(report.tests_removed))]
+            if report.tests_removed
             else []
         ),
-        *([("files the tests wrote into the project", ", ".join(left))] if (left := tests.get("left_files")) else []),
-        ("tokens", f"{report['tokens']['total']:,} ({report['requests']} requests)"),
-        ("generated code ran in", report.get("isolation", "?")),
+        *([("files the tests wrote into the project", ", ".join(tests.left_files))] if tests.left_files else []),
+        ("tokens", f"{report.tokens.total:,} ({report.requests} requests)"),
+        ("generated code ran in", report.isolation),
         ("cost", cost),
-        ("wall time", f"{report['wall_time_s']:.1f}s"),
+        ("wall time", f"{report.wall_time_s:.1f}s"),
     ]
     for k, v in rows:
         t.add_row(k, str(v))
@@ -272,9 +271,9 @@ def _finish(console: Console, err: Console, progress: Progress, go: Callable[[],
         raise typer.Exit(130) from None
     console.print(summary_table(result.report))
     console.print(f"Report: {result.workspace / '.l2mac' / 'run_report.json'}")
-    status = result.report["status"]
+    status = result.report.status
     if status == "stopped":
-        err.print(f"[yellow]stopped[/]: {result.report['stopped_reason']}", highlight=False)
+        err.print(f"[yellow]stopped[/]: {result.report.stopped_reason}", highlight=False)
     raise typer.Exit(EXIT_OK if status == "passed" else EXIT_STOPPED if status == "stopped" else EXIT_FAILED)
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from l2mac.types import StepOutcome, Usage
+
+if TYPE_CHECKING:
+    from l2mac.report import RunReport
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class StepFinished:
 
 @dataclass(frozen=True)
 class RunFinished:
-    report: dict[str, Any]
+    report: RunReport
 
 
 @dataclass(frozen=True)

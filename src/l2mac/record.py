@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from l2mac.models.client import CallRecord
+from l2mac.report import RunReport
 from l2mac.types import PromptProgram, StepOutcome
 
 RECORD_DIR = ".l2mac"
@@ -50,8 +51,8 @@ class RunRecord:
     def save_step(self, outcome: StepOutcome) -> None:
         self._append("steps.jsonl", {**asdict(outcome), "status": outcome.status.value})
 
-    def save_report(self, report: dict[str, Any]) -> None:
-        _atomic_write(self.report_path, json.dumps(report, indent=2, default=str) + "\n")
+    def save_report(self, report: RunReport) -> None:
+        _atomic_write(self.report_path, report.model_dump_json(indent=2) + "\n")
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel, Field
 
 from l2mac.checks.python import find_code_issues
 from l2mac.checks.tests import run_tests
@@ -12,6 +14,8 @@ from l2mac.types import StepOutcome, Usage
 
 CODE_SUFFIXES = (".py", ".js", ".ts", ".html", ".css", ".sql", ".sh", ".toml", ".cfg", ".ini", ".yaml", ".yml")
 
+RunStatus = Literal["passed", "failed", "stopped"]
+
 
 def count_loc(files: dict[str, str]) -> int:
     """Non-blank lines in code files."""
@@ -20,6 +24,98 @@ def count_loc(files: dict[str, str]) -> int:
         for path, text in files.items()
         if path.endswith(CODE_SUFFIXES)
     )
+
+
+class TestsSummary(BaseModel):
+    """The project's own tests, run once at the end of the run."""
+
+    status: str = "not_run"  # passed | failed | no_tests | not_run | error | timeout
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    #: files the tests wrote into the project (removed again): a user's next run would find them
+    left_files: list[str] = Field(default_factory=list)
+
+
+class StepDetail(BaseModel):
+    index: int
+    title: str
+    status: str
+    reason: str
+    turns: int
+    context_restarts: int
+    check_failures: int
+    tests_removed: list[str]
+
+    @classmethod
+    def of(cls, o: StepOutcome) -> StepDetail:
+        return cls(
+            index=o.index,
+            title=o.title,
+            status=o.status.value,
+            reason=o.reason,
+            turns=o.turns,
+            context_restarts=o.context_restarts,
+            check_failures=o.check_failures,
+            tests_removed=o.tests_removed,
+        )
+
+
+class StepsSummary(BaseModel):
+    planned: int
+    run: int
+    passed: int
+    failed: int
+    detail: list[StepDetail]
+
+
+class Tokens(BaseModel):
+    input: int
+    output: int
+    total: int
+
+
+class JournalSummary(BaseModel):
+    """Whether the run was resumed, and how much of it was replayed from the journal."""
+
+    resumed: bool = False
+    replayed_calls: int = 0
+    diverged_at_call: int | None = None
+
+
+class RunReport(BaseModel):
+    """``run_report.json``: one run, typed. The summary table, the benchmarks and the tests read it."""
+
+    status: RunStatus
+    stopped_reason: str | None
+    project: str
+    workspace: str
+    model: str
+    strategy: str
+    domain: str
+    isolation: str
+    files: int
+    file_list: list[str]
+    loc: int
+    syntax_errors: int
+    lint_errors: int
+    import_errors: int
+    type_errors: int
+    tests: TestsSummary
+    #: the model's own tests dropped because every independent implementation failed them (see consensus.py)
+    tests_removed: list[str]
+    steps: StepsSummary
+    tokens: Tokens
+    requests: int
+    cost_usd: float | None  # None when some call had no known price
+    cost_usd_priced_part: float
+    unpriced_requests: int
+    wall_time_s: float
+    journal: JournalSummary = Field(default_factory=JournalSummary)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "passed"
 
 
 def build_report(
@@ -36,61 +132,50 @@ def build_report(
     run_tests_enabled: bool,
     tests_required: bool,
     stopped: str | None,
-) -> dict[str, Any]:
+    journal: JournalSummary,
+) -> RunReport:
     files = env.store.snapshot()
     issues = find_code_issues(env.store.root, list(files)) if domain.python_checks else []
-    tests: dict[str, Any] = {"status": "not_run", "passed": 0, "failed": 0, "errors": 0}
+    tests = TestsSummary()
     if domain.tests and run_tests_enabled and any(p.endswith(".py") for p in files):
         t = run_tests(env.runner, env.store.root, env.test_timeout_s)
-        tests = {"status": t.status, "passed": t.passed, "failed": t.failed, "errors": t.errors}
-        if t.litter:  # the project's tests write into it: a user's next run finds these files (removed here)
-            tests["left_files"] = list(t.litter)
+        tests = TestsSummary(
+            status=t.status, passed=t.passed, failed=t.failed, errors=t.errors, left_files=list(t.litter)
+        )
     passed = sum(o.passed for o in outcomes)
     steps_ok = passed == planned_steps and planned_steps > 0
-    tests_ok = tests["status"] in ("passed", "not_run") or (tests["status"] == "no_tests" and not tests_required)
-    status = "stopped" if stopped else ("passed" if steps_ok and tests_ok else "failed")
-    return {
-        "status": status,
-        "stopped_reason": stopped,
-        "project": project,
-        "workspace": str(env.store.root),
-        "model": model,
-        "strategy": strategy,
-        "domain": domain.name,
-        "isolation": env.runner.isolation,
-        "files": len(files),
-        "file_list": sorted(files),
-        "loc": count_loc(files),
-        "syntax_errors": sum(1 for i in issues if i.kind == "syntax"),
-        "lint_errors": sum(1 for i in issues if i.kind == "lint"),
-        "import_errors": sum(1 for i in issues if i.kind == "import" and i.blocking),
-        "type_errors": sum(1 for i in issues if i.kind == "type"),
-        "tests": tests,
-        # the model's own tests dropped because every independent implementation failed them (see consensus.py)
-        "tests_removed": [t for o in outcomes for t in o.tests_removed],
-        "steps": {
-            "planned": planned_steps,
-            "run": len(outcomes),
-            "passed": passed,
-            "failed": len(outcomes) - passed,
-            "detail": [
-                {
-                    "index": o.index,
-                    "title": o.title,
-                    "status": o.status.value,
-                    "reason": o.reason,
-                    "turns": o.turns,
-                    "context_restarts": o.context_restarts,
-                    "check_failures": o.check_failures,
-                    "tests_removed": o.tests_removed,
-                }
-                for o in outcomes
-            ],
-        },
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "total": usage.total_tokens},
-        "requests": usage.requests,
-        "cost_usd": round(usage.cost_usd, 6) if usage.cost_known else None,
-        "cost_usd_priced_part": round(usage.cost_usd, 6),
-        "unpriced_requests": usage.unpriced_requests,
-        "wall_time_s": round(wall_time_s, 2),
-    }
+    tests_ok = tests.status in ("passed", "not_run") or (tests.status == "no_tests" and not tests_required)
+    status: RunStatus = "stopped" if stopped else ("passed" if steps_ok and tests_ok else "failed")
+    return RunReport(
+        status=status,
+        stopped_reason=stopped,
+        project=project,
+        workspace=str(env.store.root),
+        model=model,
+        strategy=strategy,
+        domain=domain.name,
+        isolation=env.runner.isolation,
+        files=len(files),
+        file_list=sorted(files),
+        loc=count_loc(files),
+        syntax_errors=sum(1 for i in issues if i.kind == "syntax"),
+        lint_errors=sum(1 for i in issues if i.kind == "lint"),
+        import_errors=sum(1 for i in issues if i.kind in ("import", "dependency") and i.blocking),
+        type_errors=sum(1 for i in issues if i.kind == "type"),
+        tests=tests,
+        tests_removed=[t for o in outcomes for t in o.tests_removed],
+        steps=StepsSummary(
+            planned=planned_steps,
+            run=len(outcomes),
+            passed=passed,
+            failed=len(outcomes) - passed,
+            detail=[StepDetail.of(o) for o in outcomes],
+        ),
+        tokens=Tokens(input=usage.input_tokens, output=usage.output_tokens, total=usage.total_tokens),
+        requests=usage.requests,
+        cost_usd=round(usage.cost_usd, 6) if usage.cost_known else None,
+        cost_usd_priced_part=round(usage.cost_usd, 6),
+        unpriced_requests=usage.unpriced_requests,
+        wall_time_s=round(wall_time_s, 2),
+        journal=journal,
+    )

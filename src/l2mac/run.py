@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import re
-import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,9 +14,9 @@ from pydantic_ai.models import Model
 from l2mac.checks.runner import Runner
 from l2mac.checks.sandbox import choose_runner
 from l2mac.context import ContextBudget, estimate_tokens
-from l2mac.control import StepLimits, protocol_named
+from l2mac.control import protocol_named
 from l2mac.domains import Domain, load_domain
-from l2mac.errors import BudgetExceeded, ConfigError, ProviderError, WorkspaceError
+from l2mac.errors import ConfigError, WorkspaceError
 from l2mac.events import EventSink, ModelCalled, RunFinished, RunStarted, ignore
 from l2mac.journal import JOURNAL_FILE, Journal, JournaledCall, load_journal
 from l2mac.models.client import CallRecord, ModelClient, RetryPolicy
@@ -28,13 +24,13 @@ from l2mac.models.local.catalog import DEFAULT_LOCAL_MODEL
 from l2mac.models.registry import DEFAULT_WINDOW, ModelInfo, build_model, model_settings
 from l2mac.planner import load_prompt_program
 from l2mac.record import RECORD_DIR, RunRecord
-from l2mac.report import build_report
-from l2mac.settings import Settings, load_settings
-from l2mac.soa.agents import AgentLimits
+from l2mac.report import JournalSummary, RunReport, build_report
+from l2mac.settings import RunSettings, Settings, load_settings
 from l2mac.store import FileStore, GitHistory
-from l2mac.strategies import RunContext, get_strategy
+from l2mac.strategies import RunContext, StrategyResult, strategy_for
 from l2mac.tools import Toolbox, ToolEnv, tools_named
 from l2mac.types import PromptProgram, StepOutcome
+from l2mac.workspace import load_run, project_dir, project_name_for, save_run_file, set_aside_for_resume
 
 NO_MODEL_HINT = (
     "no LLM is configured and the embedded local model is not installed. Either install it "
@@ -53,34 +49,13 @@ class RunResult:
     """What a run produced: the files, the report, where they are, and each step's outcome."""
 
     files: dict[str, str]
-    report: dict[str, Any]
+    report: RunReport
     workspace: Path
     outcomes: list[StepOutcome] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.report.get("status") == "passed"
-
-
-def project_name_for(task: str) -> str:
-    words = re.findall(r"[a-zA-Z0-9]+", task.lower())
-    stop = {"a", "an", "the", "create", "write", "build", "make", "with", "and", "of", "for", "to", "in", "that"}
-    kept = [w for w in words if w not in stop][:5] or ["project"]
-    return "_".join(kept)[:60]
-
-
-def project_dir(workspace: Path, name: str, *, force: bool = False) -> Path:
-    """``workspace/name``, or ``name-2``, ``name-3``... if a non-empty folder is there: never overwrite work.
-    With ``force``, ``workspace/name`` even when it holds files (the run commits them to its history first)."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "project"
-    candidate = workspace / safe
-    if force:
-        return candidate
-    n = 2
-    while candidate.exists() and any(candidate.iterdir()):
-        candidate = workspace / f"{safe}-{n}"
-        n += 1
-    return candidate
+        return self.report.ok
 
 
 def resolve_model(settings: Settings, model: Model | None) -> tuple[ModelInfo, str]:
@@ -104,7 +79,6 @@ def protocol_for(setting: str, info: ModelInfo) -> str:
     return "text" if info.provider in {"local", "gguf"} else "tools"
 
 
-RUN_FILE = "run.json"
 RESUME_HINT = "resume with: l2mac resume {path}"
 
 
@@ -116,44 +90,6 @@ class _Start:
     program: PromptProgram | None
     replay: list[JournaledCall] = field(default_factory=list)
     resumed: bool = False
-
-
-def _set_aside_for_resume(root: Path) -> Path:
-    """Move everything a replay re-creates (files, git history, logs) to ``.l2mac/before-resume-N/``: a resumed
-    run rebuilds the project from a clean folder, and nothing the interrupted run left is deleted."""
-    record_dir = root / RECORD_DIR
-    n = 1
-    while (record_dir / f"before-resume-{n}").exists():
-        n += 1
-    aside = record_dir / f"before-resume-{n}"
-    aside.mkdir()
-    for entry in sorted(root.iterdir()):
-        if entry.name != RECORD_DIR:
-            shutil.move(str(entry), aside / entry.name)
-    logs = aside / RECORD_DIR
-    for entry in sorted(record_dir.iterdir()):
-        if entry.is_file() and entry.name not in {JOURNAL_FILE, RUN_FILE}:
-            logs.mkdir(exist_ok=True)
-            shutil.move(str(entry), logs / entry.name)
-    return aside
-
-
-def _save_run_file(root: Path, task: str, settings: Settings, program: PromptProgram | None) -> None:
-    """What ``l2mac resume`` needs to run the task again: never the API key. Only the run settings that were
-    set are kept, so that what is left to the protocol's defaults (samples, check failures) stays so."""
-    data = {
-        "task": task,
-        "llm": settings.llm.model_dump(mode="json", exclude={"api_key"}),
-        "run": settings.run.model_dump(mode="json", exclude={"prompt_program"}, exclude_unset=True),
-        "program": program.model_dump(mode="json") if program else None,
-    }
-    _atomic_json(root / RECORD_DIR / RUN_FILE, data)
-
-
-def _atomic_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 async def arun_l2mac(
@@ -177,19 +113,6 @@ async def arun_l2mac(
     return await _execute(task.strip(), settings, _Start(root, program), model=model, runner=runner, emit=emit)
 
 
-def load_run(project: Path) -> tuple[str, dict[str, Any], dict[str, Any], PromptProgram | None]:
-    """The task, saved settings and prompt program of the run in ``project`` (a folder a run wrote)."""
-    path = project / RECORD_DIR / RUN_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        program = PromptProgram.model_validate(data["program"]) if data.get("program") else None
-        return str(data["task"]), dict(data["llm"]), dict(data["run"]), program
-    except FileNotFoundError:
-        raise ConfigError(f"{project} holds no l2mac run to resume (no {RECORD_DIR}/{RUN_FILE})") from None
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ConfigError(f"{path} is damaged ({e}); the run cannot be resumed") from e
-
-
 async def aresume_l2mac(
     project: Path,
     *,
@@ -207,7 +130,7 @@ async def aresume_l2mac(
     replay = load_journal(root / RECORD_DIR / JOURNAL_FILE)  # before anything moves: a damaged journal stops here
     run.update({k: v for k, v in (overrides or {}).items() if v is not None})
     settings = load_settings(config_path=config_path, llm=llm, run=run)
-    _set_aside_for_resume(root)
+    set_aside_for_resume(root)
     start = _Start(root, program, replay, resumed=True)
     return await _execute(task, settings, start, model=model, runner=runner, emit=emit)
 
@@ -230,18 +153,7 @@ async def _execute(
             info.close()
 
 
-async def _execute_with(
-    task: str,
-    settings: Settings,
-    start: _Start,
-    domain: Domain,
-    info: ModelInfo,
-    note: str,
-    *,
-    runner: Runner | None,
-    emit: EventSink,
-) -> RunResult:
-    rs = settings.run
+def _check_prompt_fits(task: str, info: ModelInfo) -> None:
     prompt_tokens, room = estimate_tokens(task), info.context_window // 4
     if prompt_tokens > room:
         raise ConfigError(
@@ -249,28 +161,13 @@ async def _execute_with(
             f"{info.context_window:,}-token context window, which every step must also hold. Shorten it, or "
             "give the details as a prompt program (--prompt-program) whose steps each carry their part."
         )
-    runner = runner or choose_runner(rs.sandbox, config_path=settings.config_path)
-    try:
-        store = FileStore(start.root)
-        record = RunRecord(store.root)
-    except OSError as e:
-        raise WorkspaceError(f"cannot write to the project folder {start.root}: {e.strerror}") from e
-    _save_run_file(store.root, task, settings, start.program)
-    journal = Journal(record.dir / JOURNAL_FILE, start.replay)
-    history = GitHistory(store.root)
-    if not start.resumed and store.list_files():  # --force into a folder with files: keep them in the history
-        history.commit("files present before the run")
-    budget = ContextBudget(
-        info.context_window, min(settings.llm.max_output_tokens, info.context_window // 4), rs.context_margin
-    )
-    env = ToolEnv(
-        store=store,
-        runner=runner,
-        python_checks=domain.python_checks,
-        command_timeout_s=rs.command_timeout_s,
-        test_timeout_s=rs.test_timeout_s,
-        max_output_chars=budget.output_chars(),
-    )
+
+
+def _model_client(
+    settings: Settings, info: ModelInfo, journal: Journal, record: RunRecord, emit: EventSink
+) -> ModelClient:
+    """The run's one model client: its budgets, retries and journal; every call logged and announced."""
+    rs = settings.run
     client = ModelClient(
         info.model,
         settings=model_settings(settings.llm),
@@ -288,29 +185,59 @@ async def _execute_with(
         emit(ModelCalled(call.purpose, client.usage))
 
     client.on_call = on_call
-    strategy = get_strategy(rs.strategy)
+    return client
+
+
+async def _execute_with(
+    task: str,
+    settings: Settings,
+    start: _Start,
+    domain: Domain,
+    info: ModelInfo,
+    note: str,
+    *,
+    runner: Runner | None,
+    emit: EventSink,
+) -> RunResult:
+    rs = settings.run
+    _check_prompt_fits(task, info)
+    runner = runner or choose_runner(rs.sandbox, config_path=settings.config_path)
+    try:
+        store = FileStore(start.root)
+        record = RunRecord(store.root)
+    except OSError as e:
+        raise WorkspaceError(f"cannot write to the project folder {start.root}: {e.strerror}") from e
+    save_run_file(store.root, task, settings, start.program)
+    journal = Journal(record.dir / JOURNAL_FILE, start.replay)
+    history = GitHistory(store.root)
+    if not start.resumed and store.list_files():  # --force into a folder with files: keep them in the history
+        history.commit("files present before the run")
+    budget = ContextBudget(
+        info.context_window, min(settings.llm.max_output_tokens, info.context_window // 4), rs.context_margin
+    )
+    env = ToolEnv(
+        store=store,
+        runner=runner,
+        python_checks=domain.python_checks,
+        command_timeout_s=rs.command_timeout_s,
+        test_timeout_s=rs.test_timeout_s,
+        max_output_chars=budget.output_chars(),
+    )
     protocol = protocol_named(protocol_for(rs.protocol, info))
-    chosen = rs.model_fields_set  # what the user set wins over the protocol's defaults
-    check_failures = rs.max_check_failures if "max_check_failures" in chosen else protocol.check_failures
-    samples = rs.samples if "samples" in chosen else protocol.samples
+    strategy = strategy_for(rs, protocol)
     ctx = RunContext(
         task=task,
         domain=domain,
-        client=client,
+        client=_model_client(settings, info, journal, record, emit),
         toolbox=Toolbox(tools_named(domain.tools), env),
         budget=budget,
-        limits=StepLimits(rs.max_turns, check_failures, rs.max_context_restarts, samples=samples),
         history=history,
         record=record,
         emit=emit,
         run_tests=rs.run_tests,
-        plan_steps=rs.steps,
-        step_budget=rs.max_steps,
-        reflect=rs.reflect,
         recoveries=rs.recoveries,
         protocol=protocol,
         program=start.program,
-        agent_limits=AgentLimits(rs.max_agents, rs.max_depth, rs.concurrency),
     )
     emit(RunStarted(store.root.name, str(store.root), info.label, strategy.name, note))
     record.log(
@@ -326,39 +253,50 @@ async def _execute_with(
         journaled_calls=len(start.replay),
     )
     began = time.monotonic()
-    stopped: str | None = None
     try:
-        await strategy.run(ctx)
+        done = await strategy.run(ctx)
     except (KeyboardInterrupt, asyncio.CancelledError):
         record.log("run_interrupted", hint=RESUME_HINT.format(path=store.root))
         raise
-    except (BudgetExceeded, ProviderError) as e:
-        stopped = f"{e}; {RESUME_HINT.format(path=store.root)}"
-        history.commit(f"stopped: {e}")
-        record.log("run_stopped", reason=str(e))
-    planned = len(ctx.program.steps) if ctx.program else 0
+    report = _finish(ctx, done, env, info, rs, start, journal, time.monotonic() - began)
+    emit(RunFinished(report))
+    return RunResult(files=store.snapshot(), report=report, workspace=store.root, outcomes=done.outcomes)
+
+
+def _finish(
+    ctx: RunContext,
+    done: StrategyResult,
+    env: ToolEnv,
+    info: ModelInfo,
+    rs: RunSettings,
+    start: _Start,
+    journal: Journal,
+    wall_time_s: float,
+) -> RunReport:
+    """Record a stop (with how to resume), then build and save the report."""
+    stopped = f"{done.stopped}; {RESUME_HINT.format(path=env.store.root)}" if done.stopped else None
+    if done.stopped:
+        ctx.history.commit(f"stopped: {done.stopped}")
+        ctx.record.log("run_stopped", reason=done.stopped)
     report = build_report(
-        project=store.root.name,
+        project=env.store.root.name,
         model=info.label,
-        strategy=strategy.name,
-        domain=domain,
+        strategy=rs.strategy,
+        domain=ctx.domain,
         env=env,
-        outcomes=ctx.outcomes,
-        planned_steps=planned,
-        usage=client.usage,
-        wall_time_s=time.monotonic() - began,
+        outcomes=done.outcomes,
+        planned_steps=len(done.program.steps) if done.program else 0,
+        usage=ctx.client.usage,
+        wall_time_s=wall_time_s,
         run_tests_enabled=rs.run_tests,
         stopped=stopped,
-        tests_required=bool(ctx.program and any(s.requires_tests for s in ctx.program.steps)),
+        tests_required=bool(done.program and any(s.requires_tests for s in done.program.steps)),
+        journal=JournalSummary(
+            resumed=start.resumed, replayed_calls=journal.replayed, diverged_at_call=journal.diverged_at
+        ),
     )
-    report["journal"] = {
-        "resumed": start.resumed,
-        "replayed_calls": journal.replayed,
-        "diverged_at_call": journal.diverged_at,
-    }
-    record.save_report(report)
-    emit(RunFinished(report))
-    return RunResult(files=store.snapshot(), report=report, workspace=store.root, outcomes=ctx.outcomes)
+    ctx.record.save_report(report)
+    return report
 
 
 def run_l2mac(

@@ -146,7 +146,7 @@ def generate_engine(task: Task, settings: Settings, model: Model | None, workspa
         (p for p, text in result.files.items() if p.endswith(".py") and pattern.search(text) and "test" not in p),
         key=lambda p: (p != "solution.py", len(p)),
     )
-    tokens, requests, cost = result.report["tokens"]["total"], result.report["requests"], result.report["cost_usd"]
+    tokens, requests, cost = result.report.tokens.total, result.report.requests, result.report.cost_usd
     if not candidates:
         return Generation("", tokens, requests, error=f"no file defines {task.entry_point}", cost_usd=cost)
     return Generation(as_solution(result.files[candidates[0]], task), tokens, requests, cost_usd=cost)

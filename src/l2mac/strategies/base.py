@@ -1,4 +1,6 @@
-"""The seam between a run and its strategy: everything a strategy may use, built once per run."""
+"""The seam between a run and its strategy: what every strategy may use (built once per run), and what it
+returns. Each strategy owns its own settings (the sequential loop its step limits and plan size, SoA its agent
+limits) and is built from the run settings by ``from_settings``."""
 
 from __future__ import annotations
 
@@ -6,13 +8,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from l2mac.context import ContextBudget
-from l2mac.control import StepLimits, StepProtocol
+from l2mac.control import StepProtocol
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import Domain
 from l2mac.events import EventSink
 from l2mac.models.client import ModelClient
 from l2mac.record import RunRecord
-from l2mac.soa.agents import AgentLimits
 from l2mac.store import GitHistory
 from l2mac.tools import Toolbox
 from l2mac.types import PromptProgram, StepOutcome
@@ -20,29 +21,38 @@ from l2mac.types import PromptProgram, StepOutcome
 
 @dataclass
 class RunContext:
+    """What a run gives its strategy: the task, the model, the tools and store, the record. No settings of a
+    particular strategy, and nothing a strategy writes back."""
+
     task: str
     domain: Domain
     client: ModelClient
     toolbox: Toolbox
     budget: ContextBudget
-    limits: StepLimits
     history: GitHistory
     record: RunRecord
     emit: EventSink
     run_tests: bool = True
-    plan_steps: int | None = None  # most steps the planner may make
-    step_budget: int | None = None  # most steps the run may execute (--max-steps)
-    reflect: bool = False
     recoveries: bool = True
     protocol: StepProtocol = TOOL_CALLS
-    program: PromptProgram | None = None
-    outcomes: list[StepOutcome] = field(default_factory=list)  # filled as steps finish, kept if the run stops
-    agent_limits: AgentLimits | None = None  # the soa strategy's limits
+    program: PromptProgram | None = None  # a prompt program the user gave, instead of planning one
+
+
+@dataclass
+class StrategyResult:
+    """What a strategy did: the program it ran (planned, given, or one entry per agent) and each step's outcome,
+    in order, failed ones included. ``stopped`` says why the run ended early (a budget, the provider), if it
+    did; the outcomes before it are kept."""
+
+    program: PromptProgram | None
+    outcomes: list[StepOutcome] = field(default_factory=list)
+    stopped: str | None = None
 
 
 class Strategy(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
-    async def run(self, ctx: RunContext) -> list[StepOutcome]:
-        """Do the task; return the outcome of every step, in order, even when some failed."""
+    async def run(self, ctx: RunContext) -> StrategyResult:
+        """Do the task. A budget or provider stop is returned as ``stopped``, never raised."""
         ...

@@ -2,47 +2,73 @@
 
 from __future__ import annotations
 
-from l2mac.control import ControlUnit, Step
-from l2mac.errors import BudgetExceeded
+from dataclasses import dataclass, field
+
+from l2mac.control import ControlUnit, Step, StepLimits, StepProtocol
+from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import PlanReady, StepFinished, StepStarted
 from l2mac.planner import make_plan
-from l2mac.strategies.base import RunContext
-from l2mac.types import StepOutcome
+from l2mac.settings import RunSettings
+from l2mac.strategies.base import RunContext, StrategyResult
+from l2mac.types import PromptProgram
 
 
+@dataclass(frozen=True)
 class SequentialStrategy:
-    name = "l2mac"
+    """``limits``: each step's budgets; ``plan_steps``: most steps the planner may make; ``step_budget``: most
+    steps the run may execute (``--max-steps``); ``reflect``: the planner reviews its plan once."""
 
-    async def run(self, ctx: RunContext) -> list[StepOutcome]:
-        source = "file" if ctx.program is not None else "planned"
-        program = ctx.program or await make_plan(ctx.client, ctx.domain, ctx.task, ctx.plan_steps, ctx.reflect)
-        ctx.program = program
+    limits: StepLimits = field(default_factory=StepLimits)
+    plan_steps: int | None = None
+    step_budget: int | None = None
+    reflect: bool = False
+    name: str = "l2mac"
+
+    @classmethod
+    def from_settings(cls, rs: RunSettings, protocol: StepProtocol) -> SequentialStrategy:
+        """The step limits the user set, and the protocol's own defaults for those left unset."""
+        chosen = rs.model_fields_set
+        check_failures = rs.max_check_failures if "max_check_failures" in chosen else protocol.check_failures
+        samples = rs.samples if "samples" in chosen else protocol.samples
+        limits = StepLimits(rs.max_turns, check_failures, rs.max_context_restarts, samples=samples)
+        return cls(limits, plan_steps=rs.steps, step_budget=rs.max_steps, reflect=rs.reflect)
+
+    async def run(self, ctx: RunContext) -> StrategyResult:
+        result = StrategyResult(ctx.program)
+        try:
+            result.program = ctx.program or await make_plan(
+                ctx.client, ctx.domain, ctx.task, self.plan_steps, self.reflect
+            )
+            await self._run_program(ctx, result.program, result)
+        except (BudgetExceeded, ProviderError) as e:
+            result.stopped = str(e)
+        return result
+
+    async def _run_program(self, ctx: RunContext, program: PromptProgram, result: StrategyResult) -> None:
         ctx.record.save_program(program)
-        ctx.emit(PlanReady([s.title for s in program.steps], source))
+        ctx.emit(PlanReady([s.title for s in program.steps], "file" if ctx.program is not None else "planned"))
         unit = ControlUnit(
             ctx.client,
             ctx.toolbox,
             ctx.domain,
             ctx.budget,
             protocol=ctx.protocol,
-            limits=ctx.limits,
+            limits=self.limits,
             run_tests=ctx.run_tests,
             record=ctx.record,
             emit=ctx.emit,
             recover=ctx.recoveries,
         )
-        outcomes = ctx.outcomes
         summary = ""
         total = len(program.steps)
         for index, instruction in enumerate(program.steps, 1):
-            if ctx.step_budget is not None and index > ctx.step_budget:
-                raise BudgetExceeded(f"step budget: {ctx.step_budget} steps run (raise --max-steps to go further)")
+            if self.step_budget is not None and index > self.step_budget:
+                raise BudgetExceeded(f"step budget: {self.step_budget} steps run (raise --max-steps to go further)")
             ctx.client.check_budget()  # the wall-time limit, between steps too
             ctx.emit(StepStarted(index, total, instruction.title))
             outcome = await unit.run_step(Step(program.task, index, total, instruction, summary))
             ctx.history.commit(f"step {index}/{total}: {instruction.title} [{outcome.status.value}]")
             ctx.record.save_step(outcome)
             ctx.emit(StepFinished(outcome, total))
-            outcomes.append(outcome)
+            result.outcomes.append(outcome)
             summary = outcome.summary
-        return outcomes

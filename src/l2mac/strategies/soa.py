@@ -2,46 +2,58 @@
 
 from __future__ import annotations
 
-from l2mac.soa.agents import AgentLimits, AgentState
+from dataclasses import dataclass, field
+
+from l2mac.control import StepProtocol
+from l2mac.errors import BudgetExceeded, ProviderError
+from l2mac.settings import RunSettings
+from l2mac.soa.agents import Agent, AgentLimits, AgentState
 from l2mac.soa.organization import Organization
-from l2mac.strategies.base import RunContext
+from l2mac.strategies.base import RunContext, StrategyResult
 from l2mac.types import Instruction, PromptProgram, StepOutcome, StepStatus
 
 
+@dataclass(frozen=True)
 class SoAStrategy:
-    name = "soa"
+    limits: AgentLimits = field(default_factory=AgentLimits)
+    name: str = "soa"
 
-    async def run(self, ctx: RunContext) -> list[StepOutcome]:
+    @classmethod
+    def from_settings(cls, rs: RunSettings, protocol: StepProtocol) -> SoAStrategy:
+        return cls(AgentLimits(rs.max_agents, rs.max_depth, rs.concurrency))
+
+    async def run(self, ctx: RunContext) -> StrategyResult:
         """One outcome per agent, in creation order: the report counts agents as its steps."""
-        limits = ctx.agent_limits or AgentLimits()
         org = Organization(
             ctx.client,
             ctx.toolbox.env,
-            limits,
+            self.limits,
             emit=ctx.emit,
             log=ctx.record.log,
             protocol=ctx.protocol,
             recover=ctx.recoveries,
         )
+        stopped: str | None = None
         try:
-            agents = await org.run(ctx.task)
-        finally:
-            agents = org.agents
-            ctx.program = PromptProgram(
-                task=ctx.task,
-                steps=[Instruction(title=f"agent {a.id}: {a.owns}", instruction=a.owns) for a in agents],
-            )
-            ctx.history.commit(f"soa: {len(agents)} agents")
-        for a in agents:
-            status = StepStatus.PASSED if a.state is AgentState.DONE else StepStatus.FAILED
-            outcome = StepOutcome(
-                index=a.id + 1,
-                title=f"agent {a.id}: {a.owns}",
-                status=status,
-                summary=a.note,
-                reason="" if status is StepStatus.PASSED else a.note or a.state.value,
-                turns=a.calls,
-            )
-            ctx.outcomes.append(outcome)
+            await org.run(ctx.task)
+        except (BudgetExceeded, ProviderError) as e:
+            stopped = str(e)
+        finally:  # on any exit, the agents so far are the run's steps
+            ctx.history.commit(f"soa: {len(org.agents)} agents")
+        outcomes = [_outcome(a) for a in org.agents]
+        for outcome in outcomes:
             ctx.record.save_step(outcome)
-        return ctx.outcomes
+        steps = [Instruction(title=o.title, instruction=a.owns) for o, a in zip(outcomes, org.agents, strict=True)]
+        return StrategyResult(PromptProgram(task=ctx.task, steps=steps), outcomes, stopped)
+
+
+def _outcome(agent: Agent) -> StepOutcome:
+    status = StepStatus.PASSED if agent.state is AgentState.DONE else StepStatus.FAILED
+    return StepOutcome(
+        index=agent.id + 1,
+        title=f"agent {agent.id}: {agent.owns}",
+        status=status,
+        summary=agent.note,
+        reason="" if status is StepStatus.PASSED else agent.note or agent.state.value,
+        turns=agent.calls,
+    )

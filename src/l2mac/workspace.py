@@ -1,0 +1,91 @@
+"""The project folder: its name, what a run saves there so it can be resumed, and setting an interrupted run's
+files aside before a replay rebuilds them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from l2mac.errors import ConfigError
+from l2mac.journal import JOURNAL_FILE
+from l2mac.record import RECORD_DIR
+from l2mac.settings import Settings
+from l2mac.types import PromptProgram
+
+RUN_FILE = "run.json"
+
+
+def project_name_for(task: str) -> str:
+    words = re.findall(r"[a-zA-Z0-9]+", task.lower())
+    stop = {"a", "an", "the", "create", "write", "build", "make", "with", "and", "of", "for", "to", "in", "that"}
+    kept = [w for w in words if w not in stop][:5] or ["project"]
+    return "_".join(kept)[:60]
+
+
+def project_dir(workspace: Path, name: str, *, force: bool = False) -> Path:
+    """``workspace/name``, or ``name-2``, ``name-3``... if a non-empty folder is there: never overwrite work.
+    With ``force``, ``workspace/name`` even when it holds files (the run commits them to its history first)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "project"
+    candidate = workspace / safe
+    if force:
+        return candidate
+    n = 2
+    while candidate.exists() and any(candidate.iterdir()):
+        candidate = workspace / f"{safe}-{n}"
+        n += 1
+    return candidate
+
+
+def set_aside_for_resume(root: Path) -> Path:
+    """Move everything a replay re-creates (files, git history, logs) to ``.l2mac/before-resume-N/``: a resumed
+    run rebuilds the project from a clean folder, and nothing the interrupted run left is deleted."""
+    record_dir = root / RECORD_DIR
+    n = 1
+    while (record_dir / f"before-resume-{n}").exists():
+        n += 1
+    aside = record_dir / f"before-resume-{n}"
+    aside.mkdir()
+    for entry in sorted(root.iterdir()):
+        if entry.name != RECORD_DIR:
+            shutil.move(str(entry), aside / entry.name)
+    logs = aside / RECORD_DIR
+    for entry in sorted(record_dir.iterdir()):
+        if entry.is_file() and entry.name not in {JOURNAL_FILE, RUN_FILE}:
+            logs.mkdir(exist_ok=True)
+            shutil.move(str(entry), logs / entry.name)
+    return aside
+
+
+def save_run_file(root: Path, task: str, settings: Settings, program: PromptProgram | None) -> None:
+    """What ``l2mac resume`` needs to run the task again: never the API key. Only the run settings that were
+    set are kept, so that what is left to the protocol's defaults (samples, check failures) stays so."""
+    data = {
+        "task": task,
+        "llm": settings.llm.model_dump(mode="json", exclude={"api_key"}),
+        "run": settings.run.model_dump(mode="json", exclude={"prompt_program"}, exclude_unset=True),
+        "program": program.model_dump(mode="json") if program else None,
+    }
+    _atomic_json(root / RECORD_DIR / RUN_FILE, data)
+
+
+def _atomic_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_run(project: Path) -> tuple[str, dict[str, Any], dict[str, Any], PromptProgram | None]:
+    """The task, saved settings and prompt program of the run in ``project`` (a folder a run wrote)."""
+    path = project / RECORD_DIR / RUN_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        program = PromptProgram.model_validate(data["program"]) if data.get("program") else None
+        return str(data["task"]), dict(data["llm"]), dict(data["run"]), program
+    except FileNotFoundError:
+        raise ConfigError(f"{project} holds no l2mac run to resume (no {RECORD_DIR}/{RUN_FILE})") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path} is damaged ({e}); the run cannot be resumed") from e
