@@ -9,7 +9,7 @@ from dataclasses import dataclass
 class CodeIssue:
     path: str
     line: int
-    kind: str  # "syntax" | "lint" | "import" | "test" | "type"
+    kind: str  # "syntax" | "lint" | "import" | "dependency" | "test" | "type"
     message: str
     blocking: bool = True
 

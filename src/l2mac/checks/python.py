@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from l2mac.checks.dependencies import Declared, is_third_party
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import module_path
 from l2mac.checks.shape import copied_into_tests, defined_again, prompts_in_command_line, tests_in_code
@@ -146,7 +147,8 @@ def _installed(name: str) -> bool:
 class _ImportChecker:
     """Resolves the imports of project files against the project's own modules and the installed ones."""
 
-    def __init__(self, all_files: list[str], trees: dict[str, ast.Module]) -> None:
+    def __init__(self, all_files: list[str], trees: dict[str, ast.Module], declared: Declared) -> None:
+        self.declared = declared
         self.modules, self.packages = _module_names(all_files)
         self.local_tops = {n.split(".")[0] for n in self.modules | self.packages}
         self.trees: dict[str, ast.Module] = {}
@@ -180,6 +182,8 @@ class _ImportChecker:
             if name and not self.exists(name):
                 return [CodeIssue(rel, line, "import", f"no local module {name!r}")]
             return []
+        if is_third_party(name) and not self.declared.covers(name):
+            return [CodeIssue(rel, line, "dependency", self.declared.missing(name))]
         if not _installed(name):
             return [CodeIssue(rel, line, "import", f"module {top!r} is not installed here", blocking=False)]
         return []
@@ -222,8 +226,11 @@ def find_code_issues(
     syntax, trees = _syntax_issues(root, py_all)
     syntax = [i for i in syntax if i.path in check]
     lint = _explain_undefined(_ruff_issues(root, [f for f in check if f in trees]), trees)
-    checker = _ImportChecker(py_all, trees)
+    declared = Declared.read(root)
+    checker = _ImportChecker(py_all, trees, declared)
     imports = [issue for rel in check if rel in trees for issue in checker.check(rel, trees[rel])]
+    if declared.problem:
+        imports.append(CodeIssue(declared.problem_file, 1, "dependency", declared.problem))
     copies = copied_into_tests(trees, [r for r in check if r in trees])
     misplaced = [i for r in check if r in trees and (i := tests_in_code(r, trees[r])) is not None]
     misplaced += [i for r in check if r in trees and (i := prompts_in_command_line(r, trees[r])) is not None]

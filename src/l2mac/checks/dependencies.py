@@ -1,0 +1,125 @@
+"""Declared dependencies: every third-party module a project imports is declared where installers look for it.
+
+A project that imports ``flask`` without declaring it runs only on the machine that wrote it. The declaration is
+the project's ``pyproject.toml`` (``[project] dependencies``, any ``[project.optional-dependencies]`` group, PEP 735
+``[dependency-groups]``), or a ``requirements.txt``. An import name is not always its distribution's name
+(``yaml`` is PyYAML, ``bs4`` is beautifulsoup4): ``distributions.yaml`` holds the known differences, and any other
+module is taken to be installed under its own name.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PYPROJECT = "pyproject.toml"
+REQUIREMENTS = "requirements.txt"
+#: modules every Python has, and pytest, with which l2mac runs the project's tests
+PROVIDED = (
+    frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names) | {"__future__", "pytest", "_pytest"}
+)
+
+
+@cache
+def _known_distributions() -> dict[str, str]:
+    text = files("l2mac.checks").joinpath("distributions.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def distribution_for(module: str) -> str:
+    """The distribution to install for ``module`` (``yaml.loader`` → ``PyYAML``, ``flask`` → ``flask``)."""
+    known = _known_distributions()
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        if (name := ".".join(parts[:end])) in known:
+            return known[name]
+    return parts[0]
+
+
+def is_third_party(module: str) -> bool:
+    """Neither the standard library nor pytest (the caller has ruled out the project's own modules)."""
+    return module.split(".")[0] not in PROVIDED
+
+
+@dataclass(frozen=True)
+class Declared:
+    """The distributions a project declares (canonical names), and where; ``problem`` when a file is unreadable."""
+
+    names: frozenset[str] = frozenset()
+    sources: tuple[str, ...] = ()
+    problem: str = ""
+    problem_file: str = ""
+
+    @classmethod
+    def read(cls, root: Path) -> Declared:
+        names: set[str] = set()
+        sources: list[str] = []
+        problem = problem_file = ""
+        if (root / PYPROJECT).is_file():
+            sources.append(PYPROJECT)
+            try:
+                names |= _names(_pyproject_requirements(tomllib.loads((root / PYPROJECT).read_text("utf-8"))))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError, AttributeError) as e:
+                problem, problem_file = f"not valid TOML ({e}): the project's dependencies are unknown", PYPROJECT
+        if (root / REQUIREMENTS).is_file():
+            sources.append(REQUIREMENTS)
+            try:
+                lines = (root / REQUIREMENTS).read_text("utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as e:
+                problem, problem_file = f"cannot be read ({e})", REQUIREMENTS
+            else:
+                names |= _names(
+                    line.split(" #")[0].strip() for line in lines if not line.lstrip().startswith(("#", "-"))
+                )
+        return cls(frozenset(names), tuple(sources), problem, problem_file)
+
+    def covers(self, module: str) -> bool:
+        return canonicalize_name(distribution_for(module)) in self.names
+
+    def missing(self, module: str) -> str:
+        """What to tell the model about an undeclared third-party ``module``."""
+        top, dist = module.split(".")[0], distribution_for(module)
+        if not self.sources:
+            return (
+                f"imports {top!r}, a third-party package ({dist} on the package index), and the project declares no "
+                f'dependencies: write {PYPROJECT} with [project] name, version and dependencies = ["{dist}"]'
+            )
+        return (
+            f"imports {top!r} (the package {dist}), which {' and '.join(self.sources)} does not declare: add "
+            f'"{dist}" to the [project] dependencies (or to a test group when only the tests use it)'
+        )
+
+
+def _pyproject_requirements(data: dict[str, Any]) -> list[str]:
+    project = data.get("project", {})
+    found = list(project.get("dependencies", []))
+    for group in project.get("optional-dependencies", {}).values():
+        found += group
+    for group in data.get("dependency-groups", {}).values():
+        found += [r for r in group if isinstance(r, str)]  # an {include-group = ...} table names no package
+    return [r for r in found if isinstance(r, str)]
+
+
+def _names(requirements: Iterable[str]) -> set[str]:
+    names: set[str] = set()
+    for text in requirements:
+        try:
+            names.add(canonicalize_name(Requirement(text).name))
+        except InvalidRequirement:
+            continue  # a blank line, an option, a URL: nothing a module can be matched with
+    return names

@@ -1,0 +1,95 @@
+"""Declared dependencies: a third-party import the project does not declare is a check failure naming the
+package to declare; the standard library, pytest and the project's own modules never are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from l2mac.checks.dependencies import Declared, distribution_for
+from l2mac.checks.python import find_code_issues
+from l2mac.models.scripted import call, last_tool_return
+
+from conftest import run_scripted
+
+
+def write(root: Path, files: dict[str, str]) -> list[str]:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return sorted(files)
+
+
+def dependency_issues(root: Path, files: dict[str, str]) -> list[str]:
+    found = find_code_issues(root, write(root, files), types=False)
+    return [str(i) for i in found if i.kind == "dependency"]
+
+
+def test_import_names_map_to_the_distribution_to_install() -> None:
+    assert distribution_for("yaml") == "PyYAML"
+    assert distribution_for("bs4.element") == "beautifulsoup4"
+    assert distribution_for("google.protobuf.message") == "protobuf"
+    assert distribution_for("flask.views") == "flask"
+
+
+def test_undeclared_third_party_imports_are_named_with_their_package(tmp_path: Path) -> None:
+    files = {
+        "app/__init__.py": "",
+        "app/web.py": "import json\nimport yaml\nfrom flask import Flask\nfrom app import store\n",
+        "app/store.py": "from collections import Counter\n",
+        "tests/test_web.py": "import pytest\nfrom app.web import Flask\n",
+    }
+    issues = dependency_issues(tmp_path, files)
+    assert len(issues) == 2, issues
+    assert issues[0].startswith("app/web.py:2: dependency: imports 'yaml', a third-party package (PyYAML")
+    assert 'write pyproject.toml with [project] name, version and dependencies = ["PyYAML"]' in issues[0]
+    assert issues[1].startswith("app/web.py:3: dependency: imports 'flask'")
+
+
+def test_what_pyproject_or_requirements_declare_is_covered_in_any_spelling(tmp_path: Path) -> None:
+    pyproject = (
+        '[project]\nname = "app"\nversion = "0.1"\ndependencies = ["Flask>=3", "PyYAML"]\n'
+        '[project.optional-dependencies]\ntest = ["hypothesis"]\n'
+        '[dependency-groups]\ndev = ["Flask_SQLAlchemy", {include-group = "test"}]\n'
+    )
+    write(
+        tmp_path,
+        {"pyproject.toml": pyproject, "requirements.txt": "# pinned\nrequests==2.32.3  # http\n-r other.txt\n"},
+    )
+    declared = Declared.read(tmp_path)
+    assert declared.sources == ("pyproject.toml", "requirements.txt")
+    for module in ("flask", "yaml.loader", "hypothesis", "flask_sqlalchemy", "requests"):
+        assert declared.covers(module), module
+    assert not declared.covers("numpy")
+    assert 'add "numpy" to the [project] dependencies' in declared.missing("numpy")
+
+
+def test_a_pyproject_that_is_not_toml_is_reported_on_itself(tmp_path: Path) -> None:
+    issues = dependency_issues(tmp_path, {"pyproject.toml": "[project\nname = 1\n", "app.py": "import json\n"})
+    assert len(issues) == 1 and issues[0].startswith("pyproject.toml:1: dependency: not valid TOML (")
+
+
+def test_a_step_told_of_an_undeclared_import_declares_it_and_passes(tmp_path: Path) -> None:
+    code = "import yaml\n\n\ndef dump(data):\n    return yaml.safe_dump(data)\n"
+    test = "from app import dump\n\n\ndef test_dump():\n    assert dump({'a': 1}) == 'a: 1\\n'\n"
+    pyproject = '[project]\nname = "app"\nversion = "0.1.0"\ndependencies = ["PyYAML>=6"]\n'
+    told: list[str] = []
+
+    def declare(messages):  # the model reads the check report, then writes the declaration
+        told.append(last_tool_return(messages))
+        return call("write_files", {"files": [{"path": "pyproject.toml", "content": pyproject}]})
+
+    replies = [
+        call("submit_plan", {"steps": [{"title": "Dump", "instruction": "Write app.py with dump(data) as YAML."}]}),
+        call(
+            "write_files",
+            {"files": [{"path": "app.py", "content": code}, {"path": "tests/test_app.py", "content": test}]},
+        ),
+        call("step_complete", {"summary": "dump written"}),
+        declare,
+        call("step_complete", {"summary": "dump written, PyYAML declared"}),
+    ]
+    result, script = run_scripted(tmp_path, replies, protocol="tools")
+    assert script.remaining == 0
+    assert "app.py:1: dependency: imports 'yaml'" in told[0] and '"PyYAML"' in told[0]
+    assert result.ok, result.report
+    assert [o.check_failures for o in result.outcomes] == [1]
