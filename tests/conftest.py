@@ -34,6 +34,7 @@ def _no_real_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: py
 def make_settings(tmp_path: Path, llm: dict[str, Any] | None = None, **run: Any) -> Settings:
     run.setdefault("workspace", tmp_path / "ws")
     run.setdefault("project_name", "proj")
+    run.setdefault("project_env", False)  # offline: a run never installs (tests/test_environment*.py do)
     return load_settings(
         config_path=tmp_path / "none.yaml", environ={}, llm={"context_window": 16000, **(llm or {})}, run=run
     )

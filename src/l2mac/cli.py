@@ -33,7 +33,7 @@ from l2mac.events import (
 from l2mac.settings import default_config_path, init_config, load_settings
 
 if TYPE_CHECKING:
-    from l2mac.report import RunReport
+    from l2mac.report import EnvironmentSummary, RunReport
     from l2mac.run import RunResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
@@ -134,12 +134,24 @@ def summary_table(report: RunReport) -> Table:
         *([("files the tests wrote into the project", ", ".join(tests.left_files))] if tests.left_files else []),
         ("tokens", f"{report.tokens.total:,} ({report.requests} requests)"),
         ("generated code ran in", report.isolation),
+        *([("on", _environment_line(report.environment))] if report.environment else []),
         ("cost", cost),
         ("wall time", f"{report.wall_time_s:.1f}s"),
     ]
     for k, v in rows:
         t.add_row(k, str(v))
     return t
+
+
+def _environment_line(env: EnvironmentSummary) -> str:
+    if not env.own and not env.install_problem:
+        return f"l2mac's interpreter ({env.python}): the project declares no third-party dependency"
+    where = f"the project's .venv ({env.python})" if env.own else f"l2mac's interpreter ({env.python})"
+    installed = (
+        f", {env.installer} installed {', '.join(env.dependencies)} in {env.install_s:.1f}s" if env.dependencies else ""
+    )
+    failed = "; the last install failed (see run_report.json)" if env.install_problem else ""
+    return where + installed + failed
 
 
 @app.command("run")
@@ -188,6 +200,13 @@ def run_command(
     sandbox: Annotated[
         str | None,
         typer.Option(help="Where generated code runs: auto, bubblewrap or subprocess (default: auto)."),
+    ] = None,
+    project_env: Annotated[
+        bool | None,
+        typer.Option(
+            "--project-env/--no-project-env",
+            help="Install what the project declares into its own .venv and run its code there (default: on).",
+        ),
     ] = None,
     require_sandbox: Annotated[
         bool, typer.Option("--require-sandbox", help="Refuse to run generated code without bubblewrap.")
@@ -238,6 +257,7 @@ def run_command(
                 "protocol": protocol,
                 "recoveries": recoveries,
                 "sandbox": "bubblewrap" if require_sandbox else sandbox,
+                "project_env": project_env,
             },
         )
         from l2mac.run import run_l2mac

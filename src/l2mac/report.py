@@ -75,6 +75,18 @@ class Tokens(BaseModel):
     total: int
 
 
+class EnvironmentSummary(BaseModel):
+    """What the project's code ran on: its own .venv with what it declares, or l2mac's interpreter."""
+
+    python: str
+    own: bool
+    installer: str = ""
+    dependencies: list[str] = Field(default_factory=list)
+    #: seconds spent installing over the run (0: nothing installed, or an environment reused unchanged)
+    install_s: float = 0.0
+    install_problem: str = ""
+
+
 class JournalSummary(BaseModel):
     """Whether the run was resumed, and how much of it was replayed from the journal."""
 
@@ -112,6 +124,7 @@ class RunReport(BaseModel):
     unpriced_requests: int
     wall_time_s: float
     journal: JournalSummary = Field(default_factory=JournalSummary)
+    environment: EnvironmentSummary | None = None  # None for a book, or a report from before it was recorded
 
     @property
     def ok(self) -> bool:
@@ -138,7 +151,8 @@ def build_report(
     issues = find_code_issues(env.store.root, list(files)) if domain.python_checks else []
     tests = TestsSummary()
     if domain.tests and run_tests_enabled and any(p.endswith(".py") for p in files):
-        t = run_tests(env.runner, env.store.root, env.test_timeout_s)
+        env.sync()
+        t = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
         tests = TestsSummary(
             status=t.status, passed=t.passed, failed=t.failed, errors=t.errors, left_files=list(t.litter)
         )
@@ -178,4 +192,19 @@ def build_report(
         unpriced_requests=usage.unpriced_requests,
         wall_time_s=round(wall_time_s, 2),
         journal=journal,
+        environment=_environment(env) if domain.python_checks else None,
+    )
+
+
+def _environment(env: ToolEnv) -> EnvironmentSummary:
+    current = env.environment.current if env.environment is not None else None
+    if current is None:
+        return EnvironmentSummary(python=env.python, own=False)
+    return EnvironmentSummary(
+        python=current.python,
+        own=current.own,
+        installer=current.installer,
+        dependencies=list(current.requirements),
+        install_s=round(env.environment.install_s, 2) if env.environment is not None else 0.0,
+        install_problem=current.problem,
     )

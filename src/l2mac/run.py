@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
+from l2mac.checks.environment import ProjectEnvironment
 from l2mac.checks.runner import Runner
 from l2mac.checks.sandbox import choose_runner
 from l2mac.context import ContextBudget, estimate_tokens
@@ -222,6 +223,7 @@ async def _execute_with(
         command_timeout_s=rs.command_timeout_s,
         test_timeout_s=rs.test_timeout_s,
         max_output_chars=budget.output_chars(),
+        environment=ProjectEnvironment(store.root) if rs.project_env and domain.python_checks else None,
     )
     protocol = protocol_named(protocol_for(rs.protocol, info))
     strategy = strategy_for(rs, protocol)

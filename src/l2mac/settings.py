@@ -117,6 +117,11 @@ class RunSettings(BaseModel):
     )
     context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
     recoveries: bool = Field(default=True, description="Turn code blocks that name a file into writes.")
+    project_env: bool = Field(
+        default=True,
+        description="Give the project its own .venv with the dependencies it declares, installed from the package "
+        "index pip is configured for (the only network access). Off: its code runs on l2mac's own interpreter.",
+    )
     protocol: Literal["auto", "tools", "text"] = Field(
         default="auto",
         description="How the model writes files: tool calls, or fenced blocks (text; for small local models). "

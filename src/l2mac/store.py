@@ -210,7 +210,7 @@ class GitHistory:
                 return False
             exclude = self.root / ".git" / "info" / "exclude"
             exclude.parent.mkdir(parents=True, exist_ok=True)
-            wanted = [".l2mac/", "__pycache__/", ".pytest_cache/", ".ruff_cache/", "*.pyc"]
+            wanted = [".l2mac/", ".venv/", "__pycache__/", ".pytest_cache/", ".ruff_cache/", "*.pyc"]
             current = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
             missing = [w for w in wanted if w not in current]
             if missing:

@@ -300,5 +300,7 @@ def outcomes_with(
 
         if recover:
             repair_written(scratch, check, [target], lambda recovery, **fields: None)
-        outcome = per_test_outcomes(run_tests(env.runner, scratch.root, env.test_timeout_s, each=True).output)
+        outcome = per_test_outcomes(
+            run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python).output
+        )
         return (scratch.read_text(target), outcome) if outcome else None

@@ -62,18 +62,20 @@ class Declared:
 
     names: frozenset[str] = frozenset()
     sources: tuple[str, ...] = ()
+    #: the requirements as written (PEP 508), in order, without repeats: what an installer is given
+    requirements: tuple[str, ...] = ()
     problem: str = ""
     problem_file: str = ""
 
     @classmethod
     def read(cls, root: Path) -> Declared:
-        names: set[str] = set()
+        requirements: list[str] = []
         sources: list[str] = []
         problem = problem_file = ""
         if (root / PYPROJECT).is_file():
             sources.append(PYPROJECT)
             try:
-                names |= _names(_pyproject_requirements(tomllib.loads((root / PYPROJECT).read_text("utf-8"))))
+                requirements += _valid(_pyproject_requirements(tomllib.loads((root / PYPROJECT).read_text("utf-8"))))
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError, AttributeError) as e:
                 problem, problem_file = f"not valid TOML ({e}): the project's dependencies are unknown", PYPROJECT
         if (root / REQUIREMENTS).is_file():
@@ -83,10 +85,11 @@ class Declared:
             except (OSError, UnicodeDecodeError) as e:
                 problem, problem_file = f"cannot be read ({e})", REQUIREMENTS
             else:
-                names |= _names(
-                    line.split(" #")[0].strip() for line in lines if not line.lstrip().startswith(("#", "-"))
-                )
-        return cls(frozenset(names), tuple(sources), problem, problem_file)
+                kept = (line.split(" #")[0].strip() for line in lines if not line.lstrip().startswith("-"))
+                requirements += _valid(kept)
+        unique = tuple(dict.fromkeys(requirements))
+        names = frozenset(canonicalize_name(Requirement(r).name) for r in unique)
+        return cls(names, tuple(sources), unique, problem, problem_file)
 
     def covers(self, module: str) -> bool:
         return canonicalize_name(distribution_for(module)) in self.names
@@ -115,11 +118,12 @@ def _pyproject_requirements(data: dict[str, Any]) -> list[str]:
     return [r for r in found if isinstance(r, str)]
 
 
-def _names(requirements: Iterable[str]) -> set[str]:
-    names: set[str] = set()
+def _valid(requirements: Iterable[str]) -> list[str]:
+    valid: list[str] = []
     for text in requirements:
         try:
-            names.add(canonicalize_name(Requirement(text).name))
+            Requirement(text)
         except InvalidRequirement:
-            continue  # a blank line, an option, a URL: nothing a module can be matched with
-    return names
+            continue  # a blank line or a comment: nothing a module can be matched with
+        valid.append(text)
+    return valid

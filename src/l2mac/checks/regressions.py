@@ -37,7 +37,7 @@ class Baseline:
                 troubled = frozenset(i.path for i in find_code_issues(scratch.root, scratch.list_files()) if i.blocking)
                 passing: frozenset[str] = frozenset()
                 if with_tests and any(is_test_file(p) for p in self.snapshot):
-                    run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True)
+                    run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python)
                     passing = frozenset(t for t, ok in per_test_outcomes(run.output).items() if ok)
             self.measured = (passing, troubled)
         return self.measured
@@ -68,7 +68,9 @@ def find_regression(
     spoiled = [p for p in changed if p in problems and p not in troubled]
     broken: list[str] = []
     if passing:
-        now = per_test_outcomes(run_tests(env.runner, store.root, env.test_timeout_s, each=True).output)
+        now = per_test_outcomes(
+            run_tests(env.runner, store.root, env.test_timeout_s, each=True, python=env.python).output
+        )
         broken = sorted(t for t in passing if not now.get(t, False) and t not in removed)
     undo = changed if broken else spoiled
     if not undo:

@@ -52,9 +52,6 @@ def scrubbed_env(cwd: Path, environ: Mapping[str, str] | None = None) -> dict[st
         SDL_VIDEODRIVER="dummy",
         QT_QPA_PLATFORM="offscreen",
         NO_COLOR="1",
-        # Generated code runs on l2mac's interpreter: the pytest plugins installed there (hypothesis, anyio, ...)
-        # are l2mac's, not the project's, and loading them took 2.6 of every test run's 3 seconds.
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
     )
     return env
 

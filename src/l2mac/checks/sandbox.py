@@ -44,7 +44,7 @@ class BubblewrapRunner:
                 args += ["--tmpfs", str(path)]
             elif path.exists():
                 args += ["--ro-bind", "/dev/null", str(path)]
-        for path in self.visible:  # the interpreter and its packages, when they live under a hidden folder
+        for path in [*self.visible, *venv_of(argv[0])]:  # interpreters and packages under a hidden folder
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
         cwd = cwd.resolve()
@@ -73,6 +73,13 @@ def bubblewrap_problem(bwrap: str | None) -> str | None:
     if probe.returncode != 0:
         return f"bubblewrap cannot create its namespaces here: {probe.stderr.strip() or probe.returncode}"
     return None
+
+
+def venv_of(program: str) -> list[Path]:
+    """The virtual environment a program is the interpreter of (a project's ``.venv``, run from a scratch copy
+    or under a hidden home folder): shown read-only, like l2mac's own interpreter."""
+    exe = Path(program)
+    return [exe.parent.parent] if exe.is_absolute() and (exe.parent.parent / "pyvenv.cfg").is_file() else []
 
 
 def secret_paths(config_path: Path | None) -> list[Path]:

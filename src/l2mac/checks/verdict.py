@@ -119,11 +119,12 @@ class StepChecks:
             issues = [i for i in env.check_files(env.store.list_files()) if i.blocking]
             if issues:
                 problems.append("Code problems:\n" + "\n".join(str(i) for i in issues[:30]))
+            problems += self._install()
         has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
         if self.run_tests and (self.instruction.requires_tests or has_tests):
-            outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
+            outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
             if outcome.litter and self.recover and self._move_litter_under_tmp_path(list(outcome.litter)):
-                outcome = run_tests(env.runner, env.store.root, env.test_timeout_s)
+                outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
             if outcome.status == "no_tests":
                 problems.append(
                     "No tests were collected, but this step must leave pytest tests "
@@ -133,6 +134,25 @@ class StepChecks:
                 blame, outcome = self._blame_hard_coded_files(outcome)
                 problems.append(blame + outcome.report(env.max_output_chars))
         return not problems, "\n\n".join(problems)
+
+    def _install(self) -> list[str]:
+        """Bring the project's environment up to date with what it declares; a failure is the model's to fix."""
+        installed = self.env.sync()
+        if installed is None:
+            return []
+        if installed.install_s:  # something was installed (or tried) just now
+            self.log(
+                "install",
+                installer=installed.installer,
+                requirements=list(installed.requirements),
+                seconds=installed.install_s,
+                problem=installed.problem[:2000],
+            )
+        if not installed.problem:
+            return []
+        return [
+            f"Installing the project's declared dependencies with {installed.installer} failed:\n{installed.problem}"
+        ]
 
     def _lacking(self) -> list[str]:
         """Notes for what the step names and the project lacks, most basic first."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from pydantic import BaseModel, Field
 
 from l2mac.checks.env import ToolEnv
@@ -24,7 +22,8 @@ def run_python(args: RunPythonArgs, env: ToolEnv) -> ToolResult:
     if not target.is_file():
         return ToolResult(f"Error: {args.path}: no such file", ok=False)
     timeout = min(args.timeout_s, env.command_timeout_s)
-    result = env.runner.run([sys.executable, env.store.relative(target), *args.args], env.store.root, timeout)
+    env.sync()
+    result = env.runner.run([env.python, env.store.relative(target), *args.args], env.store.root, timeout)
     status = "timed out" if result.timed_out else f"exit code {result.returncode}"
     body = trim_output(result.output, env.max_output_chars) or "(no output)"
     return ToolResult(f"{status}\n{body}", ok=result.returncode == 0)
@@ -36,7 +35,8 @@ class RunTestsArgs(BaseModel):
 
 def run_tests(args: RunTestsArgs, env: ToolEnv) -> ToolResult:
     targets = [env.store.relative(env.store.resolve(p)) for p in args.paths]
-    outcome = run_pytest(env.runner, env.store.root, env.test_timeout_s, targets)
+    env.sync()
+    outcome = run_pytest(env.runner, env.store.root, env.test_timeout_s, targets, python=env.python)
     return ToolResult(outcome.report(env.max_output_chars), ok=outcome.ok)
 
 

@@ -1,0 +1,53 @@
+"""A real install from the package index (marked ``index``: .ci/run runs these; offline runs leave them out).
+The project declares a package l2mac does not have; it is installed into the project's .venv only, the
+project's tests import it there under the sandbox, and a second run reuses the environment."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from l2mac.checks.environment import VENV, ProjectEnvironment
+from l2mac.checks.sandbox import choose_runner
+from l2mac.checks.tests import run_tests
+
+pytestmark = pytest.mark.index
+
+PACKAGE, MODULE = "tabulate==0.9.0", "tabulate"
+
+
+def importable_by_l2mac(module: str) -> bool:
+    probe = [sys.executable, "-c", f"import importlib.util as u; print(u.find_spec({module!r}) is not None)"]
+    return subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip() == "True"
+
+
+def test_declared_packages_go_into_the_projects_venv_and_its_tests_run_there(tmp_path: Path) -> None:
+    assert not importable_by_l2mac(MODULE), "pick a package l2mac's own environment does not have"
+    (tmp_path / "pyproject.toml").write_text(
+        f'[project]\nname = "table"\nversion = "0.1.0"\ndependencies = ["{PACKAGE}"]\n'
+    )
+    code = "from tabulate import tabulate\n\n\ndef show(rows):\n    return tabulate(rows)\n"
+    (tmp_path / "table.py").write_text(code)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_table.py").write_text(
+        "from table import show\n\n\ndef test_show():\n    assert '1' in show([[1, 2]])\n"
+    )
+    env = ProjectEnvironment(tmp_path)
+    installed = env.sync()
+    assert installed.own and not installed.problem, installed.problem
+    assert installed.python == str(tmp_path / VENV / "bin" / "python")
+    outcome = run_tests(choose_runner("auto"), tmp_path, 120, python=installed.python)
+    assert outcome.status == "passed" and outcome.passed == 1, outcome.output
+    assert not importable_by_l2mac(MODULE)  # nothing reached l2mac's own environment
+    again = ProjectEnvironment(tmp_path).sync()  # the next run: reused, nothing installed
+    assert again.own and again.install_s == 0.0
+
+
+def test_an_unknown_package_is_the_resolvers_message_not_a_crash(tmp_path: Path) -> None:
+    name = "l2mac-no-such-package-4f9c2"
+    (tmp_path / "requirements.txt").write_text(f"{name}\n")
+    failed = ProjectEnvironment(tmp_path).sync()
+    assert not failed.own and name in failed.problem and "No matching distribution" in failed.problem
