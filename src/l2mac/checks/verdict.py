@@ -32,6 +32,7 @@ from l2mac.checks.layout import is_test_file
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.regressions import Baseline, find_regression
 from l2mac.checks.repairs import python_files, rewrite
+from l2mac.checks.serve import serve_check
 from l2mac.checks.tests import TestRun, run_tests
 from l2mac.domains import Domain
 from l2mac.types import Instruction
@@ -133,7 +134,27 @@ class StepChecks:
             elif not outcome.ok:
                 blame, outcome = self._blame_hard_coded_files(outcome)
                 problems.append(blame + outcome.report(env.max_output_chars))
+        if not problems and self.run_tests and env.python_checks:
+            problems += self._serve()
         return not problems, "\n\n".join(problems)
+
+    def _serve(self) -> list[str]:
+        """A program that serves, started as its user would start it and asked for the step's routes."""
+        env = self.env
+        served = serve_check(
+            env.runner,
+            env.store.root,
+            env.python,
+            env.store.snapshot(),
+            self.instruction.instruction,
+            env.command_timeout_s,
+        )
+        if served is None:
+            return []
+        self.log(
+            "served", command=list(served.command[1:]), port=served.port, answers=[list(a) for a in served.answers]
+        )
+        return [] if served.ok else [served.report()]
 
     def _install(self) -> list[str]:
         """Bring the project's environment up to date with what it declares; a failure is the model's to fix."""
