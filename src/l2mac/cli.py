@@ -135,6 +135,7 @@ def summary_table(report: RunReport) -> Table:
         ("tokens", f"{report.tokens.total:,} ({report.requests} requests)"),
         ("generated code ran in", report.isolation),
         *([("on", _environment_line(report.environment))] if report.environment else []),
+        *([("README commands", _readme_line(report))] if report.readme else []),
         ("cost", cost),
         ("wall time", f"{report.wall_time_s:.1f}s"),
     ]
@@ -152,6 +153,12 @@ def _environment_line(env: EnvironmentSummary) -> str:
     )
     failed = "; the last install failed (see run_report.json)" if env.install_problem else ""
     return where + installed + failed
+
+
+def _readme_line(report: RunReport) -> str:
+    works = sum(c.outcome == "works" for c in report.readme)
+    failing = [c.command for c in report.readme if c.outcome == "fails"]
+    return f"{works} of {len(report.readme)} work" + (f"; failing: {'; '.join(failing)}" if failing else "")
 
 
 @app.command("run")
@@ -200,6 +207,13 @@ def run_command(
     sandbox: Annotated[
         str | None,
         typer.Option(help="Where generated code runs: auto, bubblewrap or subprocess (default: auto)."),
+    ] = None,
+    verify_readme: Annotated[
+        bool | None,
+        typer.Option(
+            "--verify-readme/--no-verify-readme",
+            help="At the end, run the README's commands in a fresh copy and report which work (default: on).",
+        ),
     ] = None,
     project_env: Annotated[
         bool | None,
@@ -258,6 +272,7 @@ def run_command(
                 "recoveries": recoveries,
                 "sandbox": "bubblewrap" if require_sandbox else sandbox,
                 "project_env": project_env,
+                "verify_readme": verify_readme,
             },
         )
         from l2mac.run import run_l2mac

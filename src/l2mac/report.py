@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from l2mac.checks.python import find_code_issues
+from l2mac.checks.readme import ReadmeCommand
 from l2mac.checks.tests import run_tests
 from l2mac.domains import Domain
 from l2mac.tools import ToolEnv
@@ -87,6 +88,14 @@ class EnvironmentSummary(BaseModel):
     install_problem: str = ""
 
 
+class ReadmeCheck(BaseModel):
+    """One command of the generated README, run as written in a fresh copy with a fresh venv."""
+
+    command: str
+    outcome: str  # works | fails | still running
+    detail: str = ""
+
+
 class JournalSummary(BaseModel):
     """Whether the run was resumed, and how much of it was replayed from the journal."""
 
@@ -125,6 +134,7 @@ class RunReport(BaseModel):
     wall_time_s: float
     journal: JournalSummary = Field(default_factory=JournalSummary)
     environment: EnvironmentSummary | None = None  # None for a book, or a report from before it was recorded
+    readme: list[ReadmeCheck] = Field(default_factory=list)  # empty: no README commands, or not verified
 
     @property
     def ok(self) -> bool:
@@ -146,6 +156,7 @@ def build_report(
     tests_required: bool,
     stopped: str | None,
     journal: JournalSummary,
+    readme: list[ReadmeCommand] | None = None,
 ) -> RunReport:
     files = env.store.snapshot()
     issues = find_code_issues(env.store.root, list(files)) if domain.python_checks else []
@@ -193,6 +204,7 @@ def build_report(
         wall_time_s=round(wall_time_s, 2),
         journal=journal,
         environment=_environment(env) if domain.python_checks else None,
+        readme=[ReadmeCheck(command=c.command, outcome=c.outcome, detail=c.detail) for c in readme or []],
     )
 
 

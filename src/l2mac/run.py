@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic_ai.models import Model
 
 from l2mac.checks.environment import ProjectEnvironment
+from l2mac.checks.readme import verify_readme
 from l2mac.checks.runner import Runner
 from l2mac.checks.sandbox import choose_runner
 from l2mac.context import ContextBudget, estimate_tokens
@@ -280,6 +281,10 @@ def _finish(
     if done.stopped:
         ctx.history.commit(f"stopped: {done.stopped}")
         ctx.record.log("run_stopped", reason=done.stopped)
+    verify = rs.verify_readme and ctx.domain.python_checks and rs.run_tests
+    readme = verify_readme(env.runner, env.store.snapshot(), rs.command_timeout_s) if verify else []
+    if readme:
+        ctx.record.log("readme", commands=[asdict(c) for c in readme])
     report = build_report(
         project=env.store.root.name,
         model=info.label,
@@ -296,6 +301,7 @@ def _finish(
         journal=JournalSummary(
             resumed=start.resumed, replayed_calls=journal.replayed, diverged_at_call=journal.diverged_at
         ),
+        readme=readme,
     )
     ctx.record.save_report(report)
     return report

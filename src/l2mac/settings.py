@@ -117,6 +117,11 @@ class RunSettings(BaseModel):
     )
     context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
     recoveries: bool = Field(default=True, description="Turn code blocks that name a file into writes.")
+    verify_readme: bool = Field(
+        default=True,
+        description="At the end, run the README's commands as written in a fresh copy with a fresh venv, and "
+        "report which work (install commands get the network).",
+    )
     project_env: bool = Field(
         default=True,
         description="Give the project its own .venv with the dependencies it declares, installed from the package "

@@ -37,6 +37,10 @@ class Runner(Protocol):
 
     def run(self, argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessResult: ...
 
+    def networked(self) -> Runner:
+        """The same runner with the network reachable: for installers only, never for the project's code."""
+        ...
+
 
 def scrubbed_env(cwd: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Only harmless variables: no API keys, tokens or config paths reach generated code."""
@@ -193,3 +197,6 @@ class SubprocessRunner:
     def run(self, argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessResult:
         limits = self.limits.for_timeout(timeout_s)
         return run_process(argv, cwd, timeout_s, env=scrubbed_env(cwd), limits=limits)
+
+    def networked(self) -> Runner:
+        return self  # a plain subprocess has the network anyway

@@ -30,11 +30,18 @@ class BubblewrapRunner:
         hidden: Iterable[Path] = (),
         visible: Iterable[Path] = (),
         limits: ResourceLimits | None = None,
+        *,
+        network: bool = False,
     ) -> None:
         self.bwrap = bwrap
         self.hidden = [Path(p) for p in hidden]
         self.visible = [Path(p) for p in visible]
         self.limits = limits or ResourceLimits()
+        self.network = network
+
+    def networked(self) -> BubblewrapRunner:
+        """The same isolation, but with the host's network: installers (a README's pip install) need the index."""
+        return BubblewrapRunner(self.bwrap, self.hidden, self.visible, self.limits, network=True)
 
     def argv(self, argv: Sequence[str], cwd: Path) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``cwd``. Later mounts sit on top of earlier ones."""
@@ -49,7 +56,7 @@ class BubblewrapRunner:
                 args += ["--ro-bind", str(path), str(path)]
         cwd = cwd.resolve()
         args += ["--bind", str(cwd), str(cwd), "--chdir", str(cwd)]
-        args += [*_ISOLATE, "--"]
+        args += [*_ISOLATE, *(["--share-net"] if self.network else []), "--"]
         return args + list(argv)
 
     def run(self, argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessResult:

@@ -1,0 +1,69 @@
+"""True READMEs: the commands a README gives are run as written in a fresh copy with a fresh venv, and each is
+reported as working, failing (with why) or still running."""
+
+from __future__ import annotations
+
+import pytest
+
+from l2mac.checks.readme import readme_commands, verify_readme
+from l2mac.checks.sandbox import choose_runner
+
+README = """# greet
+
+Install and run:
+
+```bash
+$ cd greet
+python -m venv .venv && source .venv/bin/activate
+# run it
+python -m greet Ada
+```
+
+```
+python -m greet
+{"not": "a command"}
+```
+
+Then `pytest -q`, or:
+
+```console
+$ pytest -q
+$ python -m nowhere
+```
+"""
+
+GREET = "import sys\n\n\ndef main():\n    print('hello ' + sys.argv[1])\n\n\nif __name__ == '__main__':\n    main()\n"
+
+
+def test_the_commands_are_the_shell_lines_a_user_would_paste() -> None:
+    assert readme_commands(README) == ["python -m greet Ada", "python -m greet", "pytest -q", "python -m nowhere"]
+    assert readme_commands("# nothing to run\n\n```python\nprint(1)\n```\n") == []
+
+
+def test_each_command_runs_as_written_in_a_fresh_copy() -> None:
+    readme = README.replace("$ pytest -q\n", "")  # the fresh venv has no pytest unless the README installs it
+    files = {"README.md": readme, "greet/__init__.py": "", "greet/__main__.py": GREET}
+    checked = {c.command: c for c in verify_readme(choose_runner("auto"), files, 60)}
+    assert list(checked) == ["python -m greet Ada", "python -m greet", "python -m nowhere"]
+    assert checked["python -m greet Ada"].outcome == "works"
+    failing = checked["python -m greet"]  # no argument: the program's own IndexError
+    assert failing.outcome == "fails" and failing.detail.startswith("exit code 1") and "IndexError" in failing.detail
+    assert "No module named nowhere" in checked["python -m nowhere"].detail
+
+
+def test_a_command_that_keeps_running_is_reported_as_still_running() -> None:
+    files = {"README.md": "```bash\npython -c 'import time; time.sleep(60)'\n```\n"}
+    (only,) = verify_readme(choose_runner("auto"), files, 2)
+    assert only.outcome == "still running"
+
+
+@pytest.mark.index
+def test_an_install_command_gets_the_network_and_what_it_installs_is_used() -> None:
+    pyproject = (
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "table"\nversion = "0.1.0"\ndependencies = ["tabulate==0.9.0"]\n'
+    )
+    readme = "```bash\npip install -e .\npython -c 'import table, tabulate'\n```\n"
+    files = {"README.md": readme, "pyproject.toml": pyproject, "table.py": "import tabulate\n"}
+    checked = verify_readme(choose_runner("auto"), files, 300)
+    assert [c.outcome for c in checked] == ["works", "works"], checked
