@@ -93,3 +93,28 @@ def test_a_step_told_of_an_undeclared_import_declares_it_and_passes(tmp_path: Pa
     assert "app.py:1: dependency: imports 'yaml'" in told[0] and '"PyYAML"' in told[0]
     assert result.ok, result.report
     assert [o.check_failures for o in result.outcomes] == [1]
+
+
+def test_an_soa_lead_declares_what_her_modules_import(tmp_path: Path) -> None:
+    from l2mac.checks.dependencies import with_requirements
+    from l2mac.soa.tools import SkeletonArgs
+
+    blocks: list[tuple[str | None, str]] = [
+        ("app/core.py", "import yaml\n\n\ndef load(text: str) -> dict:\n    ...\n"),
+        ("tests/test_core.py", "from app.core import load\n"),
+        ("requirements.txt", "PyYAML\n\n"),
+    ]
+    args = SkeletonArgs.model_validate(SkeletonArgs.from_answer(blocks, ""))
+    assert args.dependencies == ["PyYAML"] and [m.path for m in args.modules] == ["app/core.py"]
+    (tmp_path / "requirements.txt").write_text("flask\n")
+    assert with_requirements(tmp_path, ["flask", "PyYAML"]) == "flask\nPyYAML\n"
+    assert with_requirements(tmp_path, ["flask", " "]) == ""  # nothing new: nothing to write
+
+
+def test_a_url_or_path_requirement_is_refused_and_never_installed(tmp_path: Path) -> None:
+    write(tmp_path, {"requirements.txt": "flask\nhelper @ file:///tmp/helper\n"})
+    declared = Declared.read(tmp_path)
+    assert declared.requirements == ("flask",) and declared.covers("helper")  # declared, but not installable
+    assert declared.problem_file == "requirements.txt" and "'helper @ file:///tmp/helper' is a direct reference" in (
+        declared.problem
+    )

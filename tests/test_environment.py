@@ -31,9 +31,11 @@ class FakeInstaller:
     def __init__(self, unknown: tuple[str, ...] = ()) -> None:
         self.unknown = unknown
         self.commands: list[list[str]] = []
+        self.folders: list[Path] = []
 
     def __call__(self, argv: Sequence[str], cwd: Path, timeout_s: float) -> tuple[int, str]:
         self.commands.append(list(argv))
+        self.folders.append(cwd)
         if "venv" in argv:
             venv = Path(argv[-1])
             (venv / "bin").mkdir(parents=True)
@@ -75,7 +77,8 @@ def test_declared_dependencies_are_installed_once_and_reused_by_the_next_run(tmp
     assert first.own and first.python == str(tmp_path / VENV / "bin" / "python") and first.install_s >= 0
     assert installer.installs == [["pytest", "PyYAML>=6"]] and (tmp_path / VENV / STAMP).is_file()
     pip = installer.commands[-1]
-    assert pip[:5] == [sys.executable, "-m", "pip", "--python", first.python]  # pip installs into the venv
+    assert pip[:6] == [sys.executable, "-I", "-m", "pip", "--python", first.python]  # isolated, into the venv
+    assert tmp_path not in installer.folders  # never run in the project folder: its files are not picked up
     assert env.sync().own and len(installer.commands) == 2  # unchanged: nothing run
     again = ProjectEnvironment(tmp_path, install=installer, uv="")  # a second run on the same project
     assert again.sync().python == first.python and len(installer.commands) == 2
@@ -89,7 +92,8 @@ def test_uv_is_used_when_it_is_there(tmp_path: Path) -> None:
     installer = FakeInstaller()
     ProjectEnvironment(tmp_path, install=installer, uv="/usr/bin/uv").sync()
     assert installer.commands[0][:2] == ["/usr/bin/uv", "venv"]
-    assert installer.commands[1][:4] == ["/usr/bin/uv", "pip", "install", "--quiet"]
+    assert installer.commands[1][:5] == ["/usr/bin/uv", "pip", "install", "--quiet", "--no-config"]
+    assert all("--no-config" in c for c in installer.commands)  # never the project's [tool.uv] or uv.toml
 
 
 def test_a_failed_install_keeps_the_installers_words_and_is_not_retried_unchanged(tmp_path: Path) -> None:
@@ -150,3 +154,7 @@ def test_a_venv_interpreter_is_shown_read_only_in_the_sandbox_wherever_it_lives(
     assert argv.index("--chdir") > at  # the scratch copy itself is still bound read-write, after it
     plain = BubblewrapRunner("bwrap").argv([sys.executable, "-V"], tmp_path / "scratch")
     assert str(venv) not in plain
+    # in the project itself, its .venv is read-only to the code: what the next install runs is the installer's
+    inside = BubblewrapRunner("bwrap").argv([sys.executable, "-V"], tmp_path / "proj")
+    assert inside[inside.index("--bind") + 3 : inside.index("--bind") + 6] == ["--ro-bind", str(venv), str(venv)]
+    assert str(venv) not in BubblewrapRunner("bwrap").networked().argv(["pip"], tmp_path / "proj")

@@ -50,4 +50,4 @@ def test_an_unknown_package_is_the_resolvers_message_not_a_crash(tmp_path: Path)
     name = "l2mac-no-such-package-4f9c2"
     (tmp_path / "requirements.txt").write_text(f"{name}\n")
     failed = ProjectEnvironment(tmp_path).sync()
-    assert not failed.own and name in failed.problem and "No matching distribution" in failed.problem
+    assert not failed.own and name in failed.problem  # the installer's own words (pip's or uv's)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from l2mac.checks.readme import readme_commands, verify_readme
+from l2mac.checks.readme import INSTALL, readme_commands, verify_readme
 from l2mac.checks.sandbox import choose_runner
 
 README = """# greet
@@ -38,6 +38,19 @@ GREET = "import sys\n\n\ndef main():\n    print('hello ' + sys.argv[1])\n\n\nif 
 def test_the_commands_are_the_shell_lines_a_user_would_paste() -> None:
     assert readme_commands(README) == ["python -m greet Ada", "python -m greet", "pytest -q", "python -m nowhere"]
     assert readme_commands("# nothing to run\n\n```python\nprint(1)\n```\n") == []
+    # a closing fence never opens a block: the prose after a python block is not run, the next shell block is
+    mixed = (
+        "```python\nimport greet\n```\n\npython is fun\n\n"
+        "```console\n$ . .venv/bin/activate\n$ pip install \\\n    -e .\nSuccessfully installed greet\n```\n"
+    )
+    assert readme_commands(mixed) == ["pip install      -e ."]
+
+
+def test_only_a_bare_install_line_gets_the_network() -> None:
+    assert INSTALL.match("pip install -e .") and INSTALL.match("python -m pip install -r requirements.txt")
+    assert INSTALL.match("uv pip install flask") and INSTALL.match("uv sync")
+    assert not INSTALL.match("uv run app.py") and not INSTALL.match("pip install . && python app.py")
+    assert not INSTALL.match("pip install $(cat reqs)") and not INSTALL.match("python app.py")
 
 
 def test_each_command_runs_as_written_in_a_fresh_copy() -> None:

@@ -75,11 +75,11 @@ def test_a_program_that_answers_passes_and_one_that_fails_a_route_is_reported(tm
     sources = project(tmp_path, {"server.py": SERVER})
     served = serve_check(runner, tmp_path, sys.executable, sources, "Serve GET /items and GET /items/<id>.", 60)
     assert served is not None and served.ok, served
-    assert served.answers == (("GET", "/items", 200), ("GET", "/items/1", 200)) and served.port == 8000
+    assert served.answers == (("GET", "/items", 200), ("GET", "/items/1", 200)) and served.port is not None
     broken = serve_check(runner, tmp_path, sys.executable, sources, "Add GET /boom and DELETE /items/<id>.", 60)
     assert broken is not None and not broken.ok
     report = broken.report()
-    assert "started with `python server.py` (it listened on port 8000)" in report
+    assert f"started with `python server.py` (it listened on port {broken.port})" in report
     assert "DELETE /items/1 -> 500" in report and "GET /boom -> RemoteDisconnected" in report
     assert "RuntimeError: boom" in report  # the program's own output says why
 
@@ -95,6 +95,9 @@ def test_a_program_that_crashes_at_start_is_reported_with_its_traceback(tmp_path
 
 @pytest.mark.index
 def test_a_flask_app_is_installed_started_requested_and_stopped(tmp_path: Path) -> None:
+    runner = choose_runner("auto")
+    if runner.isolation != "bubblewrap":  # its fixed port is free for certain only in a network of its own
+        pytest.skip("needs bubblewrap")
     app = (
         "from flask import Flask, jsonify\n\napp = Flask(__name__)\n\n\n@app.get('/notes')\ndef notes():\n"
         "    return jsonify([])\n\n\nif __name__ == '__main__':\n    app.run(port=5001)\n"
@@ -103,6 +106,6 @@ def test_a_flask_app_is_installed_started_requested_and_stopped(tmp_path: Path) 
     sources = project(tmp_path, {"app.py": app, "pyproject.toml": pyproject})
     installed = ProjectEnvironment(tmp_path).sync()
     assert installed.own and not installed.problem, installed.problem
-    served = serve_check(choose_runner("auto"), tmp_path, installed.python, sources, "Add GET /notes.", 60)
+    served = serve_check(runner, tmp_path, installed.python, sources, "Add GET /notes.", 60)
     assert served is not None and served.ok and served.answers == (("GET", "/notes", 200),), served
     assert served.port == 5001  # read from the kernel, not guessed

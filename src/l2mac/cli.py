@@ -148,11 +148,10 @@ def _environment_line(env: EnvironmentSummary) -> str:
     if not env.own and not env.install_problem:
         return f"l2mac's interpreter ({env.python}): the project declares no third-party dependency"
     where = f"the project's .venv ({env.python})" if env.own else f"l2mac's interpreter ({env.python})"
-    installed = (
-        f", {env.installer} installed {', '.join(env.dependencies)} in {env.install_s:.1f}s" if env.dependencies else ""
-    )
-    failed = "; the last install failed (see run_report.json)" if env.install_problem else ""
-    return where + installed + failed
+    deps = ", ".join(env.dependencies)
+    if env.install_problem:
+        return f"{where}; installing {deps} with {env.installer} failed (see run_report.json)"
+    return where + (f", {env.installer} installed {deps} ({env.install_s:.1f}s installing)" if deps else "")
 
 
 def _readme_line(report: RunReport) -> str:

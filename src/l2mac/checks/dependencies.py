@@ -62,7 +62,7 @@ class Declared:
 
     names: frozenset[str] = frozenset()
     sources: tuple[str, ...] = ()
-    #: the requirements as written (PEP 508), in order, without repeats: what an installer is given
+    #: the requirements from the index as written (PEP 508), in order, without repeats: what an installer is given
     requirements: tuple[str, ...] = ()
     problem: str = ""
     problem_file: str = ""
@@ -89,7 +89,18 @@ class Declared:
                 requirements += _valid(kept)
         unique = tuple(dict.fromkeys(requirements))
         names = frozenset(canonicalize_name(Requirement(r).name) for r in unique)
-        return cls(names, tuple(sources), unique, problem, problem_file)
+        direct = [r for r in unique if Requirement(r).url]  # name @ URL or path: built from anywhere, unsandboxed
+        if direct and not problem:
+            where = (
+                PYPROJECT if PYPROJECT in sources and any(r in _pyproject_text(root) for r in direct) else REQUIREMENTS
+            )
+            problem, problem_file = (
+                f"{direct[0]!r} is a direct reference (a URL or a path): only packages from the package index are "
+                "installed; declare it by its name on the index (and a version)",
+                where,
+            )
+        index = tuple(r for r in unique if r not in direct)
+        return cls(names, tuple(sources), index, problem, problem_file)
 
     def covers(self, module: str) -> bool:
         return canonicalize_name(distribution_for(module)) in self.names
@@ -108,6 +119,14 @@ class Declared:
         )
 
 
+def with_requirements(root: Path, dependencies: list[str]) -> str:
+    """The project's requirements.txt with ``dependencies`` added; empty when none of them is new."""
+    path = root / REQUIREMENTS
+    have = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    new = [d.strip() for d in dependencies if d.strip() and d.strip() not in have]
+    return "\n".join([*have, *new]) + "\n" if new else ""
+
+
 def _pyproject_requirements(data: dict[str, Any]) -> list[str]:
     project = data.get("project", {})
     found = list(project.get("dependencies", []))
@@ -116,6 +135,13 @@ def _pyproject_requirements(data: dict[str, Any]) -> list[str]:
     for group in data.get("dependency-groups", {}).values():
         found += [r for r in group if isinstance(r, str)]  # an {include-group = ...} table names no package
     return [r for r in found if isinstance(r, str)]
+
+
+def _pyproject_text(root: Path) -> str:
+    try:
+        return (root / PYPROJECT).read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _valid(requirements: Iterable[str]) -> list[str]:

@@ -1,14 +1,13 @@
 """Static checks of Python files: syntax (compile), pyflakes-class errors (ruff), broken imports (AST), type
 errors that are bugs at run time (mypy, ``typecheck.py``) and the project-shape checks (``shape.py``).
 
-Third-party modules that are not installed are reported as warnings, not blocking errors: the model cannot
-install packages, and the project's tests will say whether that matters.
+A third-party module must be declared (``dependencies.py``); once it is, the project's environment installs it
+(``environment.py``), and a failed install is reported there, with the installer's words.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import re
 import subprocess
@@ -134,16 +133,6 @@ def _guarded_imports(tree: ast.Module) -> set[int]:
     return guarded
 
 
-def _installed(name: str) -> bool:
-    top = name.split(".")[0]
-    if top in sys.builtin_module_names:
-        return True
-    try:
-        return importlib.util.find_spec(top) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 class _ImportChecker:
     """Resolves the imports of project files against the project's own modules and the installed ones."""
 
@@ -184,8 +173,6 @@ class _ImportChecker:
             return []
         if is_third_party(name) and not self.declared.covers(name):
             return [CodeIssue(rel, line, "dependency", self.declared.missing(name))]
-        if not _installed(name):
-            return [CodeIssue(rel, line, "import", f"module {top!r} is not installed here", blocking=False)]
         return []
 
     def _check_from(self, rel: str, node: ast.ImportFrom, package: list[str]) -> list[CodeIssue]:

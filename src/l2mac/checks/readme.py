@@ -1,10 +1,12 @@
 """True READMEs: the commands a generated README gives are run as written, in a fresh copy of the project with a
 fresh virtual environment, and the report says which of them work.
 
-The commands are the lines of the README's shell code blocks (```bash, ```sh, ```shell, ```console, or an
-unlabelled block), a leading ``$ `` dropped; comments, ``cd`` and ``git clone`` lines are skipped (the copy is
-the project folder already). They run in order, as a user pastes them, with the fresh environment's ``bin``
-first on ``PATH``, under the same sandbox as the project's tests. Install commands (pip, uv) are given the
+The commands are the lines of the README's shell code blocks (```bash, ```sh, ```shell; in ```console the lines
+after a ``$`` prompt; in an unlabelled block the lines that start like a command), lines continued with a backslash
+joined; comments, ``cd``, ``git clone`` and venv creation or activation are skipped (the copy is the project
+folder, and has its venv). They run in order, as a user pastes them, with the fresh environment's ``bin`` first on
+``PATH``, under the same sandbox as the project's tests, with its scrubbed environment and hidden home folder (so
+without the user's own pip settings). A bare ``pip install``, ``uv pip install`` or ``uv sync`` line is given the
 network, and nothing else is. A command still running at its time limit (a server, a program waiting for
 input) is reported as such: it started, and whether it then works is not known.
 """
@@ -19,12 +21,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from l2mac.checks.environment import INSTALL_TIMEOUT_S
 from l2mac.checks.runner import Runner
 
 README = "README.md"
-SHELL_BLOCK = re.compile(r"^```[ \t]*(bash|sh|shell|console|zsh)?[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
-INSTALL = re.compile(r"^(python3?\s+-m\s+)?(pip3?|uv)\b")
-SKIPPED = re.compile(r"^(cd|git\s+clone|source|\.|export|deactivate|python3?\s+-m\s+venv|virtualenv|uv\s+venv)\b")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+-]*)")
+SHELL = frozenset({"bash", "sh", "shell", "zsh"})
+#: install commands, the only ones given the network; a line that chains anything after them is not one
+INSTALL = re.compile(r"^(?:(?:python3?\s+-m\s+)?pip3?\s+install|uv\s+pip\s+install|uv\s+sync)\b[^;&|`$<>()]*$")
+SKIPPED = re.compile(
+    r"^(?:(?:cd|git\s+clone|source|export|deactivate|virtualenv|uv\s+venv|python3?\s+-m\s+venv)\b|\.\s)"
+)
 #: lines of an unlabelled block that read as commands (an unlabelled block may hold output or a file)
 COMMAND_WORDS = re.compile(r"^(python3?|pip3?|uv|pytest|flask|uvicorn|make|bash|sh)\b")
 
@@ -32,22 +39,54 @@ COMMAND_WORDS = re.compile(r"^(python3?|pip3?|uv|pytest|flask|uvicorn|make|bash|
 @dataclass(frozen=True)
 class ReadmeCommand:
     command: str
-    outcome: str  # works | fails | still running
+    outcome: str  # works | fails | still running | not run
     detail: str = ""  # for a failure: the exit code and the end of the output
 
 
 def readme_commands(text: str) -> list[str]:
     """The commands the README tells a user to run, in order, without repeats."""
     found: list[str] = []
-    for lang, body in SHELL_BLOCK.findall(text):
-        for raw in body.splitlines():
+    for lang, lines in _blocks(text):
+        for raw in _joined(lines):
             line = raw.strip()
-            line = line[2:].strip() if line.startswith("$ ") else line
+            prompted = line.startswith("$ ")
+            line = line[2:].strip() if prompted else line
             if not line or line.startswith("#") or SKIPPED.match(line):
                 continue
-            if lang or COMMAND_WORDS.match(line):
+            if lang in SHELL or (lang == "console" and prompted) or (not lang and COMMAND_WORDS.match(line)):
                 found.append(line)
     return list(dict.fromkeys(found))
+
+
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """The fenced blocks of a Markdown text: (language, lines). A fence closes only with the same character,
+    at least as long, and nothing else on its line."""
+    blocks: list[tuple[str, list[str]]] = []
+    fence, lang = "", ""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if not fence:
+            if opened := FENCE.match(line):
+                fence, lang, lines = opened.group(1), opened.group(2).lower(), []
+        elif line.strip() and set(line.strip()) == {fence[0]} and len(line.strip()) >= len(fence):
+            blocks.append((lang, lines))
+            fence = ""
+        else:
+            lines.append(line)
+    return blocks
+
+
+def _joined(lines: list[str]) -> list[str]:
+    """Lines continued with a trailing backslash, joined into one command."""
+    out: list[str] = []
+    pending = ""
+    for line in lines:
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+        else:
+            out.append(pending + line)
+            pending = ""
+    return [*out, pending] if pending else out
 
 
 def verify_readme(
@@ -57,24 +96,38 @@ def verify_readme(
     commands = readme_commands(files.get(README, ""))
     if not commands:
         return []
+    try:
+        return _verify_in_copy(runner, files, commands, timeout_s, base_python)
+    except OSError as e:  # no room for the copy, say: the run's report is still written
+        return [ReadmeCommand(c, "not run", f"no fresh copy could be made: {e}") for c in commands]
+
+
+def _verify_in_copy(
+    runner: Runner, files: dict[str, str], commands: list[str], timeout_s: float, base_python: str
+) -> list[ReadmeCommand]:
     with tempfile.TemporaryDirectory(prefix="l2mac-readme-") as tmp:
         copy = Path(tmp) / "project"
         for rel, text in files.items():
             (copy / rel).parent.mkdir(parents=True, exist_ok=True)
             (copy / rel).write_text(text, encoding="utf-8")
         venv = copy / ".venv"
-        made = subprocess.run(
-            [base_python, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=300, check=False
-        )
-        if made.returncode != 0:
-            return [ReadmeCommand(c, "fails", f"no fresh environment: {made.stderr.strip()[-500:]}") for c in commands]
+        try:
+            made = subprocess.run(
+                [base_python, "-I", "-m", "venv", str(venv)], capture_output=True, text=True, timeout=300, check=False
+            )
+            problem = made.stderr.strip()[-500:] if made.returncode else ""
+        except (OSError, subprocess.SubprocessError) as e:
+            problem = str(e)
+        if problem:
+            return [ReadmeCommand(c, "not run", f"no fresh environment could be made: {problem}") for c in commands]
         return [_run(runner, copy, venv, command, timeout_s) for command in commands]
 
 
 def _run(runner: Runner, copy: Path, venv: Path, command: str, timeout_s: float) -> ReadmeCommand:
     script = f'export VIRTUAL_ENV={shlex.quote(str(venv))} PATH={shlex.quote(str(venv / "bin"))}:"$PATH"\n{command}'
-    chosen = runner.networked() if INSTALL.match(command) else runner
-    result = chosen.run(["bash", "-c", script], copy, timeout_s)
+    install = bool(INSTALL.match(command))
+    chosen = runner.networked() if install else runner
+    result = chosen.run(["bash", "-c", script], copy, INSTALL_TIMEOUT_S if install else timeout_s)
     if result.timed_out:
         return ReadmeCommand(command, "still running", f"still running after {timeout_s:.0f} s, then stopped")
     if result.returncode == 0:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from l2mac.checks.environment import VENV
 from l2mac.checks.runner import ProcessResult, ResourceLimits, Runner, SubprocessRunner, run_process, scrubbed_env
 from l2mac.errors import ConfigError
 
@@ -55,7 +56,10 @@ class BubblewrapRunner:
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
         cwd = cwd.resolve()
-        args += ["--bind", str(cwd), str(cwd), "--chdir", str(cwd)]
+        args += ["--bind", str(cwd), str(cwd)]
+        if not self.network and (cwd / VENV).is_dir():  # the project's code cannot change what installs run
+            args += ["--ro-bind", str(cwd / VENV), str(cwd / VENV)]
+        args += ["--chdir", str(cwd)]
         args += [*_ISOLATE, *(["--share-net"] if self.network else []), "--"]
         return args + list(argv)
 

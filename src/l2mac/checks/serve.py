@@ -98,7 +98,7 @@ def entry_command(sources: dict[str, str], python: str) -> list[str] | None:
         return None
     if "manage.py" in trees and any(m.startswith("django") for found in serving.values() for m in found):
         return [python, "manage.py", "runserver", "127.0.0.1:8000", "--noreload"]
-    mains = sorted((p for p, t in trees.items() if _has_main(t)), key=lambda p: (p not in serving, p.count("/"), p))
+    mains = sorted((p for p in serving if _has_main(trees[p])), key=lambda p: (p.count("/"), p))
     if mains:
         return [python, mains[0]]
     for path, found in sorted(serving.items()):
@@ -117,10 +117,12 @@ def serve_check(
     driver = package_files("l2mac.checks").joinpath("serve_driver.py").read_text(encoding="utf-8")
     asked = routes(instruction)
     spec = {"command": command, "requests": asked, "wait_s": WAIT_S}
-    result = runner.run([python, "-c", driver, json.dumps(spec)], root, max(timeout_s, WAIT_S + 30 * len(asked)))
+    # -I: the project's own files (an email.py, a json.py) must not stand in for the modules the driver imports
+    argv = [python, "-I", "-c", driver, json.dumps(spec)]
+    result = runner.run(argv, root, max(timeout_s, WAIT_S + 30 * len(asked)))
     try:
         data = json.loads(result.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
+        answers = tuple((str(m), str(p), a if isinstance(a, int) else str(a)) for m, p, a in data["answers"])
+        return Served(tuple(command), data["port"], data["exited"], answers, str(data["output"]))
+    except (IndexError, ValueError, KeyError, TypeError):  # the driver itself did not finish: say what it said
         return Served(tuple(command), None, result.returncode, output=result.output[-3000:])
-    answers = tuple((str(m), str(p), a if isinstance(a, int) else str(a)) for m, p, a in data["answers"])
-    return Served(tuple(command), data["port"], data["exited"], answers, str(data["output"]))

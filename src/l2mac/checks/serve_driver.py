@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -82,7 +83,9 @@ def ask(port: int, method: str, path: str) -> int | str:
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    env = dict(os.environ, PORT="8000")  # for a program that reads its port from the environment
+    with socket.socket() as probe:  # a free port, for a program that reads its port from the environment
+        probe.bind(("127.0.0.1", 0))
+        env = dict(os.environ, PORT=str(probe.getsockname()[1]))
     with tempfile.TemporaryFile("w+", errors="replace") as log:
         proc = subprocess.Popen(spec["command"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         port: int | None = None
@@ -92,12 +95,11 @@ def main() -> None:
             port = listening_port(proc.pid)
         answers = [[m, p, ask(port, m, p)] for m, p in spec["requests"]] if port is not None else []
         exited = proc.poll()
-        try:
+        with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=5)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # children (a reloader, workers) too, whatever the leader did
+            os.killpg(proc.pid, signal.SIGKILL)
         log.seek(0)
         output = log.read()[-3000:]
     print(json.dumps({"port": port, "exited": exited, "answers": answers, "output": output}))

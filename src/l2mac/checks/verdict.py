@@ -169,11 +169,7 @@ class StepChecks:
                 seconds=installed.install_s,
                 problem=installed.problem[:2000],
             )
-        if not installed.problem:
-            return []
-        return [
-            f"Installing the project's declared dependencies with {installed.installer} failed:\n{installed.problem}"
-        ]
+        return [installed.failure()] if installed.problem else []
 
     def _lacking(self) -> list[str]:
         """Notes for what the step names and the project lacks, most basic first."""

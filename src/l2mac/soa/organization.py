@@ -27,6 +27,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.tests import run_tests
 from l2mac.control.protocol import StepProtocol, cut_off
@@ -190,6 +191,8 @@ class Organization:
                     next((m.path for m in args.modules if not m.path.endswith("__init__.py")), args.modules[0].path)
                 )
                 self.env.store.write_text(test_file, args.tests)
+                if needs := with_requirements(self.env.store.root, args.dependencies):  # the .venv installs these
+                    self.env.store.write_text(REQUIREMENTS, needs)
                 self._fix_files([*(m.path for m in args.modules), test_file])
             except (ValidationError, ContractError, ValueError, OSError) as e:
                 user = self.render("rejected_code", error=_short(e))
@@ -326,8 +329,10 @@ class Organization:
         times. The mother is done when its tests pass."""
         for round_ in range(self.limits.repair_rounds + 1):
             self._set(mother, AgentState.TESTING)
+            await asyncio.to_thread(self.env.sync)  # the lead's dependencies, installed into the project's .venv
+            env = self.env
             outcome = await asyncio.to_thread(
-                run_tests, self.env.runner, self.env.store.root, self.env.test_timeout_s, [test_file]
+                partial(run_tests, python=env.python), env.runner, env.store.root, env.test_timeout_s, [test_file]
             )
             if outcome.ok:
                 self._set(mother, AgentState.DONE, outcome.headline())

@@ -28,14 +28,19 @@ class ModuleArgs(BaseModel):
 class SkeletonArgs(BaseModel):
     modules: list[ModuleArgs] = Field(min_length=1, description="The modules of the design")
     tests: str = Field(description="pytest tests of the modules' behaviour")
+    dependencies: list[str] = Field(
+        default_factory=list, description="Third-party libraries the modules import, as package names"
+    )
 
     @classmethod
     def from_answer(cls, blocks: Blocks, text: str) -> dict[str, Any] | None:
-        """Each module as its path and a fenced block; the test files' blocks are the lead's one test file."""
+        """Each module as its path and a fenced block; the test files' blocks are the lead's one test file; a
+        requirements.txt block lists the dependencies."""
         files = {p: c for p, c in blocks if p is not None}
         modules = [{"path": p, "code": c} for p, c in files.items() if not _is_tests(p) and p.endswith(".py")]
         tests = "\n\n".join(c for p, c in files.items() if _is_tests(p))
-        return {"modules": modules, "tests": tests} if modules else None
+        needs = [line.strip() for line in files.get("requirements.txt", "").splitlines() if line.strip()]
+        return {"modules": modules, "tests": tests, "dependencies": needs} if modules else None
 
 
 class FunctionArgs(BaseModel):

@@ -22,11 +22,17 @@ def run_python(args: RunPythonArgs, env: ToolEnv) -> ToolResult:
     if not target.is_file():
         return ToolResult(f"Error: {args.path}: no such file", ok=False)
     timeout = min(args.timeout_s, env.command_timeout_s)
-    env.sync()
+    failed = _install_problem(env)
     result = env.runner.run([env.python, env.store.relative(target), *args.args], env.store.root, timeout)
     status = "timed out" if result.timed_out else f"exit code {result.returncode}"
     body = trim_output(result.output, env.max_output_chars) or "(no output)"
-    return ToolResult(f"{status}\n{body}", ok=result.returncode == 0)
+    return ToolResult(f"{failed}{status}\n{body}", ok=result.returncode == 0)
+
+
+def _install_problem(env: ToolEnv) -> str:
+    """The project's environment brought up to date first; why not, when its install failed."""
+    installed = env.sync()
+    return installed.failure() + "\n\n" if installed is not None and installed.problem else ""
 
 
 class RunTestsArgs(BaseModel):
@@ -35,9 +41,9 @@ class RunTestsArgs(BaseModel):
 
 def run_tests(args: RunTestsArgs, env: ToolEnv) -> ToolResult:
     targets = [env.store.relative(env.store.resolve(p)) for p in args.paths]
-    env.sync()
+    failed = _install_problem(env)
     outcome = run_pytest(env.runner, env.store.root, env.test_timeout_s, targets, python=env.python)
-    return ToolResult(outcome.report(env.max_output_chars), ok=outcome.ok)
+    return ToolResult(failed + outcome.report(env.max_output_chars), ok=outcome.ok and not failed)
 
 
 RUN_PYTHON = Tool("run_python", "Run a Python file of the project and show its output.", RunPythonArgs, run_python)
