@@ -39,8 +39,14 @@ def test_declared_packages_go_into_the_projects_venv_and_its_tests_run_there(tmp
     installed = env.sync()
     assert installed.own and not installed.problem, installed.problem
     assert installed.python == str(tmp_path / VENV / "bin" / "python")
-    outcome = run_tests(choose_runner("auto"), tmp_path, 120, python=installed.python)
-    assert outcome.status == "passed" and outcome.passed == 1, outcome.output
+    runner = choose_runner("auto")
+    if runner.isolation == "bubblewrap":  # the tests run on the project's .venv with no network, as all code does
+        (tmp_path / "tests" / "test_offline.py").write_text(
+            "import socket\n\nimport pytest\n\n\ndef test_no_network():\n    with pytest.raises(OSError):\n"
+            "        socket.create_connection(('pypi.org', 443), timeout=5)\n"
+        )
+    outcome = run_tests(runner, tmp_path, 120, python=installed.python)
+    assert outcome.status == "passed" and outcome.failed == 0, outcome.output
     assert not importable_by_l2mac(MODULE)  # nothing reached l2mac's own environment
     again = ProjectEnvironment(tmp_path).sync()  # the next run: reused, nothing installed
     assert again.own and again.install_s == 0.0
