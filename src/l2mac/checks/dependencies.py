@@ -70,12 +70,14 @@ class Declared:
     @classmethod
     def read(cls, root: Path) -> Declared:
         requirements: list[str] = []
+        origin: dict[str, str] = {}  # requirement -> the file that declares it (first seen)
         sources: list[str] = []
         problem = problem_file = ""
         if (root / PYPROJECT).is_file():
             sources.append(PYPROJECT)
             try:
                 requirements += _valid(_pyproject_requirements(tomllib.loads((root / PYPROJECT).read_text("utf-8"))))
+                origin.update(dict.fromkeys(requirements, PYPROJECT))
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError, AttributeError) as e:
                 problem, problem_file = f"not valid TOML ({e}): the project's dependencies are unknown", PYPROJECT
         if (root / REQUIREMENTS).is_file():
@@ -86,18 +88,17 @@ class Declared:
                 problem, problem_file = f"cannot be read ({e})", REQUIREMENTS
             else:
                 kept = (line.split(" #")[0].strip() for line in lines if not line.lstrip().startswith("-"))
-                requirements += _valid(kept)
+                from_file = _valid(kept)
+                origin.update({r: REQUIREMENTS for r in from_file if r not in origin})
+                requirements += from_file
         unique = tuple(dict.fromkeys(requirements))
         names = frozenset(canonicalize_name(Requirement(r).name) for r in unique)
         direct = [r for r in unique if Requirement(r).url]  # name @ URL or path: built from anywhere, unsandboxed
         if direct and not problem:
-            where = (
-                PYPROJECT if PYPROJECT in sources and any(r in _pyproject_text(root) for r in direct) else REQUIREMENTS
-            )
             problem, problem_file = (
                 f"{direct[0]!r} is a direct reference (a URL or a path): only packages from the package index are "
                 "installed; declare it by its name on the index (and a version)",
-                where,
+                origin[direct[0]],
             )
         index = tuple(r for r in unique if r not in direct)
         return cls(names, tuple(sources), index, problem, problem_file)
@@ -135,13 +136,6 @@ def _pyproject_requirements(data: dict[str, Any]) -> list[str]:
     for group in data.get("dependency-groups", {}).values():
         found += [r for r in group if isinstance(r, str)]  # an {include-group = ...} table names no package
     return [r for r in found if isinstance(r, str)]
-
-
-def _pyproject_text(root: Path) -> str:
-    try:
-        return (root / PYPROJECT).read_text("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def _valid(requirements: Iterable[str]) -> list[str]:
