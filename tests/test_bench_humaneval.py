@@ -273,3 +273,20 @@ def test_ctrl_c_starts_no_new_task_and_saves_no_outcome_for_the_tasks_it_cut_sho
     assert saved["sessions"] == [
         {**saved["sessions"][0], "tasks": 1, "workers": 2, "interrupted": True}
     ]  # the time it ran is kept
+
+
+def test_ctrl_c_ends_the_process_while_tasks_are_still_in_flight() -> None:
+    # Seen: with a thread pool, the interpreter waited at exit for every task in flight (minutes each) after
+    # Ctrl-C had saved the results, so only SIGTERM stopped the benchmark.
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, threading, time\n"
+        "from l2mac.benchmarks.humaneval import run_in_threads\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+        "run_in_threads(lambda item: time.sleep(600), [1, 2, 3], 2, threading.Event())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "KeyboardInterrupt" in done.stderr and done.returncode != 0

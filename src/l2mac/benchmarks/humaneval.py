@@ -20,13 +20,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
@@ -47,6 +46,8 @@ ENGINE_STRATEGIES = ("l2mac", "soa")
 #: tasks the model cannot fix, which were most of the long ones, without turning them into passes)
 ENGINE_BUDGET: dict[str, int] = {"steps": 1, "max_turns": 12, "max_check_failures": 4}
 CEILING_NOTE = f"ceiling {CEILING}/164: evalplus 0.3.1 fails the canonical solution of {', '.join(KNOWN_BROKEN)}"
+
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -247,18 +248,14 @@ def run_benchmark(
             _save(out, {**data, "summary": summarise(done)})
         say(f"[{i}/{len(tasks)}] {task.task_id}: {entry['wall_time_s']}s, {gen.tokens} tokens")
 
-    pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        for future in [pool.submit(one, item) for item in todo]:
-            future.result()
-    except BaseException:  # Ctrl-C: no new task starts; the caller closes the model, ending those in flight
+        run_in_threads(one, todo, workers, stopping)
+    except BaseException:  # Ctrl-C: no new task starts, and those in flight are dropped (a rerun makes them)
         stopping.set()
-        pool.shutdown(wait=False, cancel_futures=True)
         with saving:
             finished = sum(1 for _, t in todo if t.task_id in done)
             _save(out, {**data, "sessions": [*sessions, session(finished, interrupted=True)]})
         raise
-    pool.shutdown()
     if todo:
         data["sessions"] = [*sessions, session(len(todo))]
     chosen = {t.task_id for t in tasks}
@@ -271,6 +268,35 @@ def run_benchmark(
     data["summary"] = summarise({tid: t for tid, t in done.items() if tid in chosen})
     _save(out, data)
     return data
+
+
+def run_in_threads(work: Callable[[_Item], None], items: list[_Item], workers: int, stopping: threading.Event) -> None:
+    """``work`` on each of ``items``, ``workers`` at once, in order; the first error is raised once the others
+    end. The threads are daemons and the wait wakes twice a second, so Ctrl-C ends the process at once: with
+    a thread pool, the interpreter waited at exit for every task in flight to finish its minutes of work."""
+    queue = list(reversed(items))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        while not stopping.is_set() and not errors:
+            with lock:
+                if not queue:
+                    return
+                item = queue.pop()
+            try:
+                work(item)
+            except BaseException as e:  # raised in the caller's thread
+                errors.append(e)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(items)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.5)
+    if errors:
+        raise errors[0]
 
 
 def code_version() -> str:
