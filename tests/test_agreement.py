@@ -10,7 +10,7 @@ from pydantic_ai.messages import ModelMessage
 from test_text_protocol import fenced, make_unit
 
 from l2mac.checks.agreement import Weigher, outcomes_with
-from l2mac.checks.consensus import choose, relevant_tests, remove_tests, weighable
+from l2mac.checks.consensus import choose, relevant_tests, remove_statement, remove_tests, weighable
 from l2mac.checks.demands import untested_functions, untested_modules
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import per_test_outcomes, run_tests
@@ -460,6 +460,64 @@ def test_the_last_test_of_a_function_the_step_names_is_never_removed(tmp_path: P
     )
     assert not weigher.leaves_a_step_function_untested("tests/test_stats.py", without_wrong)
     assert weigher.leaves_a_step_function_untested("tests/test_stats.py", without_all)  # mean() untested
+
+
+def test_remove_statement_takes_out_the_failing_statement_but_never_the_last_expectation() -> None:
+    source = (
+        "import pytest\nfrom stats import mean\n\n\ndef test_mean():\n    assert mean([2]) == 2\n"
+        "    with pytest.raises(ValueError):\n        mean([-1])\n    assert mean([1, 3]) == 2\n"
+    )
+    test = "tests/test_stats.py::test_mean"
+    cut = remove_statement(source, test, 8)  # a line inside the with block: the whole block goes
+    assert cut is not None
+    pruned, text = cut
+    assert text == "with pytest.raises(ValueError):\n        mean([-1])"
+    assert "raises" not in pruned and "mean([2]) == 2" in pruned and "mean([1, 3]) == 2" in pruned
+    assert remove_statement(source, test, 2) is None  # not a line of the test
+    assert remove_statement(source, "tests/test_stats.py::test_other", 6) is None
+    only = "def test_one():\n    assert 1 == 2\n"
+    assert remove_statement(only, "t.py::test_one", 2) is None  # the test would assert nothing
+
+
+TWO_FUNCTIONS = Instruction(
+    title="Stats",
+    instruction=(
+        "Write stats.py with mean(xs) returning the average of a list of numbers and total(xs) returning their "
+        "sum, and tests/test_stats.py."
+    ),
+    requires_tests=True,
+)
+STATS = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef total(xs):\n    return sum(xs)\n"
+# the only test of mean() asks for an exception the step never mentions, between two right expectations
+OVERREACHING_TEST = (
+    "import pytest\nfrom stats import mean, total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n\n\n"
+    "def test_mean():\n    assert mean([1, 2, 3]) == 2\n    with pytest.raises(ValueError):\n"
+    "        mean([-1, 1])\n    assert mean([4]) == 4\n"
+)
+
+
+def test_the_failing_statement_of_a_functions_only_test_is_dropped_and_the_rest_kept(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: gcd()'s only test expected ValueError for a negative number, which the step never
+    # asked for; every implementation failed it, the model kept it, and removing the whole test would leave
+    # gcd() untested, so it was kept and the step spent its budget on it.
+    def keep_it(messages: list[ModelMessage]):
+        assert "test_mean: passed by 0 of them" in last_user_text(messages)
+        return text(fenced(("tests/test_stats.py", OVERREACHING_TEST)))
+
+    replies = [
+        text(fenced(("stats.py", STATS))),
+        text(fenced(("tests/test_stats.py", OVERREACHING_TEST))),
+        *[text(fenced(("stats.py", STATS)))] * 3,
+        keep_it,
+        text("STEP COMPLETE\nstats.py has mean and total; their tests pass."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, TWO_FUNCTIONS, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert outcome.tests_removed == ["tests/test_stats.py::test_mean: with pytest.raises(ValueError): mean([-1, 1])"]
+    tests = store.read_text("tests/test_stats.py")
+    assert "raises" not in tests and "mean([1, 2, 3]) == 2" in tests and "mean([4]) == 4" in tests
+    assert store.read_text("stats.py") == STATS
 
 
 def test_a_model_that_answers_one_request_at_a_time_gets_its_samples_in_turn_and_the_choice_repeats(

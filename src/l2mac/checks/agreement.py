@@ -27,6 +27,7 @@ from l2mac.checks.consensus import (
     choose,
     defined_names,
     relevant_tests,
+    remove_statement,
     remove_tests,
     sampled_file,
 )
@@ -36,7 +37,7 @@ from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import find_code_issues
 from l2mac.checks.repairs import python_files, repair_written
-from l2mac.checks.tests import per_test_outcomes, run_tests
+from l2mac.checks.tests import failure_lines, per_test_outcomes, run_tests
 from l2mac.domains import Domain
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.store import FileStore
@@ -50,6 +51,8 @@ SaveFile = Callable[[str, str, str], Awaitable[None]]
 SAMPLE_TEMPERATURE = 0.8
 #: implementations (the current one and samples) that must all fail a test before its expectation is questioned
 MIN_IMPLEMENTATIONS_TO_QUESTION = 3
+#: failing statements dropped from the last test of a function the step names, in place of the whole test
+MAX_PRUNED_STATEMENTS = 8
 
 
 @dataclass(frozen=True)
@@ -233,7 +236,8 @@ class Weigher:
         return Settled("\n\n".join(notes), changed, focus, removed)
 
     async def _remove(self, tests: list[str]) -> list[str]:
-        """Remove ``tests`` from their files, but the last test of a function the step names; the ones removed."""
+        """Remove ``tests`` from their files; the ones removed. The last test of a function the step names is
+        never removed whole: only its failing statements are, when what is left of it then passes."""
         store = self.env.store
         removed: list[str] = []
         for path in sorted({t.split("::")[0] for t in tests}):
@@ -241,14 +245,48 @@ class Weigher:
                 continue
             source, gone = remove_tests(store.read_text(path), tests)
             if gone and self.leaves_a_step_function_untested(path, source):
-                self.log("agreement_kept_last_test", tests=gone)
-                continue
+                # the function must stay tested: drop only the statements of these tests that fail
+                source, gone = store.read_text(path), []
+                for test in (t for t in tests if t.split("::")[0] == path):
+                    source, dropped = await asyncio.to_thread(self._prune, path, source, test)
+                    gone += [f"{test}: {text}" for text in dropped]
+                if not gone:
+                    self.log("agreement_kept_last_test", tests=[t for t in tests if t.split("::")[0] == path])
+                    continue
             if gone:
                 await self.save(path, source, "disputed tests removed")
                 removed += gone
         if removed:
             self.log("recovered", recovery="disputed_tests_removed", tests=removed)
         return removed
+
+    def _prune(self, path: str, source: str, test: str) -> tuple[str, list[str]]:
+        """``source`` (of test file ``path``) without the statements of ``test`` that fail, one at a time, as
+        long as what is left still asserts something; with the statements dropped. Unchanged (and nothing
+        dropped) unless what is left passes: a test is never left half-pruned and still failing."""
+        env = self.env
+        dropped: list[str] = []
+        pruned = source
+        with tempfile.TemporaryDirectory(prefix="l2mac-prune-") as tmp:
+            scratch = FileStore(Path(tmp))
+            for other, text in env.store.snapshot().items():
+                scratch.write_text(other, text)
+            for _ in range(MAX_PRUNED_STATEMENTS + 1):
+                scratch.write_text(path, pruned)
+                run = run_tests(env.runner, scratch.root, env.test_timeout_s, [test], python=env.python)
+                if run.ok:
+                    return pruned, dropped
+                if run.status != "failed" or len(dropped) == MAX_PRUNED_STATEMENTS:
+                    break
+                cut = next(
+                    (c for line in failure_lines(run.output, path) if (c := remove_statement(pruned, test, line))),
+                    None,
+                )
+                if cut is None:
+                    break
+                pruned = cut[0]
+                dropped.append(" ".join(cut[1].split())[:200])
+        return source, []
 
     def leaves_a_step_function_untested(self, path: str, source: str) -> bool:
         """Whether ``path`` becoming ``source`` would leave a function the step names with no test: such a test

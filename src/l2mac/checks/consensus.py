@@ -148,6 +148,51 @@ def remove_tests(source: str, test_ids: Sequence[str]) -> tuple[str, list[str]]:
     return out, removed
 
 
+def _test_node(tree: ast.Module, test_id: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function ``test_id`` (``path::test_f``, ``path::TestC::test_f``, with or without ``[params]``) names."""
+    *classes, name = test_id.split("[")[0].split("::")[1:]
+    body: list[ast.stmt] = tree.body
+    for cls in classes:
+        found = [n for n in body if isinstance(n, ast.ClassDef) and n.name == cls]
+        if not found:
+            return None
+        body = found[0].body
+    fns = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+    return fns[0] if fns else None
+
+
+def _checks_something(body: Sequence[ast.stmt]) -> bool:
+    """Whether a test body still states an expectation: an ``assert`` or a ``with pytest.raises(...)``."""
+    return any(
+        isinstance(node, ast.Assert)
+        or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "raises")
+        for stmt in body
+        for node in ast.walk(stmt)
+    )
+
+
+def remove_statement(source: str, test_id: str, line: int) -> tuple[str, str] | None:
+    """``source`` without the statement of test ``test_id`` that holds ``line`` (a whole ``with`` or ``for``
+    block when the line is in one), and that statement's text; None when the line is not in the test, or
+    what would be left of the test no longer asserts anything."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    fn = _test_node(tree, test_id)
+    if fn is None:
+        return None
+    at = [i for i, stmt in enumerate(fn.body) if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno)]
+    if not at or not _checks_something(fn.body[: at[0]] + fn.body[at[0] + 1 :]):
+        return None
+    stmt = fn.body[at[0]]
+    lines = source.splitlines(keepends=True)
+    start, end = stmt.lineno, stmt.end_lineno or stmt.lineno
+    text = "".join(lines[start - 1 : end])
+    del lines[start - 1 : end]
+    return "".join(lines), text.strip()
+
+
 _TESTS_FAILED = re.compile(r"^Tests: \d+ passed, [1-9]\d* failed", re.MULTILINE)
 
 

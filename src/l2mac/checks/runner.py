@@ -53,7 +53,8 @@ def scrubbed_env(cwd: Path, environ: Mapping[str, str] | None = None) -> dict[st
         PYTHONUNBUFFERED="1",
         PYTHONHASHSEED="0",
         MPLBACKEND="Agg",
-        SDL_VIDEODRIVER="dummy",
+        SDL_VIDEODRIVER="dummy",  # a game or GUI runs headless: pygame draws to no window, plays to no device
+        SDL_AUDIODRIVER="dummy",
         QT_QPA_PLATFORM="offscreen",
         NO_COLOR="1",
     )

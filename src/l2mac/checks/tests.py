@@ -171,3 +171,10 @@ def per_test_outcomes(output: str) -> dict[str, bool]:
 
 #: a check report's line that names a file: ``path.py:12: ...``
 PROBLEM_FILE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)
+
+
+def failure_lines(output: str, path: str) -> list[int]:
+    """The lines of ``path`` that pytest's tracebacks in ``output`` pass through (``path.py:12: ...``), last
+    first: in a test file, the last one is the statement that failed."""
+    frame = re.compile(rf"^{re.escape(path)}:(\d+): ", re.MULTILINE)
+    return [int(n) for n in reversed(frame.findall(output))]
