@@ -230,8 +230,6 @@ def run_benchmark(
             gen = generate(task)
         except Exception as e:  # a task's failure is its outcome, not the benchmark's end
             gen = Generation("", 0, 0, error=f"{type(e).__name__}: {e}")
-        if stopping.is_set():
-            return  # interrupted: its model went away under it, so this is no outcome; a rerun generates it
         entry = {
             "solution": gen.solution,
             "tokens": gen.tokens,
@@ -244,6 +242,8 @@ def run_benchmark(
             "plus": None,
         }
         with saving:
+            if stopping.is_set():
+                return  # interrupted: its model went away under it, so this is no outcome; a rerun generates it
             done[task.task_id] = entry
             _save(out, {**data, "summary": summarise(done)})
         say(f"[{i}/{len(tasks)}] {task.task_id}: {entry['wall_time_s']}s, {gen.tokens} tokens")
@@ -251,10 +251,11 @@ def run_benchmark(
     try:
         run_in_threads(one, todo, workers, stopping)
     except BaseException:  # Ctrl-C: no new task starts, and those in flight are dropped (a rerun makes them)
-        stopping.set()
         with saving:
+            stopping.set()
             finished = sum(1 for _, t in todo if t.task_id in done)
-            _save(out, {**data, "sessions": [*sessions, session(finished, interrupted=True)]})
+            data["sessions"] = [*sessions, session(finished, interrupted=True)]
+            _save(out, data)
         raise
     if todo:
         data["sessions"] = [*sessions, session(len(todo))]
@@ -273,7 +274,10 @@ def run_benchmark(
 def run_in_threads(work: Callable[[_Item], None], items: list[_Item], workers: int, stopping: threading.Event) -> None:
     """``work`` on each of ``items``, ``workers`` at once, in order; the first error is raised once the others
     end. The threads are daemons and the wait wakes twice a second, so Ctrl-C ends the process at once: with
-    a thread pool, the interpreter waited at exit for every task in flight to finish its minutes of work."""
+    a thread pool, the interpreter waited at exit for every task in flight to finish its minutes of work. What
+    the tasks in flight leave behind (a scratch folder, a child process) goes with the process."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     queue = list(reversed(items))
     lock = threading.Lock()
     errors: list[BaseException] = []
@@ -292,9 +296,13 @@ def run_in_threads(work: Callable[[_Item], None], items: list[_Item], workers: i
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(items)))]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.5)
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)
+    except BaseException:
+        stopping.set()  # no worker takes another item
+        raise
     if errors:
         raise errors[0]
 
