@@ -13,7 +13,7 @@ from l2mac.checks.agreement import Weigher, outcomes_with
 from l2mac.checks.consensus import choose, relevant_tests, remove_statement, remove_tests, weighable
 from l2mac.checks.demands import untested_functions, untested_modules
 from l2mac.checks.runner import SubprocessRunner
-from l2mac.checks.tests import per_test_outcomes, run_tests
+from l2mac.checks.tests import failure_lines, per_test_outcomes, run_tests
 from l2mac.control import Step, StepLimits
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
@@ -477,6 +477,23 @@ def test_remove_statement_takes_out_the_failing_statement_but_never_the_last_exp
     assert remove_statement(source, "tests/test_stats.py::test_other", 6) is None
     only = "def test_one():\n    assert 1 == 2\n"
     assert remove_statement(only, "t.py::test_one", 2) is None  # the test would assert nothing
+    setup = "def test_s():\n    x = f()\n    assert x == 1\n    assert x > 0\n"
+    assert remove_statement(setup, "t.py::test_s", 2) is None  # only checks go, never what sets them up
+    in_class = "class TestS:\n    def test_s(self):\n        x = f()\n        assert x == 1\n        assert x > 0\n"
+    assert remove_statement(in_class, "t.py::TestS::test_s", 4) == (
+        in_class.replace("        assert x == 1\n", ""),
+        "assert x == 1",
+    )
+
+
+def test_failure_lines_are_the_test_files_frames_in_order_relative_or_absolute() -> None:
+    output = (
+        "    def test_gcd():\n>       assert gcd(-1, 1) == 1\n\ntests/test_m.py:5: \n"
+        "_ _ _\nm.py:3: in gcd\n    raise ValueError\nE   ValueError\n"
+        "/tmp/l2mac-prune-x/tests/test_m.py:9: AssertionError\nother/tests/test_m.py:2: in f\n"
+    )
+    assert failure_lines(output, "tests/test_m.py") == [5, 9]
+    assert failure_lines(output, "m.py") == [3]
 
 
 TWO_FUNCTIONS = Instruction(

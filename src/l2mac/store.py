@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -235,3 +237,14 @@ class GitHistory:
             return []
         out = self._git("log", "--format=%s")
         return out.stdout.splitlines() if out.returncode == 0 else []
+
+
+@contextmanager
+def scratch_copy(files: Mapping[str, str], prefix: str = "l2mac-scratch-") -> Iterator[FileStore]:
+    """A throwaway store holding ``files`` (path -> text), removed on exit: where code is tried out (sampled
+    implementations, the project as a step found it, a pruned test) without touching the project."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        scratch = FileStore(Path(tmp))
+        for path, text in files.items():
+            scratch.write_text(path, text)
+        yield scratch

@@ -14,10 +14,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage
 
@@ -40,7 +38,7 @@ from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import failure_lines, per_test_outcomes, run_tests
 from l2mac.domains import Domain
 from l2mac.models.client import ContextOverflow, ModelClient
-from l2mac.store import FileStore
+from l2mac.store import scratch_copy
 
 #: the messages that ask for ``target`` from the step alone: (target, request, files to hide) -> messages
 AskForFile = Callable[[str, str, Callable[[str], bool]], list[ModelMessage]]
@@ -206,7 +204,7 @@ class Weigher:
         consensus = agreement.supporters >= 2
         unanimous = [t for t in doubted if consensus and t in self.told and agreement.passes[t] == 0]
         self.told |= set(doubted)
-        removed = await self._remove(unanimous)
+        gone, removed = await self._remove(unanimous)
         if removed:
             changed = True
             notes.append(
@@ -221,7 +219,7 @@ class Weigher:
             notes.append(render(prompt, path=target, n=n, tests="\n".join(lines), test_files=files))
 
         focus: str | None = None
-        if told := [t for t in doubted if t not in removed]:
+        if told := [t for t in doubted if t not in gone]:
             focus = told[0].split("::")[0]  # the doubted tests' file is the one to write next
             question("text_agreement_disputed", told, [f"- {t}: passed by {agreement.passes[t]} of them" for t in told])
         # With no evidence either way (no implementation passes any test) the tests are not doubted, but when
@@ -235,42 +233,43 @@ class Weigher:
             return None
         return Settled("\n\n".join(notes), changed, focus, removed)
 
-    async def _remove(self, tests: list[str]) -> list[str]:
-        """Remove ``tests`` from their files; the ones removed. The last test of a function the step names is
-        never removed whole: only its failing statements are, when what is left of it then passes."""
+    async def _remove(self, tests: list[str]) -> tuple[list[str], list[str]]:
+        """Remove ``tests`` from their files: the ids of the tests taken out or pruned, and what was removed (a
+        test's id, or its id and the statement dropped from it). The last test of a function the step names is
+        never removed whole: only its failing checks are, when what is left of it then passes."""
         store = self.env.store
+        touched: list[str] = []
         removed: list[str] = []
         for path in sorted({t.split("::")[0] for t in tests}):
             if not store.is_project_file(path):
                 continue
-            source, gone = remove_tests(store.read_text(path), tests)
-            if gone and self.leaves_a_step_function_untested(path, source):
-                # the function must stay tested: drop only the statements of these tests that fail
-                source, gone = store.read_text(path), []
-                for test in (t for t in tests if t.split("::")[0] == path):
+            source = store.read_text(path)
+            for test in (t for t in tests if t.split("::")[0] == path):
+                without, gone = remove_tests(source, [test])
+                if gone and not self.leaves_a_step_function_untested(path, without):
+                    source = without
+                    removed += gone
+                elif gone:
                     source, dropped = await asyncio.to_thread(self._prune, path, source, test)
-                    gone += [f"{test}: {text}" for text in dropped]
-                if not gone:
-                    self.log("agreement_kept_last_test", tests=[t for t in tests if t.split("::")[0] == path])
-                    continue
-            if gone:
+                    removed += [f"{test}: {text}" for text in dropped]
+                    if not dropped:
+                        self.log("agreement_kept_last_test", tests=[test])
+                        continue
+                touched += gone
+            if not store.has_text(path, source):
                 await self.save(path, source, "disputed tests removed")
-                removed += gone
         if removed:
             self.log("recovered", recovery="disputed_tests_removed", tests=removed)
-        return removed
+        return touched, removed
 
     def _prune(self, path: str, source: str, test: str) -> tuple[str, list[str]]:
-        """``source`` (of test file ``path``) without the statements of ``test`` that fail, one at a time, as
-        long as what is left still asserts something; with the statements dropped. Unchanged (and nothing
-        dropped) unless what is left passes: a test is never left half-pruned and still failing."""
+        """``source`` (of test file ``path``) without the checks of ``test`` that fail, one at a time, while what
+        is left still asserts something; with the checks dropped. Unchanged (and nothing dropped) unless what is
+        left passes: a test is never left half-pruned and still failing."""
         env = self.env
         dropped: list[str] = []
         pruned = source
-        with tempfile.TemporaryDirectory(prefix="l2mac-prune-") as tmp:
-            scratch = FileStore(Path(tmp))
-            for other, text in env.store.snapshot().items():
-                scratch.write_text(other, text)
+        with scratch_copy(env.store.snapshot(), "l2mac-prune-") as scratch:
             for _ in range(MAX_PRUNED_STATEMENTS + 1):
                 scratch.write_text(path, pruned)
                 run = run_tests(env.runner, scratch.root, env.test_timeout_s, [test], python=env.python)
@@ -278,10 +277,8 @@ class Weigher:
                     return pruned, dropped
                 if run.status != "failed" or len(dropped) == MAX_PRUNED_STATEMENTS:
                     break
-                cut = next(
-                    (c for line in failure_lines(run.output, path) if (c := remove_statement(pruned, test, line))),
-                    None,
-                )
+                lines = failure_lines(run.output, path)
+                cut = next((c for line in lines if (c := remove_statement(pruned, test, line))), None)
                 if cut is None:
                     break
                 pruned = cut[0]
@@ -328,11 +325,7 @@ def outcomes_with(
     """The tests run, one by one, in a scratch copy of the project whose ``target`` is ``content`` (after the
     same repairs a written file gets, when ``recover``); the repaired content and the outcomes, or None if no
     test ran. The project itself is untouched."""
-    with tempfile.TemporaryDirectory(prefix="l2mac-sample-") as tmp:
-        scratch = FileStore(Path(tmp))
-        for path, text in {**snapshot, target: content}.items():
-            scratch.write_text(path, text)
-
+    with scratch_copy({**snapshot, target: content}, "l2mac-sample-") as scratch:
         def check(paths: list[str]) -> list[CodeIssue]:
             return find_code_issues(scratch.root, scratch.list_files(), only=paths, types=False)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from l2mac.checks.autofix import defined_at_top_level
 from l2mac.checks.layout import is_test_file
-from l2mac.checks.tests import PROBLEM_FILE
+from l2mac.checks.tests import problem_files
 from l2mac.fenced import fenced_files, unnamed_blocks
 
 
@@ -59,6 +59,21 @@ def choose(outcomes: Sequence[Mapping[str, bool]]) -> Agreement:
     )
 
 
+def test_functions(tree: ast.Module) -> dict[tuple[str, ...], ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions of a test module by their pytest key: ``("test_f",)``, ``("TestC", "test_f")``."""
+    functions: dict[tuple[str, ...], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+
+    def collect(body: list[ast.stmt], prefix: tuple[str, ...]) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                collect(node.body, (*prefix, node.name))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions[(*prefix, node.name)] = node
+
+    collect(tree.body, ())
+    return functions
+
+
 def relevant_tests(source: str, path: str, module: str, defined: set[str] | None = None) -> set[str]:
     """The ids (``path::test_f``, ``path::TestC::test_f``) of the tests in ``source`` that use ``module``: they
     reference a name imported from it (or the module itself, or a fixture or helper that does), or name it in
@@ -87,16 +102,7 @@ def relevant_tests(source: str, path: str, module: str, defined: set[str] | None
             for alias in node.names:
                 if alias.name == module and alias.asname:
                     names.add(alias.asname)
-    functions: dict[tuple[str, ...], ast.FunctionDef | ast.AsyncFunctionDef] = {}
-
-    def collect(body: list[ast.stmt], prefix: tuple[str, ...]) -> None:
-        for node in body:
-            if isinstance(node, ast.ClassDef):
-                collect(node.body, (*prefix, node.name))
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                functions[(*prefix, node.name)] = node
-
-    collect(tree.body, ())
+    functions = test_functions(tree)
     mention = re.compile(rf"\b{re.escape(module)}\b|\b{re.escape(module.replace('.', '/'))}\.py\b")
 
     def uses(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -123,20 +129,13 @@ def remove_tests(source: str, test_ids: Sequence[str]) -> tuple[str, list[str]]:
         tree = ast.parse(source)
     except SyntaxError:
         return source, []
-    wanted = {tuple(t.split("[")[0].split("::")[1:]): t for t in test_ids}
+    wanted = {_key(t): t for t in test_ids}
     spans: list[tuple[int, int]] = []
     removed: list[str] = []
-
-    def visit(body: list[ast.stmt], prefix: tuple[str, ...]) -> None:
-        for node in body:
-            if isinstance(node, ast.ClassDef):
-                visit(node.body, (*prefix, node.name))
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (*prefix, node.name) in wanted:
-                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                spans.append((start, node.end_lineno or node.lineno))
-                removed.append(wanted[(*prefix, node.name)])
-
-    visit(tree.body, ())
+    for key, node in test_functions(tree).items():
+        if (test := wanted.get(key)) is not None:
+            spans.append((min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or node.lineno))
+            removed.append(test)
     lines = source.splitlines(keepends=True)
     for start, end in sorted(spans, reverse=True):
         del lines[start - 1 : end]
@@ -148,17 +147,12 @@ def remove_tests(source: str, test_ids: Sequence[str]) -> tuple[str, list[str]]:
     return out, removed
 
 
-def _test_node(tree: ast.Module, test_id: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The function ``test_id`` (``path::test_f``, ``path::TestC::test_f``, with or without ``[params]``) names."""
-    *classes, name = test_id.split("[")[0].split("::")[1:]
-    body: list[ast.stmt] = tree.body
-    for cls in classes:
-        found = [n for n in body if isinstance(n, ast.ClassDef) and n.name == cls]
-        if not found:
-            return None
-        body = found[0].body
-    fns = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
-    return fns[0] if fns else None
+def _key(test_id: str) -> tuple[str, ...]:
+    """A test id's key in :func:`test_functions` (``path::TestC::test_f[param]`` -> ``("TestC", "test_f")``)."""
+    return tuple(test_id.split("[")[0].split("::")[1:])
+
+
+_CHECK_BLOCKS = (ast.Assert, ast.With, ast.AsyncWith, ast.For, ast.If, ast.Try)
 
 
 def _checks_something(body: Sequence[ast.stmt]) -> bool:
@@ -172,22 +166,25 @@ def _checks_something(body: Sequence[ast.stmt]) -> bool:
 
 
 def remove_statement(source: str, test_id: str, line: int) -> tuple[str, str] | None:
-    """``source`` without the statement of test ``test_id`` that holds ``line`` (a whole ``with`` or ``for``
-    block when the line is in one), and that statement's text; None when the line is not in the test, or
-    what would be left of the test no longer asserts anything."""
+    """``source`` without the check of test ``test_id`` that holds ``line`` (an ``assert``, or a ``with``,
+    ``for``, ``if`` or ``try`` block holding one), and that check's text. None when the line is in no such
+    statement of the test, shares a line with another statement, or the test would then assert nothing: only
+    expectations are taken out, never the statements that set them up."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    fn = _test_node(tree, test_id)
+    fn = test_functions(tree).get(_key(test_id))
     if fn is None:
         return None
     at = [i for i, stmt in enumerate(fn.body) if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno)]
-    if not at or not _checks_something(fn.body[: at[0]] + fn.body[at[0] + 1 :]):
+    if not at or not isinstance(fn.body[at[0]], _CHECK_BLOCKS) or not _checks_something(fn.body[at[0] : at[0] + 1]):
         return None
-    stmt = fn.body[at[0]]
+    rest = fn.body[: at[0]] + fn.body[at[0] + 1 :]
+    start, end = fn.body[at[0]].lineno, fn.body[at[0]].end_lineno or fn.body[at[0]].lineno
+    if not _checks_something(rest) or any(start <= (s.end_lineno or s.lineno) and s.lineno <= end for s in rest):
+        return None
     lines = source.splitlines(keepends=True)
-    start, end = stmt.lineno, stmt.end_lineno or stmt.lineno
     text = "".join(lines[start - 1 : end])
     del lines[start - 1 : end]
     return "".join(lines), text.strip()
@@ -211,7 +208,7 @@ def weighable(report: str, step_code: list[str]) -> bool:
 
 def broken_code(report_head: str) -> list[str]:
     """The code files (not tests) the "Code problems" part of a check report names, in order."""
-    return list(dict.fromkeys(p for p in PROBLEM_FILE.findall(report_head) if not is_test_file(p)))
+    return list(dict.fromkeys(p for p in problem_files(report_head) if not is_test_file(p)))
 
 
 def sampled_file(answer: str, target: str) -> str | None:

@@ -14,8 +14,8 @@ import yaml
 
 _SECTION = re.compile(r"^_{3,} .+ _{3,}$")
 _ERROR = re.compile(r"^E\s+(?P<text>\S.*)$")
-# "todo/core.py:19: TypeError" or "todo/core.py:19: in save_todos": a frame in a project file (not /usr/...)
-_FRAME = re.compile(r"^(?P<path>[\w.-]+(?:/[\w.-]+)*\.py):(?P<line>\d+): ")
+#: a traceback frame or a check's line: "todo/core.py:19: TypeError", "todo/core.py:19: in save_todos"
+FRAME = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): ", re.MULTILINE)
 MAX_HINTS = 3
 
 
@@ -59,7 +59,7 @@ def _failures(output: str) -> list[_Failure]:
             code = line[1:].strip()
         elif (m := _ERROR.match(line)) and not error:
             error = m.group("text").strip()
-        elif m := _FRAME.match(line):
+        elif (m := FRAME.match(line)) and not m.group("path").startswith("/"):  # a project file, not /usr/...
             where = f"{m.group('path')}:{m.group('line')}"
     flush()
     return out

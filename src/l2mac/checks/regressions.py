@@ -7,15 +7,13 @@ each step finds it; when the step's checks fail, :func:`find_regression` says wh
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from l2mac.checks.env import ToolEnv
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import find_code_issues
-from l2mac.checks.tests import PROBLEM_FILE, per_test_outcomes, run_tests
-from l2mac.store import FileStore
+from l2mac.checks.tests import per_test_outcomes, problem_files, run_tests
+from l2mac.store import scratch_copy
 
 
 @dataclass
@@ -30,10 +28,7 @@ class Baseline:
         """The tests that passed when the step began and the files that had code problems then, measured in a
         scratch copy of the project as it was (once per step)."""
         if self.measured is None:
-            with tempfile.TemporaryDirectory(prefix="l2mac-before-") as tmp:
-                scratch = FileStore(Path(tmp))
-                for path, text in self.snapshot.items():
-                    scratch.write_text(path, text)
+            with scratch_copy(self.snapshot, "l2mac-before-") as scratch:
                 troubled = frozenset(i.path for i in find_code_issues(scratch.root, scratch.list_files()) if i.blocking)
                 passing: frozenset[str] = frozenset()
                 if with_tests and any(is_test_file(p) for p in self.snapshot):
@@ -64,7 +59,7 @@ def find_regression(
     if not changed or not env.python_checks:
         return None
     passing, troubled = before.what_worked(env, with_tests)
-    problems = set(PROBLEM_FILE.findall(report.partition("Tests:")[0]))
+    problems = set(problem_files(report.partition("Tests:")[0]))
     spoiled = [p for p in changed if p in problems and p not in troubled]
     broken: list[str] = []
     if passing:

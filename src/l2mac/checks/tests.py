@@ -11,7 +11,7 @@ from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from l2mac.checks.hints import failure_hints
+from l2mac.checks.hints import FRAME, failure_hints
 from l2mac.checks.output import trim_output
 from l2mac.checks.runner import Runner
 
@@ -169,12 +169,17 @@ def per_test_outcomes(output: str) -> dict[str, bool]:
     return out
 
 
-#: a check report's line that names a file: ``path.py:12: ...``
-PROBLEM_FILE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)
+def problem_files(report: str) -> list[str]:
+    """The files a check report's lines name (``path.py:12: ...``), in order, with repeats."""
+    return [m.group("path") for m in FRAME.finditer(report)]
 
 
 def failure_lines(output: str, path: str) -> list[int]:
-    """The lines of ``path`` that pytest's tracebacks in ``output`` pass through (``path.py:12: ...``), last
-    first: in a test file, the last one is the statement that failed."""
-    frame = re.compile(rf"^{re.escape(path)}:(\d+): ", re.MULTILINE)
-    return [int(n) for n in reversed(frame.findall(output))]
+    """The lines of ``path`` that pytest's tracebacks in ``output`` pass through (``path.py:12: ...``), in order:
+    in a test's own failure the first is the test's statement. pytest prints absolute paths when a test changed
+    the working directory, so those count too."""
+
+    def same(found: str) -> bool:
+        return found == path or (found.startswith("/") and found.endswith("/" + path))
+
+    return [int(m.group("line")) for m in FRAME.finditer(output) if same(m.group("path"))]
