@@ -45,6 +45,27 @@ def test_undeclared_third_party_imports_are_named_with_their_package(tmp_path: P
     assert issues[1].startswith("app/web.py:3: dependency: imports 'flask'")
 
 
+def test_an_import_from_a_wrong_module_name_points_to_the_module_that_defines_the_names(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: the tests imported solution.py's function "from project", were told to declare a
+    # package named project, and answered with a pyproject.toml in a new project/ folder.
+    files = {
+        "solution.py": "from typing import List\n\n\ndef split(s: str) -> List[str]:\n    return s.split()\n",
+        "tests/test_solution.py": "from project import split\n\n\ndef test_split():\n    assert split('a b')\n",
+    }
+    [issue] = dependency_issues(tmp_path, files)
+    assert issue == (
+        "tests/test_solution.py:1: dependency: imports split from 'project', which is not a module of this project, "
+        "but solution.py defines it: import from 'solution'"
+    )
+    del files["solution.py"]
+    files["helpers.py"] = "X = 1\n"
+    [issue] = dependency_issues(tmp_path / "other", files)
+    assert issue.startswith("tests/test_solution.py:1: dependency: imports 'project', a third-party package")
+    assert issue.endswith(
+        "or, if 'project' was meant to be one of this project's modules, import that module by its name: helpers"
+    )
+
+
 def test_what_pyproject_or_requirements_declare_is_covered_in_any_spelling(tmp_path: Path) -> None:
     pyproject = (
         '[project]\nname = "app"\nversion = "0.1"\ndependencies = ["Flask>=3", "PyYAML"]\n'

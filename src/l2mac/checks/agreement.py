@@ -326,6 +326,7 @@ def outcomes_with(
     same repairs a written file gets, when ``recover``); the repaired content and the outcomes, or None if no
     test ran. The project itself is untouched."""
     with scratch_copy({**snapshot, target: content}, "l2mac-sample-") as scratch:
+
         def check(paths: list[str]) -> list[CodeIssue]:
             return find_code_issues(scratch.root, scratch.list_files(), only=paths, types=False)
 

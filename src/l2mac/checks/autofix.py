@@ -12,7 +12,7 @@ import re
 
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
-from l2mac.checks.python import UNDEFINED_NAME
+from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
 
 _FROM = {
     "pathlib": ["Path"],
@@ -272,18 +272,6 @@ def _used_at_import_time(tree: ast.Module, name: str, start: int, end: int) -> b
         if any(isinstance(n, ast.Name) and n.id == name for part in parts for n in ast.walk(part)):
             return True
     return False
-
-
-def defined_at_top_level(tree: ast.Module) -> set[str]:
-    """The names a module's own top-level code binds: definitions and assignments, not imports."""
-    out: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return out
 
 
 def _bound_names(tree: ast.Module) -> set[str]:

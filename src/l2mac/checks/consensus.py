@@ -18,8 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from l2mac.checks.autofix import defined_at_top_level
 from l2mac.checks.layout import is_test_file
+from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.tests import problem_files
 from l2mac.fenced import fenced_files, unnamed_blocks
 

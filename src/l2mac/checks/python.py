@@ -17,7 +17,7 @@ from pathlib import Path
 
 from l2mac.checks.dependencies import Declared, is_third_party
 from l2mac.checks.issues import CodeIssue
-from l2mac.checks.layout import module_path
+from l2mac.checks.layout import is_test_file, module_path
 from l2mac.checks.shape import copied_into_tests, defined_again, prompts_in_command_line, tests_in_code
 from l2mac.checks.typecheck import type_issues
 
@@ -87,6 +87,18 @@ def _module_names(files: Iterable[str]) -> tuple[set[str], set[str]]:
             else:
                 modules.add(".".join(base))
     return modules, packages
+
+
+def defined_at_top_level(tree: ast.Module) -> set[str]:
+    """The names a module's own top-level code binds: definitions and assignments, not imports."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
 
 
 def _defined_names(tree: ast.Module) -> set[str] | None:
@@ -165,15 +177,39 @@ class _ImportChecker:
                 issues += self._check_from(rel, node, package)
         return issues
 
-    def _check_module(self, rel: str, line: int, name: str, relative: bool) -> list[CodeIssue]:
+    def _check_module(
+        self, rel: str, line: int, name: str, relative: bool, imported: Iterable[str] = ()
+    ) -> list[CodeIssue]:
         top = name.split(".")[0]
         if relative or top in self.local_tops:
             if name and not self.exists(name):
                 return [CodeIssue(rel, line, "import", f"no local module {name!r}")]
             return []
         if is_third_party(name) and not self.declared.covers(name):
-            return [CodeIssue(rel, line, "dependency", self.declared.missing(name))]
+            return [CodeIssue(rel, line, "dependency", self._undeclared(rel, name, set(imported)))]
         return []
+
+    def _undeclared(self, rel: str, name: str, imported: set[str]) -> str:
+        """What to say of an import that is neither local, nor standard, nor declared: it may be a package to
+        declare, or a project module under a wrong name (seen: ``from project import f`` for solution.py's f,
+        answered with a pyproject.toml in a new project/ folder)."""
+        top = name.split(".")[0]
+        for module, tree in sorted(self.trees.items()):
+            if module not in self.modules or is_test_file(self.files[module]) or self.files[module] == rel:
+                continue
+            if names := sorted(imported & defined_at_top_level(tree)):
+                return (
+                    f"imports {', '.join(names)} from {top!r}, which is not a module of this project, but "
+                    f"{self.files[module]} defines {'it' if len(names) == 1 else 'them'}: import from {module!r}"
+                )
+        own = sorted(m for m, path in self.files.items() if m in self.modules and not is_test_file(path))
+        local = (
+            f"if {top!r} was meant to be one of this project's modules, import that module by its name: "
+            f"{', '.join(own[:6])}"
+            if own
+            else f"if {top!r} was meant to be one of this project's modules, write that module first"
+        )
+        return f"{self.declared.missing(name)}; or, {local}"
 
     def _check_from(self, rel: str, node: ast.ImportFrom, package: list[str]) -> list[CodeIssue]:
         if node.level:
@@ -183,7 +219,8 @@ class _ImportChecker:
             target = ".".join([*base, *(node.module.split(".") if node.module else [])])
         else:
             target = node.module or ""
-        problems = self._check_module(rel, node.lineno, target, relative=bool(node.level))
+        imported = [alias.name for alias in node.names]
+        problems = self._check_module(rel, node.lineno, target, relative=bool(node.level), imported=imported)
         if problems or (not node.level and target.split(".")[0] not in self.local_tops):
             return problems
         defined = _defined_names(self.trees[target]) if target in self.trees else None
