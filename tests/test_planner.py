@@ -65,6 +65,17 @@ def test_invalid_plan_arguments_are_answered_and_retried() -> None:
     assert "instruction" in last_tool_return(script.requests[1])
 
 
+def test_a_one_step_plan_is_the_task_itself_without_asking_the_model() -> None:
+    # Seen on HumanEval+ with the 1.5B model: asked for a one-step plan, it failed three times to give one
+    # (3 of 40 tasks), and the plans it gave restated the task with details dropped.
+    task = 'Implement f in solution.py:\n```python\ndef f(x: int) -> int:\n    """Twice x."""\n```'
+    script = ScriptedModel([])
+    program = asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), task, max_steps=1))
+    assert [s.instruction for s in program.steps] == [task] and program.steps[0].requires_tests
+    assert program.steps[0].title == "Implement f in solution.py:"
+    assert script.requests == []
+
+
 def test_no_usable_plan_raises_a_clear_error() -> None:
     with pytest.raises(PromptProgramError, match="usable plan"):
         plan_with([text("I cannot."), text("No."), text("Still no.")])

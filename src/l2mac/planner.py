@@ -144,6 +144,9 @@ async def make_plan(
     client: ModelClient, domain: Domain, task: str, max_steps: int | None = None, reflect: bool = False
 ) -> PromptProgram:
     limit = max_steps or DEFAULT_MAX_STEPS
+    if limit == 1:  # a one-step plan is the task itself: asked to restate it, a small model drops details or fails
+        only = Instruction(title=_title(task), instruction=task, requires_tests=domain.tests)
+        return PromptProgram(task=task, steps=[only])
     messages: list[ModelMessage] = [
         ModelRequest(
             parts=[
@@ -175,6 +178,12 @@ async def make_plan(
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
     return PromptProgram(task=task, steps=carry_task_details(fit_steps(dedupe(steps), limit), task))
+
+
+def _title(task: str) -> str:
+    """A step title from the task: the first words of its first line."""
+    words = next((line for line in task.splitlines() if line.strip()), "").split()
+    return " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
 
 
 _CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
