@@ -48,6 +48,7 @@ def humaneval_command(
 ) -> None:
     """HumanEval+ pass@1 (base and plus) of one strategy, scored by evalplus 0.3.1; resumable."""
     from l2mac.benchmarks import humaneval as he
+    from l2mac.benchmarks import runner as bench_runner
     from l2mac.benchmarks import scorer
 
     console = Console()
@@ -79,7 +80,7 @@ def humaneval_command(
                 if strategy == "single"
                 else he.engine_generator(settings, bm.model, strategy=strategy)
             )
-            target = out or he.results_path(Path("bench/results"), label, strategy)
+            target = out or bench_runner.results_path(Path("bench/results"), "humanevalplus", label, strategy)
             meta = {
                 "benchmark": "HumanEval+ v0.1.10",
                 "data_md5": he.DATA_MD5,
@@ -89,8 +90,8 @@ def humaneval_command(
                 "task_tokens": task_tokens,
                 "engine_budget": he.ENGINE_BUDGET if strategy in he.ENGINE_STRATEGIES else None,
                 "serving": f"llama-server, {settings.llm.local_slots} slots" if llama_server else "in-process",
-                "machine": he.machine(),
-                "l2mac": he.code_version(),
+                "machine": bench_runner.machine(),
+                "l2mac": bench_runner.code_version(),
                 "command": "l2mac " + shlex.join(sys.argv[1:]),
             }
             result = he.run_benchmark(
@@ -195,6 +196,7 @@ def project_command(
 
     from l2mac.benchmarks import humaneval as he
     from l2mac.benchmarks import projects as pj
+    from l2mac.benchmarks import runner as bench_runner
     from l2mac.benchmarks import scorer
 
     console = Console()
@@ -233,7 +235,13 @@ def project_command(
             measure_root=lambda root: pj.measure(root, runner=runner, pylint_python=python),
             judge=pj.judge_with(judge_client, spec, repeats),
         )
-        result.update(strategy=strategy, model=label, judge=judge_label, machine=he.machine(), l2mac=he.code_version())
+        result.update(
+            strategy=strategy,
+            model=label,
+            judge=judge_label,
+            machine=bench_runner.machine(),
+            l2mac=bench_runner.code_version(),
+        )
         result["max_wall_time_s"] = max_wall_time
         result["command"] = "l2mac " + shlex.join(sys.argv[1:])
         day = datetime.now(timezone.utc).strftime("%Y-%m-%d")

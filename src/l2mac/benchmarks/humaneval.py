@@ -10,27 +10,22 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
-import importlib.metadata
 import json
-import os
-import platform
 import re
-import subprocess
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
 from pydantic_ai.models import Model
 
+from l2mac.benchmarks import runner
+from l2mac.benchmarks.runner import Generation
 from l2mac.benchmarks.scorer import CEILING, KNOWN_BROKEN, TaskScore
 from l2mac.errors import ConfigError
 from l2mac.fenced import fenced_blocks
@@ -47,23 +42,12 @@ ENGINE_STRATEGIES = ("l2mac", "soa")
 ENGINE_BUDGET: dict[str, int] = {"steps": 1, "max_turns": 12, "max_check_failures": 4}
 CEILING_NOTE = f"ceiling {CEILING}/164: evalplus 0.3.1 fails the canonical solution of {', '.join(KNOWN_BROKEN)}"
 
-_Item = TypeVar("_Item")
-
 
 @dataclass(frozen=True)
 class Task:
     task_id: str
     prompt: str
     entry_point: str
-
-
-@dataclass(frozen=True)
-class Generation:
-    solution: str
-    tokens: int
-    requests: int
-    error: str | None = None
-    cost_usd: float | None = None  # None: the model's price is unknown (local models)
 
 
 def default_data_path() -> Path:
@@ -153,12 +137,6 @@ def generate_engine(task: Task, settings: Settings, model: Model | None, workspa
     return Generation(as_solution(result.files[candidates[0]], task), tokens, requests, cost_usd=cost)
 
 
-def results_path(results_dir: Path, model_label: str, strategy: str, day: str | None = None) -> Path:
-    day = day or datetime.now(timezone.utc).strftime("%Y-%m-%d")
-    model = re.sub(r"[^A-Za-z0-9._-]+", "_", model_label)
-    return results_dir / f"{day}-humanevalplus-{model}-{strategy}.json"
-
-
 def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     scored = [t for t in tasks.values() if t.get("base") is not None]
     n = len(scored)
@@ -180,15 +158,9 @@ def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 Generator = Callable[[Task], Generation]
 Scorer = Callable[[dict[str, str]], dict[str, TaskScore]]
+UNSCORED = {"base": None, "plus": None}
 
 
 def run_benchmark(
@@ -202,136 +174,23 @@ def run_benchmark(
     say: Callable[[str], None] = print,
     workers: int = 1,
 ) -> dict[str, Any]:
-    """Generate every task not yet in ``out`` (saving after each; ``workers`` tasks at once), then score all of
-    them; returns the data. With several workers a task's wall time is its own, measured while others ran."""
-    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-    if data and (data.get("strategy") != strategy or data.get("data_md5") != meta.get("data_md5")):
-        raise ConfigError(f"{out} holds a different run ({data.get('strategy')}); pass another --out")
-    data = {**meta, "strategy": strategy, **{k: v for k, v in data.items() if k in ("tasks", "sessions")}}
-    done: dict[str, dict[str, Any]] = data.setdefault("tasks", {})
-    todo = [(i, t) for i, t in enumerate(tasks, 1) if t.task_id not in done]
-    saving = threading.Lock()
-    session_start = time.monotonic()
-    sessions: list[dict[str, Any]] = data.get("sessions", [])
+    """HumanEval+ through the benchmark runner: each task's entry gets ``base`` and ``plus`` from evalplus."""
 
-    def session(finished: int, interrupted: bool = False) -> dict[str, Any]:
-        """One invocation's conditions: tasks it finished, workers, elapsed time, serving, code version."""
-        elapsed = round(time.monotonic() - session_start, 1)
-        entry = {"tasks": finished, "workers": workers, "elapsed_s": elapsed, "serving": meta.get("serving")}
-        entry["l2mac"] = meta.get("l2mac")
-        return {**entry, "interrupted": True} if interrupted else entry
+    def fields(solutions: dict[str, str]) -> dict[str, dict[str, Any]]:
+        return {tid: {"base": s.base, "plus": s.plus} for tid, s in score(solutions).items()}
 
-    stopping = threading.Event()
-
-    def one(item: tuple[int, Task]) -> None:
-        i, task = item
-        start = time.monotonic()
-        try:
-            gen = generate(task)
-        except Exception as e:  # a task's failure is its outcome, not the benchmark's end
-            gen = Generation("", 0, 0, error=f"{type(e).__name__}: {e}")
-        entry = {
-            "solution": gen.solution,
-            "tokens": gen.tokens,
-            "requests": gen.requests,
-            "cost_usd": gen.cost_usd,
-            "wall_time_s": round(time.monotonic() - start, 1),
-            "workers": workers,
-            "error": gen.error,
-            "base": None,
-            "plus": None,
-        }
-        with saving:
-            if stopping.is_set():
-                return  # interrupted: its model went away under it, so this is no outcome; a rerun generates it
-            done[task.task_id] = entry
-            _save(out, {**data, "summary": summarise(done)})
-        say(f"[{i}/{len(tasks)}] {task.task_id}: {entry['wall_time_s']}s, {gen.tokens} tokens")
-
-    try:
-        run_in_threads(one, todo, workers, stopping)
-    except BaseException:  # Ctrl-C: no new task starts, and those in flight are dropped (a rerun makes them)
-        with saving:
-            stopping.set()
-            finished = sum(1 for _, t in todo if t.task_id in done)
-            data["sessions"] = [*sessions, session(finished, interrupted=True)]
-            _save(out, data)
-        raise
-    if todo:
-        data["sessions"] = [*sessions, session(len(todo))]
-    chosen = {t.task_id for t in tasks}
-    say(f"scoring {len(chosen)} solutions with evalplus")
-    start = time.monotonic()
-    scores = score({tid: t["solution"] for tid, t in done.items() if tid in chosen})
-    for tid, s in scores.items():
-        done[tid]["base"], done[tid]["plus"] = s.base, s.plus
-    data["scoring_wall_time_s"] = round(time.monotonic() - start, 1)
-    data["summary"] = summarise({tid: t for tid, t in done.items() if tid in chosen})
-    _save(out, data)
-    return data
-
-
-def run_in_threads(work: Callable[[_Item], None], items: list[_Item], workers: int, stopping: threading.Event) -> None:
-    """``work`` on each of ``items``, ``workers`` at once, in order; the first error is raised once the others
-    end. The threads are daemons and the wait wakes twice a second, so Ctrl-C ends the process at once: with
-    a thread pool, the interpreter waited at exit for every task in flight to finish its minutes of work. What
-    the tasks in flight leave behind (a scratch folder, a child process) goes with the process."""
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, not {workers}")
-    queue = list(reversed(items))
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def worker() -> None:
-        while not stopping.is_set() and not errors:
-            with lock:
-                if not queue:
-                    return
-                item = queue.pop()
-            try:
-                work(item)
-            except BaseException as e:  # raised in the caller's thread
-                errors.append(e)
-
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(items)))]
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.5)
-    except BaseException:
-        stopping.set()  # no worker takes another item
-        raise
-    if errors:
-        raise errors[0]
-
-
-def code_version() -> str:
-    """This l2mac's version and, in a git checkout, its commit (``+changes`` when its sources are modified), so
-    a results file says which code made each session."""
-    try:
-        version = importlib.metadata.version("l2mac")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    package = Path(__file__).resolve().parents[1]
-
-    def git(*args: str) -> str:
-        try:
-            done = subprocess.run(["git", "-C", str(package), *args], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD")
-    if not commit:
-        return version
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".")
-    return f"{version} ({commit}{'+changes' if changed else ''})"
-
-
-def machine() -> dict[str, Any]:
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()}
+    return runner.run_benchmark(
+        tasks,
+        strategy=strategy,
+        generate=generate,
+        score=fields,
+        summarise=summarise,
+        unscored=UNSCORED,
+        out=out,
+        meta=meta,
+        say=say,
+        workers=workers,
+    )
 
 
 def single_generator(client_for: Callable[[], ModelClient]) -> Generator:
