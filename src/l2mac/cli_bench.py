@@ -20,28 +20,41 @@ from l2mac.errors import L2MACError
 from l2mac.models.client import ModelClient
 from l2mac.settings import Settings, load_settings
 
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: HumanEval+ (function level), system-design projects.")
+bench_app = typer.Typer(
+    no_args_is_help=True,
+    help="Benchmarks: HumanEval+ (function level), ClassEval (class level), system-design projects.",
+)
+
+
+#: the options every function- and class-level benchmark takes
+StrategyOpt = Annotated[str, typer.Option(help="single (one call, no tools), l2mac (the engine) or soa (agents).")]
+LimitOpt = Annotated[int | None, typer.Option(help="Only the first N tasks.", min=1)]
+ModelOpt = Annotated[str | None, typer.Option(help="Model (default: as configured; else the local model).")]
+BaseUrlOpt = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
+LlamaServerOpt = Annotated[
+    str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
+]
+SeedOpt = Annotated[int | None, typer.Option(help="Sampling seed, where the model supports one.")]
+TaskTokensOpt = Annotated[int, typer.Option(help="Token budget per task (every strategy).")]
+WorkersOpt = Annotated[
+    int, typer.Option(help="Tasks generated at once (with --llama-server they share its slots).", min=1)
+]
+OutOpt = Annotated[Path | None, typer.Option(help="Results file (default: bench/results/<date>-...json).")]
 
 
 @bench_app.command("humaneval")
 def humaneval_command(
-    strategy: Annotated[
-        str, typer.Option(help="single (one call, no tools), l2mac (the engine) or soa (agents).")
-    ] = "single",
-    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.", min=1)] = None,
+    strategy: StrategyOpt = "single",
+    limit: LimitOpt = None,
     tasks: Annotated[str | None, typer.Option(help="Task ids, comma-separated (e.g. 0,1,HumanEval/2).")] = None,
-    model: Annotated[str | None, typer.Option(help="Model (default: as configured; else the local model).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
-    llama_server: Annotated[
-        str | None, typer.Option(help="Serve the local model from this llama.cpp llama-server, in parallel slots.")
-    ] = None,
-    seed: Annotated[int | None, typer.Option(help="Sampling seed, where the model supports one.")] = None,
-    task_tokens: Annotated[int, typer.Option(help="Token budget per task (every strategy).")] = 40_000,
-    workers: Annotated[
-        int, typer.Option(help="Tasks generated at once (with --llama-server they share its slots).", min=1)
-    ] = 1,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    llama_server: LlamaServerOpt = None,
+    seed: SeedOpt = None,
+    task_tokens: TaskTokensOpt = 40_000,
+    workers: WorkersOpt = 1,
     data: Annotated[Path | None, typer.Option(help="HumanEval+ v0.1.10 .jsonl.gz (default: bench/data).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Results file (default: bench/results/<date>-...json).")] = None,
+    out: OutOpt = None,
     self_test: Annotated[
         bool, typer.Option("--self-test", help="Score the canonical solutions (expect the ceiling) and exit.")
     ] = False,
@@ -81,19 +94,8 @@ def humaneval_command(
                 else he.engine_generator(settings, bm.model, strategy=strategy)
             )
             target = out or bench_runner.results_path(Path("bench/results"), "humanevalplus", label, strategy)
-            meta = {
-                "benchmark": "HumanEval+ v0.1.10",
-                "data_md5": he.DATA_MD5,
-                "scorer": scorer.EVALPLUS,
-                "model": label,
-                "seed": seed,
-                "task_tokens": task_tokens,
-                "engine_budget": he.ENGINE_BUDGET if strategy in he.ENGINE_STRATEGIES else None,
-                "serving": f"llama-server, {settings.llm.local_slots} slots" if llama_server else "in-process",
-                "machine": bench_runner.machine(),
-                "l2mac": bench_runner.code_version(),
-                "command": "l2mac " + shlex.join(sys.argv[1:]),
-            }
+            meta = _meta("HumanEval+ v0.1.10", he.DATA_MD5, bm, strategy, seed, task_tokens, he.ENGINE_BUDGET)
+            meta["scorer"] = scorer.EVALPLUS
             result = he.run_benchmark(
                 chosen,
                 strategy=strategy,
@@ -112,6 +114,86 @@ def humaneval_command(
         except L2MACError as e:
             Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
             raise typer.Exit(2) from None
+
+
+@bench_app.command("classeval")
+def classeval_command(
+    strategy: StrategyOpt = "single",
+    limit: LimitOpt = None,
+    tasks: Annotated[str | None, typer.Option(help="Task ids, comma-separated (e.g. 0,1,ClassEval_2).")] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    llama_server: LlamaServerOpt = None,
+    seed: SeedOpt = None,
+    task_tokens: TaskTokensOpt = 60_000,
+    workers: WorkersOpt = 1,
+    data: Annotated[Path | None, typer.Option(help="ClassEval_dev.json (default: bench/data).")] = None,
+    out: OutOpt = None,
+) -> None:
+    """ClassEval: classes whose every test passes, and tests passed, of one strategy; resumable."""
+    from l2mac.benchmarks import classeval as ce
+    from l2mac.benchmarks import humaneval as he
+    from l2mac.benchmarks import runner as bench_runner
+    from l2mac.checks.sandbox import choose_runner
+
+    console = Console()
+    with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
+        try:
+            if strategy not in he.STRATEGIES:
+                raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
+            all_tasks = ce.load_tasks(data or ce.default_data_path())
+            chosen = ce.select(all_tasks, limit, tasks.split(",") if tasks else None)
+            python = ce.scorer_python(all_tasks)
+            bm = _model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=ce.ENGINE_BUDGET)
+            stack.callback(bm.close)
+            generate = (
+                ce.single_generator(bm.client_for)
+                if strategy == "single"
+                else ce.engine_generator(bm.settings, bm.model, strategy)
+            )
+            target = out or bench_runner.results_path(Path("bench/results"), "classeval", bm.label, strategy)
+            meta = _meta("ClassEval (first 50 tasks)", ce.DATA_MD5, bm, strategy, seed, task_tokens, ce.ENGINE_BUDGET)
+            result = bench_runner.run_benchmark(
+                chosen,
+                strategy=strategy,
+                generate=generate,
+                score=ce.scorer_for(all_tasks, choose_runner("auto"), python),
+                summarise=ce.summarise,
+                unscored=ce.UNSCORED,
+                out=target,
+                meta=meta,
+                say=console.print,
+                workers=workers,
+            )
+            s = result["summary"]
+            console.print(
+                f"{strategy} · {bm.label}: classes {s['classes_passed']}/{s['scored']}, tests "
+                f"{s['tests_passed']}/{s['tests']}. Written to {target}"
+            )
+        except L2MACError as e:
+            Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+            raise typer.Exit(2) from None
+
+
+def _meta(
+    benchmark: str, md5: str, bm: BenchModel, strategy: str, seed: int | None, task_tokens: int, budget: dict[str, int]
+) -> dict[str, Any]:
+    """What a results file records of the conditions it was made in."""
+    from l2mac.benchmarks import runner as bench_runner
+
+    slots = bm.settings.llm.local_slots
+    return {
+        "benchmark": benchmark,
+        "data_md5": md5,
+        "model": bm.label,
+        "seed": seed,
+        "task_tokens": task_tokens,
+        "engine_budget": budget if strategy != "single" else None,
+        "serving": f"llama-server, {slots} slots" if bm.settings.llm.llama_server else "in-process",
+        "machine": bench_runner.machine(),
+        "l2mac": bench_runner.code_version(),
+        "command": "l2mac " + shlex.join(sys.argv[1:]),
+    }
 
 
 @dataclass

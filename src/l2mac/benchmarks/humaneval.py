@@ -21,7 +21,6 @@ from string import Template
 from typing import Any
 
 import yaml
-from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
 from pydantic_ai.models import Model
 
 from l2mac.benchmarks import runner
@@ -106,35 +105,29 @@ def code_from_answer(text: str, task: Task) -> str:
 
 async def generate_single(client: ModelClient, task: Task) -> Generation:
     """One call, no tools: the answer's code is the solution."""
-    messages = [
-        ModelRequest(
-            parts=[SystemPromptPart(render("single_system")), UserPromptPart(render("single_user", prompt=task.prompt))]
-        )
-    ]
-    response = await client.request(messages, purpose=f"single {task.task_id}")
-    code = code_from_answer(response.text or "", task)
-    usage = client.usage
-    cost = usage.cost_usd if usage.cost_known else None
-    return Generation(as_solution(code, task), usage.total_tokens, usage.requests, cost_usd=cost)
+    user = render("single_user", prompt=task.prompt)
+    return await runner.single_generation(
+        client,
+        render("single_system"),
+        user,
+        f"single {task.task_id}",
+        lambda text: as_solution(code_from_answer(text, task), task),
+    )
 
 
 def generate_engine(task: Task, settings: Settings, model: Model | None, workspace: Path) -> Generation:
-    """The engine end to end with the settings' strategy (l2mac: plan, steps, tools, checks, its own tests; soa:
-    a lead agent's skeleton and tests, child agents per function) in a fresh project folder; the solution is the
-    project file that defines the entry point (solution.py first)."""
-    from l2mac.run import run_l2mac
-
-    rs = settings.run.model_copy(update={"workspace": workspace, "project_name": task.task_id.replace("/", "_")})
-    result = run_l2mac(render("l2mac_task", prompt=task.prompt), settings.model_copy(update={"run": rs}), model=model)
+    """The engine on the task; the solution is the project file that defines the entry point."""
     pattern = re.compile(rf"^\s*def {re.escape(task.entry_point)}\s*\(", re.MULTILINE)
-    candidates = sorted(
-        (p for p, text in result.files.items() if p.endswith(".py") and pattern.search(text) and "test" not in p),
-        key=lambda p: (p != "solution.py", len(p)),
+    return runner.engine_generation(
+        render("l2mac_task", prompt=task.prompt),
+        task.task_id.replace("/", "_"),
+        settings,
+        model,
+        workspace,
+        defines=lambda text: pattern.search(text) is not None,
+        what=task.entry_point,
+        solution=lambda code: as_solution(code, task),
     )
-    tokens, requests, cost = result.report.tokens.total, result.report.requests, result.report.cost_usd
-    if not candidates:
-        return Generation("", tokens, requests, error=f"no file defines {task.entry_point}", cost_usd=cost)
-    return Generation(as_solution(result.files[candidates[0]], task), tokens, requests, cost_usd=cost)
 
 
 def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -148,12 +141,7 @@ def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "plus_passed": plus,
         "pass@1_base": round(base / n, 4) if n else None,
         "pass@1_plus": round(plus / n, 4) if n else None,
-        "tokens": sum(t["tokens"] for t in tasks.values()),
-        "requests": sum(t["requests"] for t in tasks.values()),
-        "cost_usd": None
-        if any(t.get("cost_usd") is None for t in tasks.values())
-        else round(sum(t["cost_usd"] for t in tasks.values()), 4),
-        "generation_wall_time_s": round(sum(t["wall_time_s"] for t in tasks.values()), 1),
+        **runner.usage_summary(tasks),
         "note": CEILING_NOTE,
     }
 

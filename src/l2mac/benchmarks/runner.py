@@ -21,7 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
+from pydantic_ai.models import Model
+
 from l2mac.errors import ConfigError
+from l2mac.models.client import ModelClient
+from l2mac.settings import Settings
 
 
 class HasTaskId(Protocol):
@@ -205,3 +210,54 @@ def code_version() -> str:
 
 def machine() -> dict[str, Any]:
     return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()}
+
+
+async def single_generation(
+    client: ModelClient, system: str, user: str, purpose: str, solution: Callable[[str], str]
+) -> Generation:
+    """One call, no tools: ``solution`` makes the solution from the answer's text."""
+    messages = [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
+    response = await client.request(messages, purpose=purpose)
+    usage = client.usage
+    cost = usage.cost_usd if usage.cost_known else None
+    return Generation(solution(response.text or ""), usage.total_tokens, usage.requests, cost_usd=cost)
+
+
+def engine_generation(
+    prompt: str,
+    project: str,
+    settings: Settings,
+    model: Model | None,
+    workspace: Path,
+    *,
+    defines: Callable[[str], bool],
+    what: str,
+    solution: Callable[[str], str],
+) -> Generation:
+    """The engine end to end with the settings' strategy (l2mac: plan, steps, tools, checks, its own tests; soa:
+    a lead agent's skeleton and tests, child agents per function) in a fresh project folder ``project``; the
+    solution is made by ``solution`` from the project's code file that ``defines`` what is asked for (solution.py
+    first), and is an error naming ``what`` when none does."""
+    from l2mac.run import run_l2mac
+
+    rs = settings.run.model_copy(update={"workspace": workspace, "project_name": project})
+    result = run_l2mac(prompt, settings.model_copy(update={"run": rs}), model=model)
+    candidates = sorted(
+        (p for p, text in result.files.items() if p.endswith(".py") and "test" not in p and defines(text)),
+        key=lambda p: (p != "solution.py", len(p)),
+    )
+    tokens, requests, cost = result.report.tokens.total, result.report.requests, result.report.cost_usd
+    if not candidates:
+        return Generation("", tokens, requests, error=f"no file defines {what}", cost_usd=cost)
+    return Generation(solution(result.files[candidates[0]]), tokens, requests, cost_usd=cost)
+
+
+def usage_summary(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What generating the tasks took: tokens, requests, cost (None when a price is unknown) and wall time."""
+    costs = [t.get("cost_usd") for t in tasks.values()]
+    return {
+        "tokens": sum(t["tokens"] for t in tasks.values()),
+        "requests": sum(t["requests"] for t in tasks.values()),
+        "cost_usd": None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 4),
+        "generation_wall_time_s": round(sum(t["wall_time_s"] for t in tasks.values()), 1),
+    }
