@@ -22,7 +22,7 @@ from l2mac.settings import Settings, load_settings
 
 bench_app = typer.Typer(
     no_args_is_help=True,
-    help="Benchmarks: HumanEval+ (function level), ClassEval (class level), system-design projects.",
+    help="Benchmarks: HumanEval+ (functions), ClassEval (classes), DevBench (repositories), system designs.",
 )
 
 
@@ -169,6 +169,68 @@ def classeval_command(
             console.print(
                 f"{strategy} · {bm.label}: classes {s['classes_passed']}/{s['scored']}, tests "
                 f"{s['tests_passed']}/{s['tests']}. Written to {target}"
+            )
+        except L2MACError as e:
+            Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+            raise typer.Exit(2) from None
+
+
+@bench_app.command("devbench")
+def devbench_command(
+    strategy: StrategyOpt = "single",
+    limit: LimitOpt = None,
+    tasks: Annotated[str | None, typer.Option(help="Repositories, comma-separated (e.g. ArXiv_digest).")] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    llama_server: LlamaServerOpt = None,
+    seed: SeedOpt = None,
+    task_tokens: TaskTokensOpt = 400_000,
+    workers: WorkersOpt = 1,
+    data: Annotated[Path | None, typer.Option(help="DevBench repositories (default: bench/data/devbench).")] = None,
+    out: OutOpt = None,
+) -> None:
+    """DevBench: hidden acceptance and unit tests passed by the codebase one strategy writes; resumable."""
+    from l2mac.benchmarks import devbench as db
+    from l2mac.benchmarks import humaneval as he
+    from l2mac.benchmarks import runner as bench_runner
+    from l2mac.checks.sandbox import choose_runner
+
+    console = Console()
+    with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
+        try:
+            if strategy not in he.STRATEGIES:
+                raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
+            repos = db.load_repos(data or db.default_data_path())
+            chosen = db.select(repos, limit, tasks.split(",") if tasks else None)
+            pythons = {r.task_id: db.scorer_python(r) for r in chosen}  # before generating: an install can fail
+            bm = _model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=db.ENGINE_BUDGET)
+            stack.callback(bm.close)
+            generate = (
+                db.single_generator(bm.client_for)
+                if strategy == "single"
+                else db.engine_generator(bm.settings, bm.model, strategy)
+            )
+            target = out or bench_runner.results_path(Path("bench/results"), "devbench", bm.label, strategy)
+            data_md5 = db.data_digest(chosen)
+            meta = _meta(
+                "DevBench (development repositories)", data_md5, bm, strategy, seed, task_tokens, db.ENGINE_BUDGET
+            )
+            result = bench_runner.run_benchmark(
+                chosen,
+                strategy=strategy,
+                generate=generate,
+                score=db.scorer_for(chosen, choose_runner("auto"), lambda r: pythons[r.task_id]),
+                summarise=db.summarise,
+                unscored=db.UNSCORED,
+                out=target,
+                meta=meta,
+                say=console.print,
+                workers=workers,
+            )
+            s = result["summary"]
+            console.print(
+                f"{strategy} · {bm.label}: acceptance {s['acceptance']}/{s['acceptance_total']}, unit "
+                f"{s['unit']}/{s['unit_total']} ({s['note']}). Written to {target}"
             )
         except L2MACError as e:
             Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)

@@ -10,11 +10,9 @@ passed when every one of its tests passes; the share of tests passed is reported
 from __future__ import annotations
 
 import ast
-import asyncio
 import hashlib
 import json
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,18 +196,9 @@ def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def single_generator(client_for: Callable[[], ModelClient]) -> Callable[[Task], Generation]:
-    def generate(task: Task) -> Generation:
-        return asyncio.run(generate_single(client_for(), task))
-
-    return generate
+    return runner.single_generator(generate_single, client_for)
 
 
 def engine_generator(settings: Settings, model: Model | None, strategy: str) -> Callable[[Task], Generation]:
-    """Runs the engine per task with ``strategy`` (l2mac or soa), each task in its own project folder."""
-    root = Path(tempfile.mkdtemp(prefix=f"l2mac-classeval-{strategy}-"))
-    chosen = settings.model_copy(update={"run": settings.run.model_copy(update={"strategy": strategy})})
-
-    def generate(task: Task) -> Generation:
-        return generate_engine(task, chosen, model, root)
-
-    return generate
+    """Runs the engine per task with ``strategy`` (l2mac or soa), each in its own project folder."""
+    return runner.engine_generator(generate_engine, settings, model, strategy)

@@ -7,12 +7,10 @@ results file skips the tasks it holds.
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import hashlib
 import json
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -34,7 +32,7 @@ from l2mac.settings import Settings
 DATA_FILE = "HumanEvalPlus-v0.1.10.jsonl.gz"
 DATA_MD5 = "924d06df44399bb3c99d9196cb43018f"
 STRATEGIES = ("single", "l2mac", "soa")
-ENGINE_STRATEGIES = ("l2mac", "soa")
+ENGINE_STRATEGIES = runner.ENGINE_STRATEGIES
 #: the engine's limits per HumanEval+ task (besides the token budget): one function is one step, 12 model calls
 #: at most, and 4 failed checks before the step fails (the text protocol's default of 8 doubled the time of
 #: tasks the model cannot fix, which were most of the long ones, without turning them into passes)
@@ -182,23 +180,11 @@ def run_benchmark(
 
 
 def single_generator(client_for: Callable[[], ModelClient]) -> Generator:
-    def generate(task: Task) -> Generation:
-        return asyncio.run(generate_single(client_for(), task))
-
-    return generate
+    return runner.single_generator(generate_single, client_for)
 
 
 def engine_generator(
     settings: Settings, model: Model | None, workspace: Path | None = None, *, strategy: str = "l2mac"
 ) -> Generator:
     """Runs the engine per task with ``strategy`` (l2mac or soa), each task in its own project folder."""
-    if strategy not in ENGINE_STRATEGIES:
-        raise ConfigError(f"the engine's strategies are {', '.join(ENGINE_STRATEGIES)}, not {strategy!r}")
-    root = workspace or Path(tempfile.mkdtemp(prefix=f"l2mac-humaneval-{strategy}-"))
-    run = settings.run.model_copy(update={"strategy": strategy})
-    chosen = settings.model_copy(update={"run": run})
-
-    def generate(task: Task) -> Generation:
-        return generate_engine(task, chosen, model, root)
-
-    return generate
+    return runner.engine_generator(generate_engine, settings, model, strategy, workspace)

@@ -7,15 +7,17 @@ summarised; the running, saving, resuming and interrupting are here, once for al
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import json
 import os
 import platform
 import re
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -261,3 +263,38 @@ def usage_summary(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "cost_usd": None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 4),
         "generation_wall_time_s": round(sum(t["wall_time_s"] for t in tasks.values()), 1),
     }
+
+
+#: the engine's strategies (``single`` is one call, no engine)
+ENGINE_STRATEGIES = ("l2mac", "soa")
+
+
+def single_generator(
+    generate: Callable[[ModelClient, _Task], Coroutine[Any, Any, Generation]], client_for: Callable[[], ModelClient]
+) -> Callable[[_Task], Generation]:
+    """One call per task, each with a fresh client (its usage is the task's)."""
+
+    def one(task: _Task) -> Generation:
+        return asyncio.run(generate(client_for(), task))
+
+    return one
+
+
+def engine_generator(
+    generate: Callable[[_Task, Settings, Model | None, Path], Generation],
+    settings: Settings,
+    model: Model | None,
+    strategy: str,
+    workspace: Path | None = None,
+) -> Callable[[_Task], Generation]:
+    """The engine per task with ``strategy`` (l2mac or soa), each task in its own project folder under
+    ``workspace`` (a new temporary folder by default)."""
+    if strategy not in ENGINE_STRATEGIES:
+        raise ConfigError(f"the engine's strategies are {', '.join(ENGINE_STRATEGIES)}, not {strategy!r}")
+    root = workspace or Path(tempfile.mkdtemp(prefix=f"l2mac-bench-{strategy}-"))
+    chosen = settings.model_copy(update={"run": settings.run.model_copy(update={"strategy": strategy})})
+
+    def one(task: _Task) -> Generation:
+        return generate(task, chosen, model, root)
+
+    return one
