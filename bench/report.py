@@ -1,4 +1,5 @@
-"""Writes bench/RESULTS.md and bench/humanevalplus.png from the HumanEval+ results in bench/results/.
+"""Writes bench/RESULTS.md and its plots from the results in bench/results/ (HumanEval+, ClassEval, DevBench,
+the system-design projects, SoA scaling).
 
     .venv/bin/python bench/report.py          # needs matplotlib (pip install matplotlib) for the plot
 
@@ -227,6 +228,87 @@ def project_section() -> list[str]:
     return lines
 
 
+def result_rows(benchmark: str) -> list[dict[str, Any]]:
+    """The scored results files of ``benchmark`` (classeval, devbench), with their conditions and summary."""
+    rows = []
+    for path in sorted(RESULTS.glob(f"*-{benchmark}-*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        s = data.get("summary", {})
+        if s.get("scored"):
+            keys = ("strategy", "model", "command", "sessions", "engine_budget", "task_tokens")
+            rows.append({"file": path.name, **{k: data.get(k) for k in keys}, **s})
+    return rows
+
+
+def bars(rows: list[dict[str, Any]], series: dict[str, str], title: str, target: Path) -> bool:
+    """A bar per strategy for each of ``series`` (summary key -> label), in percent."""
+    plt = pyplot()
+    if plt is None or not rows:
+        return False
+    x = range(len(rows))
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for n, (key, label) in enumerate(series.items()):
+        ax.bar([i - 0.4 + width * (n + 0.5) for i in x], [100 * (r[key] or 0) for r in rows], width, label=label)
+    ax.set_xticks(list(x), [r["strategy"] for r in rows])
+    ax.set_ylabel("%")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"{title} with {rows[0]['model']}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(target, dpi=100)
+    return True
+
+
+def classeval_section() -> list[str]:
+    rows = result_rows("classeval")
+    lines = ["## ClassEval (class level, first 50 tasks)", ""]
+    if not rows:
+        return [*lines, "No runs yet: `l2mac bench classeval --strategy single` (see bench/README.md).", ""]
+    lines += [
+        "| strategy | model | classes | classes fully passing | tests passed | tokens | generation time | file |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['strategy']} | {r['model']} | {r['scored']} | {r['classes_passed']} ({r['class_pass_rate']:.1%}) "
+            f"| {r['tests_passed']}/{r['tests']} ({r['test_pass_rate']:.1%}) | {r['tokens']:,} | {time_text(r)} "
+            f"| `{r['file']}` |"
+        )
+    lines += ["", f"{rows[0]['note']}.", "", "Commands:", ""]
+    lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
+    lines.append("")
+    series = {"class_pass_rate": "classes fully passing", "test_pass_rate": "tests passed"}
+    if bars(rows, series, "ClassEval", BENCH / "classeval.png"):
+        lines += ["![ClassEval by strategy](classeval.png)", ""]
+    return lines
+
+
+def devbench_section() -> list[str]:
+    rows = result_rows("devbench")
+    lines = ["## DevBench (repository level, hidden tests)", ""]
+    if not rows:
+        return [*lines, "No runs yet: `l2mac bench devbench --strategy single` (see bench/README.md).", ""]
+    lines += [
+        "| strategy | model | repositories | acceptance tests | unit tests | tokens | generation time | file |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        r["acceptance_rate"] = r["acceptance"] / r["acceptance_total"] if r["acceptance_total"] else 0
+        r["unit_rate"] = r["unit"] / r["unit_total"] if r["unit_total"] else 0
+        lines.append(
+            f"| {r['strategy']} | {r['model']} | {r['scored']} | {r['acceptance']}/{r['acceptance_total']} | "
+            f"{r['unit']}/{r['unit_total']} | {r['tokens']:,} | {time_text(r)} | `{r['file']}` |"
+        )
+    lines += ["", f"{rows[0]['note']}.", "", "Commands:", ""]
+    lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
+    lines.append("")
+    series = {"acceptance_rate": "acceptance tests passed", "unit_rate": "unit tests passed"}
+    if bars(rows, series, "DevBench", BENCH / "devbench.png"):
+        lines += ["![DevBench by strategy](devbench.png)", ""]
+    return lines
+
+
 def main() -> int:
     rows = humaneval_rows()
     lines = [
@@ -260,6 +342,8 @@ def main() -> int:
             lines += ["Notes on these runs:", "", *notes, ""]
         if plot(rows, BENCH / "humanevalplus.png"):
             lines += ["![HumanEval+ pass@1 by strategy](humanevalplus.png)", ""]
+    lines += classeval_section()
+    lines += devbench_section()
     lines += project_section()
     lines += soa_section()
     (BENCH / "RESULTS.md").write_text("\n".join(lines), encoding="utf-8")
