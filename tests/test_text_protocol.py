@@ -255,6 +255,21 @@ def test_the_files_a_step_names_are_asked_for_one_at_a_time_and_must_all_be_writ
     assert outcome.summary == "both files."
 
 
+def test_a_code_file_is_asked_for_with_the_definitions_the_step_gives_it(tmp_path: Path) -> None:
+    # Asked only for "the file", the 1.5B model's first answer on HumanEval+ tasks was often its tests, or the
+    # signature and docstring again; asked by name, as agreement's samples are, it wrote the bodies.
+    instruction = Instruction(
+        title="Stats", instruction="Write stats.py with mean(xs) and median(xs). Write tests/test_stats.py."
+    )
+    unit, script, _ = make_unit(tmp_path, [text("STEP COMPLETE")] * 2, limits=StepLimits(max_turns=1))
+    run_step(unit, instruction)
+    first = last_user_text(script.requests[0])
+    assert (
+        "Write the complete file stats.py now. It must define all of these, each complete with its body: mean, median"
+        in first
+    )
+
+
 def test_the_one_unnamed_block_answering_write_x_is_x(tmp_path: Path) -> None:
     instruction = Instruction(title="Stack", instruction="Write stack.py with push/pop.", requires_tests=False)
     replies = [text("Sure:\n```python\n" + GOOD + "```"), text("STEP COMPLETE: stack.py.")]

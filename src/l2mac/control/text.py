@@ -258,9 +258,14 @@ class TextConversation:
         return feedback
 
     def _request_file(self, path: str) -> str:
-        """The request for one named file; for a test file, naming the modules it must import, not copy."""
+        """The request for one named file: for a code file, naming what the step says it defines (asked only for
+        "the file", a small model's first answer was its tests, or a signature and docstring); for a test file,
+        naming the modules it must import, not copy."""
         render = self.setting.domain.render
         if not is_test_file(path):
+            owned = names_for_file(self.step.instruction.instruction, path)
+            if owned:
+                return render("text_request_sample", path=path, names=", ".join(owned))
             return render("text_request_file", path=path)
 
         def is_code(p: str) -> bool:
