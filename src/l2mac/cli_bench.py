@@ -6,19 +6,15 @@ import gzip
 import json
 import shlex
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from pydantic_ai.models import Model
 from rich.console import Console
 
+from l2mac.benchmarks.setup import bench_model, results_meta
 from l2mac.errors import L2MACError
-from l2mac.models.client import ModelClient
-from l2mac.settings import Settings, load_settings
 
 bench_app = typer.Typer(
     no_args_is_help=True,
@@ -85,7 +81,7 @@ def humaneval_command(
                 console.print(f"canonical solutions: {passed}/{len(results)} pass base and plus ({he.CEILING_NOTE})")
                 raise typer.Exit(0 if passed == scorer.CEILING else 1)
             chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
-            bm = _model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=he.ENGINE_BUDGET)
+            bm = bench_model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=he.ENGINE_BUDGET)
             stack.callback(bm.close)
             settings, label = bm.settings, bm.label
             generate = (
@@ -94,7 +90,7 @@ def humaneval_command(
                 else he.engine_generator(settings, bm.model, strategy=strategy)
             )
             target = out or bench_runner.results_path(Path("bench/results"), "humanevalplus", label, strategy)
-            meta = _meta("HumanEval+ v0.1.10", he.DATA_MD5, bm, strategy, seed, task_tokens, he.ENGINE_BUDGET)
+            meta = results_meta("HumanEval+ v0.1.10", he.DATA_MD5, bm, strategy, seed, task_tokens, he.ENGINE_BUDGET)
             meta["scorer"] = scorer.EVALPLUS
             result = he.run_benchmark(
                 chosen,
@@ -144,7 +140,7 @@ def classeval_command(
             all_tasks = ce.load_tasks(data or ce.default_data_path())
             chosen = ce.select(all_tasks, limit, tasks.split(",") if tasks else None)
             python = ce.scorer_python(all_tasks)
-            bm = _model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=ce.ENGINE_BUDGET)
+            bm = bench_model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=ce.ENGINE_BUDGET)
             stack.callback(bm.close)
             generate = (
                 ce.single_generator(bm.client_for)
@@ -152,7 +148,9 @@ def classeval_command(
                 else ce.engine_generator(bm.settings, bm.model, strategy)
             )
             target = out or bench_runner.results_path(Path("bench/results"), "classeval", bm.label, strategy)
-            meta = _meta("ClassEval (first 50 tasks)", ce.DATA_MD5, bm, strategy, seed, task_tokens, ce.ENGINE_BUDGET)
+            meta = results_meta(
+                "ClassEval (first 50 tasks)", ce.DATA_MD5, bm, strategy, seed, task_tokens, ce.ENGINE_BUDGET
+            )
             result = bench_runner.run_benchmark(
                 chosen,
                 strategy=strategy,
@@ -203,7 +201,7 @@ def devbench_command(
             repos = db.load_repos(data or db.default_data_path())
             chosen = db.select(repos, limit, tasks.split(",") if tasks else None)
             pythons = {r.task_id: db.scorer_python(r) for r in chosen}  # before generating: an install can fail
-            bm = _model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=db.ENGINE_BUDGET)
+            bm = bench_model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=db.ENGINE_BUDGET)
             stack.callback(bm.close)
             generate = (
                 db.single_generator(bm.client_for)
@@ -212,7 +210,7 @@ def devbench_command(
             )
             target = out or bench_runner.results_path(Path("bench/results"), "devbench", bm.label, strategy)
             data_md5 = db.data_digest(chosen)
-            meta = _meta(
+            meta = results_meta(
                 "DevBench (development repositories)", data_md5, bm, strategy, seed, task_tokens, db.ENGINE_BUDGET
             )
             result = bench_runner.run_benchmark(
@@ -235,84 +233,6 @@ def devbench_command(
         except L2MACError as e:
             Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
             raise typer.Exit(2) from None
-
-
-def _meta(
-    benchmark: str, md5: str, bm: BenchModel, strategy: str, seed: int | None, task_tokens: int, budget: dict[str, int]
-) -> dict[str, Any]:
-    """What a results file records of the conditions it was made in."""
-    from l2mac.benchmarks import runner as bench_runner
-
-    slots = bm.settings.llm.local_slots
-    return {
-        "benchmark": benchmark,
-        "data_md5": md5,
-        "model": bm.label,
-        "seed": seed,
-        "task_tokens": task_tokens,
-        "engine_budget": budget if strategy != "single" else None,
-        "serving": f"llama-server, {slots} slots" if bm.settings.llm.llama_server else "in-process",
-        "machine": bench_runner.machine(),
-        "l2mac": bench_runner.code_version(),
-        "command": "l2mac " + shlex.join(sys.argv[1:]),
-    }
-
-
-@dataclass
-class BenchModel:
-    """One model for a whole benchmark: the engine's settings (protocol and window fixed from the model), its
-    label, a fresh client per task for the single strategy, and the loaded model itself, shared by every task
-    (and by concurrent workers, through a llama-server's slots) and closed once at the end."""
-
-    settings: Settings
-    label: str
-    client_for: Callable[[], ModelClient]
-    model: Model
-    close: Callable[[], None]
-
-
-def _model(
-    model: str | None,
-    base_url: str | None,
-    seed: int | None,
-    task_tokens: int,
-    llama_server: str | None = None,
-    slots: int | None = None,
-    run: dict[str, Any] | None = None,
-) -> BenchModel:
-    from l2mac.models.client import RetryPolicy
-    from l2mac.models.registry import model_settings
-    from l2mac.run import protocol_for, resolve_model
-
-    settings = load_settings(
-        llm={"model": model, "base_url": base_url, "llama_server": llama_server, "local_slots": slots},
-        run={"max_tokens": task_tokens, "max_turns": 12, **(run or {})},
-    )
-    info, _ = resolve_model(settings, None)
-    ms = model_settings(settings.llm)
-    if seed is not None:
-        ms["seed"] = seed
-
-    def client_for() -> ModelClient:
-        return ModelClient(
-            info.model,
-            settings=ms,
-            retry=RetryPolicy(max_retries=settings.llm.max_retries),
-            max_tokens=task_tokens,
-            max_output_tokens=settings.llm.max_output_tokens,
-        )
-
-    llm = settings.llm.model_copy(
-        update={"model": f"{info.provider}:{info.name}", "context_window": info.context_window}
-    )
-    run_settings = settings.run.model_copy(update={"protocol": protocol_for(settings.run.protocol, info)})
-    return BenchModel(
-        settings.model_copy(update={"llm": llm, "run": run_settings}),
-        info.label,
-        client_for,
-        info.model,
-        info.close or (lambda: None),
-    )
 
 
 @bench_app.command("project")
@@ -349,12 +269,12 @@ def project_command(
         if strategy not in he.STRATEGIES:
             raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
         spec = pj.load_project_task(task)
-        bm = _model(model, base_url, None, task_tokens, llama_server)
+        bm = bench_model(model, base_url, None, task_tokens, llama_server)
         stack.callback(bm.close)
         settings, label, client_for = bm.settings, bm.label, bm.client_for
         judge_label, judge_client = label, client_for
         if judge:
-            judge_bm = _model(judge, base_url, None, 10**9)
+            judge_bm = bench_model(judge, base_url, None, 10**9)
             stack.callback(judge_bm.close)
             judge_label, judge_client = judge_bm.label, judge_bm.client_for
         workspace = Path(tempfile.mkdtemp(prefix=f"l2mac-{task}-"))
