@@ -76,6 +76,21 @@ def test_a_one_step_plan_is_the_task_itself_without_asking_the_model() -> None:
     assert script.requests == []
 
 
+def test_a_plan_is_repaired_before_it_runs() -> None:
+    # Seen with the 1.5B model on a specification: a last step "Submit plan", and a README step that required
+    # tests and failed "no tests were collected" nine times.
+    steps = [
+        Instruction(title="Core", instruction="Write core.py with plan_trip(days). Write tests/test_core.py."),
+        Instruction(title="Readme", instruction="Write README.md with usage."),
+        Instruction(title="Docs and code", instruction="Write README.md and cli.py."),
+        Instruction(title="Approval", instruction="Let users submit the plan for approval in approve.py."),
+        Instruction(title="Submit plan", instruction="Call submit_plan with the steps."),
+    ]
+    program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in steps]})])
+    assert [s.title for s in program.steps] == ["Core", "Readme", "Docs and code", "Approval"]
+    assert [s.requires_tests for s in program.steps] == [True, False, True, True]
+
+
 def test_no_usable_plan_raises_a_clear_error() -> None:
     with pytest.raises(PromptProgramError, match="usable plan"):
         plan_with([text("I cannot."), text("No."), text("Still no.")])

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.tools import ToolDefinition
 
+from l2mac.checks.demands import mentioned_files
 from l2mac.domains import Domain
 from l2mac.errors import PromptProgramError
 from l2mac.models.client import ModelClient
@@ -92,6 +93,25 @@ def dedupe(steps: list[Instruction]) -> list[Instruction]:
             seen.add(key)
             out.append(s)
     return out
+
+
+#: a step whose whole title is submitting the plan, or that names the planner's tool: not the task's work
+_SUBMITS_THE_PLAN = re.compile(rf"^\W*submit(?:ting)?[ _](?:the )?plan\W*$|\b{SUBMIT_PLAN}\b", re.IGNORECASE)
+
+
+def repair(steps: list[Instruction]) -> list[Instruction]:
+    """A plan as it can run: no step whose work is submitting the plan (seen as a last step "Submit plan" of a
+    plan answered in prose), and no test required of a step that mentions files but no code file (seen: a
+    README step failing "no tests were collected" nine times)."""
+    out: list[Instruction] = []
+    for step in steps:
+        if _SUBMITS_THE_PLAN.search(step.title) or SUBMIT_PLAN in step.instruction:
+            continue
+        files = mentioned_files(step.instruction)
+        if step.requires_tests and files and not any(f.endswith(".py") for f in files):
+            step = step.model_copy(update={"requires_tests": False})
+        out.append(step)
+    return out or steps
 
 
 def fit_steps(steps: list[Instruction], max_steps: int) -> list[Instruction]:
@@ -177,7 +197,7 @@ async def make_plan(
             steps = await _ask_plan(client, review, domain)
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
-    return PromptProgram(task=task, steps=carry_task_details(fit_steps(dedupe(steps), limit), task))
+    return PromptProgram(task=task, steps=carry_task_details(fit_steps(repair(dedupe(steps)), limit), task))
 
 
 def _title(task: str) -> str:

@@ -217,10 +217,15 @@ def named_files(instruction: str) -> list[str]:
 _NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
 
 
+def mentioned_files(instruction: str) -> list[str]:
+    """Every file an instruction mentions, whatever it says of it, in order."""
+    return [m.group(1) for m in _NAMED_FILE.finditer(instruction)]
+
+
 def example_path(instruction: str, domain: str) -> str:
     """A file the step names (not a test), for the prompts' examples: small models copy an example's path (seen:
     ``app/models.py``, once the example of the write_files schema, written in place of the step's password.py)."""
-    named = [m.group(1) for m in _NAMED_FILE.finditer(instruction)]
+    named = mentioned_files(instruction)
     own = [p for p in named if not is_test_file(p)]
     if own or named:
         return (own or named)[0]
