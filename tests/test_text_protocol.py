@@ -270,6 +270,30 @@ def test_a_code_file_is_asked_for_with_the_definitions_the_step_gives_it(tmp_pat
     )
 
 
+def test_a_failing_step_ends_with_its_files_as_they_were_at_its_best(tmp_path: Path) -> None:
+    # Seen on HumanEval+: a step whose first code passed most of its tests went on rewriting it until its
+    # budget ran out, and ended with code worse than its first draft, which was what the run kept.
+    wrong_test = TEST + "\n\ndef test_wrong():\n    assert pop([1, 2]) == 1\n"
+    broken = "def push(s, x):\n    s.append(x\n"
+    replies = [
+        text(fenced(("stack.py", GOOD))),
+        text(fenced(("tests/test_stack.py", wrong_test))),  # 1 passed, 1 failed: the best it gets
+        text(fenced(("stack.py", broken))),  # a syntax error
+        text("stack.py has push and pop."),  # the failed step's summary
+    ]
+
+    def run(keep_best: bool) -> tuple[object, FileStore]:
+        limits = StepLimits(max_turns=3, samples=0, keep_best=keep_best)
+        unit, _, store = make_unit(tmp_path / str(keep_best), list(replies), limits=limits)
+        return run_step(unit), store
+
+    outcome, store = run(keep_best=True)
+    assert outcome.status is StepStatus.FAILED
+    assert store.read_text("stack.py") == GOOD and "put back as they were after turn 2" in outcome.reason
+    outcome, store = run(keep_best=False)
+    assert store.read_text("stack.py") == broken and "put back" not in outcome.reason
+
+
 def test_the_one_unnamed_block_answering_write_x_is_x(tmp_path: Path) -> None:
     instruction = Instruction(title="Stack", instruction="Write stack.py with push/pop.", requires_tests=False)
     replies = [text("Sure:\n```python\n" + GOOD + "```"), text("STEP COMPLETE: stack.py.")]

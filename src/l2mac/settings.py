@@ -89,6 +89,10 @@ class RunSettings(BaseModel):
     prompts_file: Path | None = Field(default=None, description="Prompt set (YAML) for the custom domain.")
     steps: int | None = Field(default=None, gt=0, description="Most steps the planner may produce.")
     reflect: bool = Field(default=False, description="Ask the model to review and refine its plan once.")
+    keep_best: bool = Field(
+        default=True,
+        description="A step that fails ends with its files as they were when its checks came closest to passing.",
+    )
     prompt_program: Path | None = Field(default=None, description="A plan file (YAML or JSON); skips planning.")
     run_tests: bool = Field(default=True, description="Run the project's tests as a check at every step.")
     workspace: Path = Field(default=Path("workspace"), description="Folder holding one sub-folder per project.")
@@ -201,6 +205,7 @@ _ENV_RUN = {
     "L2MAC_SANDBOX": "sandbox",
     "L2MAC_MAX_STEPS": "max_steps",
     "L2MAC_MAX_WALL_TIME": "max_wall_time_s",
+    "L2MAC_KEEP_BEST": "keep_best",
 }
 
 

@@ -11,6 +11,7 @@ log), never the control unit.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -41,6 +42,27 @@ _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
 
 
 @dataclass(frozen=True)
+class Standing:
+    """How far the project is from passing the step's checks: what the step still lacks, blocking problems
+    (code problems, a failed install, no tests collected), and its tests, passed and not, with a digest of the
+    test files they come from."""
+
+    lacking: int = 0
+    problems: int = 0
+    passed: int = 0
+    failing: int = 0
+    tests: str = ""
+
+    def better_than(self, other: Standing) -> bool:
+        """Fewer things lacking or broken; or as many, and more of the same tests passing. Test counts compare
+        only between states with the same tests: a test bent to wrong code passes too."""
+        mine, theirs = self.lacking + self.problems, other.lacking + other.problems
+        if mine != theirs:
+            return mine < theirs
+        return self.tests == other.tests and (self.passed, -self.failing) > (other.passed, -other.failing)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """What the checks found: ``report`` (empty when they pass), ``notes`` that say what else to do, the file
     to look at first, and what the checks changed themselves (files put back, tests agreement removed)."""
@@ -51,6 +73,7 @@ class Verdict:
     restored: str = ""  # the note saying which earlier files were put back, if any
     focus: str | None = None
     removed: tuple[str, ...] = ()
+    standing: Standing = Standing()
 
     @property
     def first_file(self) -> str | None:
@@ -80,6 +103,7 @@ class StepChecks:
         self.named = named_files(instruction.instruction)
         self.baseline = Baseline(env.store.snapshot(), set(self.named))
         self.removed: list[str] = []  # tests agreement removed in this step: not missed as regressions
+        self.standing = Standing()  # of the project when the checks last ran
 
     async def verdict(self) -> Verdict:
         """Run every check; put back what the step broke, and weigh failing tests, before judging."""
@@ -100,7 +124,7 @@ class StepChecks:
             focus = agreed.focus if not ok and agreed.focus else focus
         removed = tuple(agreed.removed) if agreed is not None else ()
         self.removed += removed
-        return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed)
+        return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed, self.standing)
 
     # -- the checks --------------------------------------------------------------------------------------
     def run(self) -> tuple[bool, str]:
@@ -108,6 +132,7 @@ class StepChecks:
         test of each module it writes and of each function it names."""
         ok, report = self.project()
         lacking = self._lacking()
+        self.standing = replace(self.standing, lacking=len(lacking))
         if lacking:
             ok, report = False, "\n\n".join([*lacking, report]).strip()
         return ok, report
@@ -116,17 +141,22 @@ class StepChecks:
         """Code problems in any file, and the project's tests when the step requires tests or tests exist."""
         env = self.env
         problems: list[str] = []
+        blocking = 0
         if env.python_checks:
             issues = [i for i in env.check_files(env.store.list_files()) if i.blocking]
             if issues:
                 problems.append("Code problems:\n" + "\n".join(str(i) for i in issues[:30]))
-            problems += self._install()
+            install = self._install()
+            problems += install
+            blocking = len(issues) + len(install)
         has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
+        outcome: TestRun | None = None
         if self.run_tests and (self.instruction.requires_tests or has_tests):
             outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
             if outcome.litter and self.recover and self._move_litter_under_tmp_path(list(outcome.litter)):
                 outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
             if outcome.status == "no_tests":
+                blocking += 1
                 problems.append(
                     "No tests were collected, but this step must leave pytest tests "
                     "(files named tests/test_*.py with functions named test_*)."
@@ -135,8 +165,19 @@ class StepChecks:
                 blame, outcome = self._blame_hard_coded_files(outcome)
                 problems.append(blame + outcome.report(env.max_output_chars))
         if not problems and self.run_tests and env.python_checks:
-            problems += self._serve()
+            served = self._serve()
+            blocking += len(served)
+            problems += served
+        self.standing = self._standing(blocking, outcome)
         return not problems, "\n\n".join(problems)
+
+    def _standing(self, blocking: int, outcome: TestRun | None) -> Standing:
+        store = self.env.store
+        tests = sorted(p for p in store.list_files() if is_test_file(p))
+        digest = hashlib.sha256("\0".join(f"{p}\0{store.read_text(p)}" for p in tests).encode()).hexdigest()
+        if outcome is None:
+            return Standing(problems=blocking, tests=digest)
+        return Standing(0, blocking, outcome.passed, outcome.failed + outcome.errors, digest)
 
     def _serve(self) -> list[str]:
         """A program that serves, started as its user would start it and asked for the step's routes."""

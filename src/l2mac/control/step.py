@@ -16,6 +16,8 @@ class StepLimits:
     samples: int = 0
     #: such agreement rounds per step
     max_agreement_rounds: int = 2
+    #: a failing step's files are put back as they were when its checks came closest to passing
+    keep_best: bool = True
 
 
 @dataclass(frozen=True)

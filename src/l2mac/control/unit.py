@@ -20,7 +20,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolCallPart, UserP
 from l2mac.checks.agreement import AgreementLimits, Weigher
 from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import repair_written
-from l2mac.checks.verdict import StepChecks
+from l2mac.checks.verdict import Standing, StepChecks
 from l2mac.context import ContextBudget
 from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn
 from l2mac.control.step import Step, StepLimits
@@ -45,6 +45,16 @@ class _State:
     sent: list[ModelMessage] = field(default_factory=list)  # the last context sent
     seen: dict[tuple[str, str, int], str] = field(default_factory=dict)
     tests_removed: list[str] = field(default_factory=list)
+    best: _Best | None = None  # the step's state closest to passing, when its checks failed
+    checks: StepChecks | None = None
+
+
+@dataclass(frozen=True)
+class _Best:
+    standing: Standing
+    files: dict[str, str]  # the project's files then
+    revision: int
+    turn: int
 
 
 class ControlUnit:
@@ -72,7 +82,7 @@ class ControlUnit:
     async def run_step(self, step: Step) -> StepOutcome:
         talk = self.protocol.start(step, self._setting(step))
         state = _State(start_revision=self.toolbox.env.store.revision)
-        checks = self._checks(step)
+        checks = state.checks = self._checks(step)
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, talk, state, f"turn budget spent ({self.limits.max_turns} model calls)")
@@ -103,6 +113,7 @@ class ControlUnit:
                 if verdict.ok and summary is not None:
                     return self._outcome(step, state, StepStatus.PASSED, summary)
                 state.check_failures += 0 if verdict.ok else 1
+                self._remember(state, verdict.standing)
             limit = self.limits.max_check_failures
             missed = talk.feed(Done(results, verdict, state.check_failures, limit + 1))
             state.check_failures += 1 if missed else 0
@@ -246,7 +257,32 @@ class ControlUnit:
             tests_removed=list(state.tests_removed),
         )
 
+    def _remember(self, state: _State, standing: Standing) -> None:
+        """Keep the project's files when the checks came closer to passing than ever in this step."""
+        if self.limits.keep_best and (state.best is None or standing.better_than(state.best.standing)):
+            store = self.toolbox.env.store
+            state.best = _Best(standing, store.snapshot(), store.revision, state.turns)
+
+    async def _keep_best(self, step: Step, state: _State) -> str:
+        """A failing step ends no worse than its best state: when the files now are further from passing than
+        they were at its best, they are put back as they were then. Returns what to add to the reason."""
+        best, checks, store = state.best, state.checks, self.toolbox.env.store
+        if best is None or checks is None or store.revision == best.revision:
+            return ""
+        await asyncio.to_thread(checks.run)
+        if not best.standing.better_than(checks.standing):
+            return ""
+        now = store.snapshot()
+        for path in sorted(set(now) | set(best.files)):
+            if path not in best.files:
+                await asyncio.to_thread(store.delete, path)
+            elif now.get(path) != best.files[path]:
+                await self.save(step, path, best.files[path], "the step's best state kept")
+        self.log("recovered", step=step.index, recovery="best_state_kept", turn=best.turn)
+        return f"; its files were put back as they were after turn {best.turn}, the closest it came to passing"
+
     async def _fail(self, step: Step, talk: Conversation, state: _State, reason: str) -> StepOutcome:
+        reason += await self._keep_best(step, state)
         try:
             summary = await self._plain_answer(talk.messages(), "step_summary", f"step {step.index}: summary")
         except ContextOverflow:

@@ -30,7 +30,9 @@ class SequentialStrategy:
         chosen = rs.model_fields_set
         check_failures = rs.max_check_failures if "max_check_failures" in chosen else protocol.check_failures
         samples = rs.samples if "samples" in chosen else protocol.samples
-        limits = StepLimits(rs.max_turns, check_failures, rs.max_context_restarts, samples=samples)
+        limits = StepLimits(
+            rs.max_turns, check_failures, rs.max_context_restarts, samples=samples, keep_best=rs.keep_best
+        )
         return cls(limits, plan_steps=rs.steps, step_budget=rs.max_steps, reflect=rs.reflect)
 
     async def run(self, ctx: RunContext) -> StrategyResult:
