@@ -57,6 +57,12 @@ def test_an_import_from_a_wrong_module_name_points_to_the_module_that_defines_th
         "tests/test_solution.py:1: dependency: imports split from 'project', which is not a module of this project, "
         "but solution.py defines it: import from 'solution'"
     )
+    # a package's names that a project module happens to define as well are still the package's
+    files["tests/test_solution.py"] = "from flask import Flask, jsonify\n"
+    files["solution.py"] += "\n\ndef jsonify(x):\n    return x\n"
+    [issue] = dependency_issues(tmp_path / "again", files)
+    assert "imports 'flask', a third-party package" in issue
+    files["tests/test_solution.py"] = "from project import split\n"
     del files["solution.py"]
     files["helpers.py"] = "X = 1\n"
     [issue] = dependency_issues(tmp_path / "other", files)

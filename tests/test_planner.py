@@ -84,11 +84,14 @@ def test_a_plan_is_repaired_before_it_runs() -> None:
         Instruction(title="Readme", instruction="Write README.md with usage."),
         Instruction(title="Docs and code", instruction="Write README.md and cli.py."),
         Instruction(title="Approval", instruction="Let users submit the plan for approval in approve.py."),
+        Instruction(title="Loader", instruction="Implement load_tasks() reading tasks.json."),
+        Instruction(title="Submit", instruction="Write submit_plan_for_approval() in approve.py."),
         Instruction(title="Submit plan", instruction="Call submit_plan with the steps."),
     ]
     program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in steps]})])
-    assert [s.title for s in program.steps] == ["Core", "Readme", "Docs and code", "Approval"]
-    assert [s.requires_tests for s in program.steps] == [True, False, True, True]
+    titles = ["Core", "Readme", "Docs and code", "Approval", "Loader", "Submit"]
+    assert [s.title for s in program.steps] == titles
+    assert [s.requires_tests for s in program.steps] == [True, False, True, True, True, True]
 
 
 def test_no_usable_plan_raises_a_clear_error() -> None:

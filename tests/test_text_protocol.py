@@ -294,6 +294,18 @@ def test_a_failing_step_ends_with_its_files_as_they_were_at_its_best(tmp_path: P
     assert store.read_text("stack.py") == broken and "put back" not in outcome.reason
 
 
+def test_states_are_ranked_in_stages_and_test_counts_only_over_the_same_tests() -> None:
+    from l2mac.checks.verdict import Standing
+
+    failing = Standing(green=False, passed=3, failing=2, tests="a")
+    assert Standing(lacking=0, problems=0, green=False, tests="a").better_than(Standing(problems=1))
+    assert Standing(green=True, served=False).better_than(failing)  # tests pass, the server does not answer
+    assert failing.better_than(Standing(green=False, ran=False, tests="a"))  # a timeout, or nothing collected
+    assert Standing(green=False, passed=4, failing=1, tests="a").better_than(failing)
+    assert not Standing(green=False, passed=5, failing=0, tests="b").better_than(failing)  # other tests
+    assert not failing.better_than(failing)
+
+
 def test_the_one_unnamed_block_answering_write_x_is_x(tmp_path: Path) -> None:
     instruction = Instruction(title="Stack", instruction="Write stack.py with push/pop.", requires_tests=False)
     replies = [text("Sure:\n```python\n" + GOOD + "```"), text("STEP COMPLETE: stack.py.")]

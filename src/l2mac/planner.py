@@ -96,19 +96,23 @@ def dedupe(steps: list[Instruction]) -> list[Instruction]:
 
 
 #: a step whose whole title is submitting the plan, or that names the planner's tool: not the task's work
-_SUBMITS_THE_PLAN = re.compile(rf"^\W*submit(?:ting)?[ _](?:the )?plan\W*$|\b{SUBMIT_PLAN}\b", re.IGNORECASE)
+_SUBMITS_THE_PLAN = re.compile(r"^\W*submit(?:ting)?[ _](?:the )?plan\W*$", re.IGNORECASE)
+_NAMES_THE_TOOL = re.compile(rf"\b{SUBMIT_PLAN}\b")
+#: a function or method named with its parentheses: the step writes code
+_CALLABLE = re.compile(r"\b[A-Za-z_]\w*\(")
 
 
 def repair(steps: list[Instruction]) -> list[Instruction]:
     """A plan as it can run: no step whose work is submitting the plan (seen as a last step "Submit plan" of a
-    plan answered in prose), and no test required of a step that mentions files but no code file (seen: a
-    README step failing "no tests were collected" nine times)."""
+    plan answered in prose), and no test required of a step that mentions files but neither a code file nor a
+    function (seen: a README step failing "no tests were collected" nine times)."""
     out: list[Instruction] = []
     for step in steps:
-        if _SUBMITS_THE_PLAN.search(step.title) or SUBMIT_PLAN in step.instruction:
+        if _SUBMITS_THE_PLAN.search(step.title) or _NAMES_THE_TOOL.search(step.instruction):
             continue
         files = mentioned_files(step.instruction)
-        if step.requires_tests and files and not any(f.endswith(".py") for f in files):
+        code = any(f.endswith(".py") for f in files) or _CALLABLE.search(step.instruction)
+        if step.requires_tests and files and not code:
             step = step.model_copy(update={"requires_tests": False})
         out.append(step)
     return out or steps
@@ -197,7 +201,7 @@ async def make_plan(
             steps = await _ask_plan(client, review, domain)
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
-    return PromptProgram(task=task, steps=carry_task_details(fit_steps(repair(dedupe(steps)), limit), task))
+    return PromptProgram(task=task, steps=repair(carry_task_details(fit_steps(dedupe(steps), limit), task)))
 
 
 def _title(task: str) -> str:

@@ -197,7 +197,8 @@ class _ImportChecker:
         for module, tree in sorted(self.trees.items()):
             if module not in self.modules or is_test_file(self.files[module]) or self.files[module] == rel:
                 continue
-            if names := sorted(imported & defined_at_top_level(tree)):
+            if imported and imported <= defined_at_top_level(tree):  # all of them: else it may be a package
+                names = sorted(imported)
                 return (
                     f"imports {', '.join(names)} from {top!r}, which is not a module of this project, but "
                     f"{self.files[module]} defines {'it' if len(names) == 1 else 'them'}: import from {module!r}"

@@ -43,23 +43,33 @@ _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
 
 @dataclass(frozen=True)
 class Standing:
-    """How far the project is from passing the step's checks: what the step still lacks, blocking problems
-    (code problems, a failed install, no tests collected), and its tests, passed and not, with a digest of the
-    test files they come from."""
+    """How far the project is from passing the step's checks, in stages: what the step still lacks and blocking
+    problems (code problems, a failed install), then its tests (whether they all pass; else whether they ran
+    one by one, and how many passed and failed, with a digest of the test files), then whether a program
+    that serves answered."""
 
     lacking: int = 0
     problems: int = 0
+    green: bool = True  # the tests all pass (or none are required)
+    ran: bool = True  # the tests ran and were counted (not a timeout, a collection error, or none collected)
     passed: int = 0
     failing: int = 0
     tests: str = ""
+    served: bool = True  # a program that serves answered (or there is none, or it was not tried)
 
     def better_than(self, other: Standing) -> bool:
-        """Fewer things lacking or broken; or as many, and more of the same tests passing. Test counts compare
-        only between states with the same tests: a test bent to wrong code passes too."""
+        """Better at the first stage where the two differ. Test counts compare only between states with the
+        same tests: a test bent to wrong code passes too."""
         mine, theirs = self.lacking + self.problems, other.lacking + other.problems
         if mine != theirs:
             return mine < theirs
-        return self.tests == other.tests and (self.passed, -self.failing) > (other.passed, -other.failing)
+        if self.green != other.green:
+            return self.green
+        if not self.green and self.tests == other.tests:
+            counts, others = (self.ran, self.passed, -self.failing), (other.ran, other.passed, -other.failing)
+            if counts != others:
+                return counts > others
+        return self.served and not other.served
 
 
 @dataclass(frozen=True)
@@ -166,18 +176,21 @@ class StepChecks:
                 problems.append(blame + outcome.report(env.max_output_chars))
         if not problems and self.run_tests and env.python_checks:
             served = self._serve()
-            blocking += len(served)
             problems += served
-        self.standing = self._standing(blocking, outcome)
+        else:
+            served = []
+        self.standing = self._standing(blocking, outcome, served=not served)
         return not problems, "\n\n".join(problems)
 
-    def _standing(self, blocking: int, outcome: TestRun | None) -> Standing:
+    def _standing(self, blocking: int, outcome: TestRun | None, *, served: bool) -> Standing:
         store = self.env.store
         tests = sorted(p for p in store.list_files() if is_test_file(p))
         digest = hashlib.sha256("\0".join(f"{p}\0{store.read_text(p)}" for p in tests).encode()).hexdigest()
         if outcome is None:
-            return Standing(problems=blocking, tests=digest)
-        return Standing(0, blocking, outcome.passed, outcome.failed + outcome.errors, digest)
+            return Standing(problems=blocking, tests=digest, served=served)
+        ran = outcome.status in ("passed", "failed") and outcome.passed + outcome.failed > 0
+        failing = outcome.failed + outcome.errors
+        return Standing(0, blocking, outcome.ok, ran, outcome.passed, failing, digest, served)
 
     def _serve(self) -> list[str]:
         """A program that serves, started as its user would start it and asked for the step's routes."""

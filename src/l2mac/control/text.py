@@ -35,6 +35,7 @@ from pydantic_ai.tools import ToolDefinition
 from l2mac.checks.demands import example_values, missing_definitions, named_files, names_for_file, stubbed
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.output import trim_output
+from l2mac.checks.repairs import python_files
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control.answers import File, one_at_a_time, place_unnamed_blocks, resolve_bare_names, split_fragments
 from l2mac.control.arguments import json_files
@@ -263,7 +264,9 @@ class TextConversation:
         naming the modules it must import, not copy."""
         render = self.setting.domain.render
         if not is_test_file(path):
-            owned = names_for_file(self.step.instruction.instruction, path)
+            instruction, store = self.step.instruction.instruction, self.setting.toolbox.env.store
+            missing = missing_definitions(instruction, python_files(store))  # not defined or imported elsewhere
+            owned = [n for n in names_for_file(instruction, path) if n in missing]
             if owned:
                 return render("text_request_sample", path=path, names=", ".join(owned))
             return render("text_request_file", path=path)

@@ -27,6 +27,7 @@ from l2mac.control.step import Step, StepLimits
 from l2mac.control.text import text_messages
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import Domain
+from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import EventSink, ToolUsed, ignore
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.record import RunRecord
@@ -46,6 +47,7 @@ class _State:
     seen: dict[tuple[str, str, int], str] = field(default_factory=dict)
     tests_removed: list[str] = field(default_factory=list)
     best: _Best | None = None  # the step's state closest to passing, when its checks failed
+    measured: tuple[int, Standing] | None = None  # the store's revision when the checks last ran, and the standing
     checks: StepChecks | None = None
 
 
@@ -82,7 +84,14 @@ class ControlUnit:
     async def run_step(self, step: Step) -> StepOutcome:
         talk = self.protocol.start(step, self._setting(step))
         state = _State(start_revision=self.toolbox.env.store.revision)
-        checks = state.checks = self._checks(step)
+        state.checks = self._checks(step)
+        try:
+            return await self._turns(step, talk, state, state.checks)
+        except (BudgetExceeded, ProviderError):  # the run stops here: the step's files are its best, too
+            await self._keep_best(step, state)
+            raise
+
+    async def _turns(self, step: Step, talk: Conversation, state: _State, checks: StepChecks) -> StepOutcome:
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, talk, state, f"turn budget spent ({self.limits.max_turns} model calls)")
@@ -259,8 +268,9 @@ class ControlUnit:
 
     def _remember(self, state: _State, standing: Standing) -> None:
         """Keep the project's files when the checks came closer to passing than ever in this step."""
+        store = self.toolbox.env.store
+        state.measured = (store.revision, standing)
         if self.limits.keep_best and (state.best is None or standing.better_than(state.best.standing)):
-            store = self.toolbox.env.store
             state.best = _Best(standing, store.snapshot(), store.revision, state.turns)
 
     async def _keep_best(self, step: Step, state: _State) -> str:
@@ -269,13 +279,18 @@ class ControlUnit:
         best, checks, store = state.best, state.checks, self.toolbox.env.store
         if best is None or checks is None or store.revision == best.revision:
             return ""
-        await asyncio.to_thread(checks.run)
-        if not best.standing.better_than(checks.standing):
+        if state.measured is not None and state.measured[0] == store.revision:
+            now_standing = state.measured[1]
+        else:  # written since the checks last ran: measure where the files stand now
+            await asyncio.to_thread(checks.run)
+            now_standing = checks.standing
+        if not best.standing.better_than(now_standing):
             return ""
         now = store.snapshot()
         for path in sorted(set(now) | set(best.files)):
             if path not in best.files:
                 await asyncio.to_thread(store.delete, path)
+                self.log("tool_call", step=step.index, tool="delete", ok=True, result=f"best state kept: {path}")
             elif now.get(path) != best.files[path]:
                 await self.save(step, path, best.files[path], "the step's best state kept")
         self.log("recovered", step=step.index, recovery="best_state_kept", turn=best.turn)
