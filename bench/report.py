@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -260,53 +261,58 @@ def bars(rows: list[dict[str, Any]], series: dict[str, str], title: str, target:
     return True
 
 
-def classeval_section() -> list[str]:
-    rows = result_rows("classeval")
-    lines = ["## ClassEval (class level, first 50 tasks)", ""]
+def scored_section(
+    benchmark: str,
+    rows: list[dict[str, Any]],
+    heading: str,
+    columns: dict[str, Callable[[dict[str, Any]], str]],
+    series: dict[str, str],
+    title: str,
+) -> list[str]:
+    """A benchmark's section: a row per results file of ``rows`` (strategy, model, then ``columns``: header ->
+    cell), the note, the commands, and bars of ``series`` (summary key -> label) by strategy."""
+    lines = [f"## {heading}", ""]
     if not rows:
-        return [*lines, "No runs yet: `l2mac bench classeval --strategy single` (see bench/README.md).", ""]
-    lines += [
-        "| strategy | model | classes | classes fully passing | tests passed | tokens | generation time | file |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+        return [*lines, f"No runs yet: `l2mac bench {benchmark} --strategy single` (see bench/README.md).", ""]
+    headers = ["strategy", "model", *columns, "tokens", "generation time", "file"]
+    lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for r in rows:
-        lines.append(
-            f"| {r['strategy']} | {r['model']} | {r['scored']} | {r['classes_passed']} ({r['class_pass_rate']:.1%}) "
-            f"| {r['tests_passed']}/{r['tests']} ({r['test_pass_rate']:.1%}) | {r['tokens']:,} | {time_text(r)} "
-            f"| `{r['file']}` |"
-        )
+        cells = [r["strategy"], r["model"], *(cell(r) for cell in columns.values())]
+        lines.append("| " + " | ".join([*cells, f"{r['tokens']:,}", time_text(r), f"`{r['file']}`"]) + " |")
     lines += ["", f"{rows[0]['note']}.", "", "Commands:", ""]
     lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
     lines.append("")
-    series = {"class_pass_rate": "classes fully passing", "test_pass_rate": "tests passed"}
-    if bars(rows, series, "ClassEval", BENCH / "classeval.png"):
-        lines += ["![ClassEval by strategy](classeval.png)", ""]
+    if bars(rows, series, title, BENCH / f"{benchmark}.png"):
+        lines += [f"![{title} by strategy]({benchmark}.png)", ""]
     return lines
+
+
+def ratio(r: dict[str, Any], part: str, whole: str) -> float:
+    return r[part] / r[whole] if r[whole] else 0.0
+
+
+def classeval_section() -> list[str]:
+    columns: dict[str, Callable[[dict[str, Any]], str]] = {
+        "classes": lambda r: str(r["scored"]),
+        "classes fully passing": lambda r: f"{r['classes_passed']} ({r['class_pass_rate']:.1%})",
+        "tests passed": lambda r: f"{r['tests_passed']}/{r['tests']} ({r['test_pass_rate']:.1%})",
+    }
+    series = {"class_pass_rate": "classes fully passing", "test_pass_rate": "tests passed"}
+    heading = "ClassEval (class level, first 50 tasks)"
+    return scored_section("classeval", result_rows("classeval"), heading, columns, series, "ClassEval")
 
 
 def devbench_section() -> list[str]:
-    rows = result_rows("devbench")
-    lines = ["## DevBench (repository level, hidden tests)", ""]
-    if not rows:
-        return [*lines, "No runs yet: `l2mac bench devbench --strategy single` (see bench/README.md).", ""]
-    lines += [
-        "| strategy | model | repositories | acceptance tests | unit tests | tokens | generation time | file |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        r["acceptance_rate"] = r["acceptance"] / r["acceptance_total"] if r["acceptance_total"] else 0
-        r["unit_rate"] = r["unit"] / r["unit_total"] if r["unit_total"] else 0
-        lines.append(
-            f"| {r['strategy']} | {r['model']} | {r['scored']} | {r['acceptance']}/{r['acceptance_total']} | "
-            f"{r['unit']}/{r['unit_total']} | {r['tokens']:,} | {time_text(r)} | `{r['file']}` |"
-        )
-    lines += ["", f"{rows[0]['note']}.", "", "Commands:", ""]
-    lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
-    lines.append("")
+    for r in (rows := result_rows("devbench")):
+        r["acceptance_rate"] = ratio(r, "acceptance", "acceptance_total")
+        r["unit_rate"] = ratio(r, "unit", "unit_total")
+    columns: dict[str, Callable[[dict[str, Any]], str]] = {
+        "repositories": lambda r: str(r["scored"]),
+        "acceptance tests": lambda r: f"{r['acceptance']}/{r['acceptance_total']}",
+        "unit tests": lambda r: f"{r['unit']}/{r['unit_total']}",
+    }
     series = {"acceptance_rate": "acceptance tests passed", "unit_rate": "unit tests passed"}
-    if bars(rows, series, "DevBench", BENCH / "devbench.png"):
-        lines += ["![DevBench by strategy](devbench.png)", ""]
-    return lines
+    return scored_section("devbench", rows, "DevBench (repository level, hidden tests)", columns, series, "DevBench")
 
 
 def main() -> int:

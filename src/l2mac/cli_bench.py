@@ -6,13 +6,16 @@ import gzip
 import json
 import shlex
 import sys
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
 
+from l2mac.benchmarks.runner import HasTaskId, Scorer, Suite
 from l2mac.benchmarks.setup import bench_model, results_meta
 from l2mac.errors import L2MACError
 
@@ -21,6 +24,8 @@ bench_app = typer.Typer(
     help="Benchmarks: HumanEval+ (functions), ClassEval (classes), DevBench (repositories), system designs.",
 )
 
+
+_Task = TypeVar("_Task", bound=HasTaskId)
 
 #: the options every function- and class-level benchmark takes
 StrategyOpt = Annotated[str, typer.Option(help="single (one call, no tools), l2mac (the engine) or soa (agents).")]
@@ -36,6 +41,68 @@ WorkersOpt = Annotated[
     int, typer.Option(help="Tasks generated at once (with --llama-server they share its slots).", min=1)
 ]
 OutOpt = Annotated[Path | None, typer.Option(help="Results file (default: bench/results/<date>-...json).")]
+
+
+@dataclass(frozen=True)
+class Generating:
+    """How the tasks are generated: the options every task-level benchmark takes."""
+
+    strategy: str
+    model: str | None
+    base_url: str | None
+    llama_server: str | None
+    seed: int | None
+    task_tokens: int
+    workers: int
+    out: Path | None
+
+
+def run_suite(
+    suite: Suite[_Task],
+    how: Generating,
+    prepare: Callable[[], tuple[Sequence[_Task], str, Scorer]],
+    scorer_note: str | None = None,
+) -> None:
+    """Run a benchmark's tasks (from ``prepare``: the tasks chosen, their data's digest, and the scorer, made
+    before the model loads so a scorer that cannot be set up costs nothing) and print its summary line."""
+    from l2mac.benchmarks import runner
+
+    console = Console()
+    with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
+        try:
+            if how.strategy not in runner.STRATEGIES:
+                raise typer.BadParameter(f"--strategy must be one of {', '.join(runner.STRATEGIES)}")
+            tasks, data_md5, score = prepare()
+            bm = bench_model(
+                how.model,
+                how.base_url,
+                how.seed,
+                how.task_tokens,
+                how.llama_server,
+                slots=how.workers,
+                run=suite.engine_budget,
+            )
+            stack.callback(bm.close)
+            target = how.out or runner.results_path(Path("bench/results"), suite.name, bm.label, how.strategy)
+            meta = results_meta(suite.title, data_md5, bm, how.strategy, how.seed, how.task_tokens, suite.engine_budget)
+            if scorer_note:
+                meta["scorer"] = scorer_note
+            result = runner.run_benchmark(
+                tasks,
+                strategy=how.strategy,
+                generate=suite.generator(how.strategy, bm.settings, bm.model, bm.client_for),
+                score=score,
+                summarise=suite.summarise,
+                unscored=suite.unscored,
+                out=target,
+                meta=meta,
+                say=console.print,
+                workers=how.workers,
+            )
+            console.print(f"{how.strategy} · {bm.label}: {suite.headline(result['summary'])}. Written to {target}")
+        except L2MACError as e:
+            Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+            raise typer.Exit(2) from None
 
 
 @bench_app.command("humaneval")
@@ -57,59 +124,29 @@ def humaneval_command(
 ) -> None:
     """HumanEval+ pass@1 (base and plus) of one strategy, scored by evalplus 0.3.1; resumable."""
     from l2mac.benchmarks import humaneval as he
-    from l2mac.benchmarks import runner as bench_runner
     from l2mac.benchmarks import scorer
 
-    console = Console()
-    with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
-        try:
-            if strategy not in he.STRATEGIES:
-                raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
-            data_path = data or he.default_data_path()
-            all_tasks = he.load_tasks(data_path)
-            python = scorer.ensure_scorer()
-            runner = scorer.scoring_runner(python)
+    def prepare() -> tuple[list[he.Task], str, Scorer]:
+        data_path = data or he.default_data_path()
+        all_tasks = he.load_tasks(data_path)
+        python = scorer.ensure_scorer()
+        runner = scorer.scoring_runner(python)
 
-            def score(solutions: dict[str, str]) -> dict[str, scorer.TaskScore]:
-                return scorer.score(solutions, data_path, python=python, runner=runner)
+        def score(solutions: dict[str, str]) -> dict[str, scorer.TaskScore]:
+            return scorer.score(solutions, data_path, python=python, runner=runner)
 
-            if self_test:
-                with gzip.open(data_path, "rt", encoding="utf-8") as f:
-                    canon = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in map(json.loads, f)}
-                results = score(canon)
-                passed = sum(s.base and s.plus for s in results.values())
-                console.print(f"canonical solutions: {passed}/{len(results)} pass base and plus ({he.CEILING_NOTE})")
-                raise typer.Exit(0 if passed == scorer.CEILING else 1)
-            chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
-            bm = bench_model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=he.ENGINE_BUDGET)
-            stack.callback(bm.close)
-            settings, label = bm.settings, bm.label
-            generate = (
-                he.single_generator(bm.client_for)
-                if strategy == "single"
-                else he.engine_generator(settings, bm.model, strategy=strategy)
-            )
-            target = out or bench_runner.results_path(Path("bench/results"), "humanevalplus", label, strategy)
-            meta = results_meta("HumanEval+ v0.1.10", he.DATA_MD5, bm, strategy, seed, task_tokens, he.ENGINE_BUDGET)
-            meta["scorer"] = scorer.EVALPLUS
-            result = he.run_benchmark(
-                chosen,
-                strategy=strategy,
-                generate=generate,
-                score=score,
-                out=target,
-                meta=meta,
-                say=console.print,
-                workers=workers,
-            )
-            s = result["summary"]
-            console.print(
-                f"{strategy} · {label}: base {s['base_passed']}/{s['scored']} (pass@1 {s['pass@1_base']}), "
-                f"plus {s['plus_passed']}/{s['scored']} (pass@1 {s['pass@1_plus']}); {s['note']}. Written to {target}"
-            )
-        except L2MACError as e:
-            Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
+        if self_test:
+            with gzip.open(data_path, "rt", encoding="utf-8") as f:
+                canon = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in map(json.loads, f)}
+            results = score(canon)
+            passed = sum(s.base and s.plus for s in results.values())
+            Console().print(f"canonical solutions: {passed}/{len(results)} pass base and plus ({he.CEILING_NOTE})")
+            raise typer.Exit(0 if passed == scorer.CEILING else 1)
+        chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
+        return chosen, he.DATA_MD5, he.as_fields(score)
+
+    how = Generating(strategy, model, base_url, llama_server, seed, task_tokens, workers, out)
+    run_suite(he.SUITE, how, prepare, scorer_note=scorer.EVALPLUS)
 
 
 @bench_app.command("classeval")
@@ -128,49 +165,15 @@ def classeval_command(
 ) -> None:
     """ClassEval: classes whose every test passes, and tests passed, of one strategy; resumable."""
     from l2mac.benchmarks import classeval as ce
-    from l2mac.benchmarks import humaneval as he
-    from l2mac.benchmarks import runner as bench_runner
     from l2mac.checks.sandbox import choose_runner
 
-    console = Console()
-    with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
-        try:
-            if strategy not in he.STRATEGIES:
-                raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
-            all_tasks = ce.load_tasks(data or ce.default_data_path())
-            chosen = ce.select(all_tasks, limit, tasks.split(",") if tasks else None)
-            python = ce.scorer_python(all_tasks)
-            bm = bench_model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=ce.ENGINE_BUDGET)
-            stack.callback(bm.close)
-            generate = (
-                ce.single_generator(bm.client_for)
-                if strategy == "single"
-                else ce.engine_generator(bm.settings, bm.model, strategy)
-            )
-            target = out or bench_runner.results_path(Path("bench/results"), "classeval", bm.label, strategy)
-            meta = results_meta(
-                "ClassEval (first 50 tasks)", ce.DATA_MD5, bm, strategy, seed, task_tokens, ce.ENGINE_BUDGET
-            )
-            result = bench_runner.run_benchmark(
-                chosen,
-                strategy=strategy,
-                generate=generate,
-                score=ce.scorer_for(all_tasks, choose_runner("auto"), python),
-                summarise=ce.summarise,
-                unscored=ce.UNSCORED,
-                out=target,
-                meta=meta,
-                say=console.print,
-                workers=workers,
-            )
-            s = result["summary"]
-            console.print(
-                f"{strategy} · {bm.label}: classes {s['classes_passed']}/{s['scored']}, tests "
-                f"{s['tests_passed']}/{s['tests']}. Written to {target}"
-            )
-        except L2MACError as e:
-            Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
+    def prepare() -> tuple[list[ce.Task], str, Scorer]:
+        all_tasks = ce.load_tasks(data or ce.default_data_path())
+        chosen = ce.select(all_tasks, limit, tasks.split(",") if tasks else None)
+        return chosen, ce.DATA_MD5, ce.scorer_for(all_tasks, choose_runner("auto"), ce.scorer_python(all_tasks))
+
+    how = Generating(strategy, model, base_url, llama_server, seed, task_tokens, workers, out)
+    run_suite(ce.SUITE, how, prepare)
 
 
 @bench_app.command("devbench")
@@ -189,50 +192,17 @@ def devbench_command(
 ) -> None:
     """DevBench: hidden acceptance and unit tests passed by the codebase one strategy writes; resumable."""
     from l2mac.benchmarks import devbench as db
-    from l2mac.benchmarks import humaneval as he
-    from l2mac.benchmarks import runner as bench_runner
     from l2mac.checks.sandbox import choose_runner
 
-    console = Console()
-    with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
-        try:
-            if strategy not in he.STRATEGIES:
-                raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
-            repos = db.load_repos(data or db.default_data_path())
-            chosen = db.select(repos, limit, tasks.split(",") if tasks else None)
-            pythons = {r.task_id: db.scorer_python(r) for r in chosen}  # before generating: an install can fail
-            bm = bench_model(model, base_url, seed, task_tokens, llama_server, slots=workers, run=db.ENGINE_BUDGET)
-            stack.callback(bm.close)
-            generate = (
-                db.single_generator(bm.client_for)
-                if strategy == "single"
-                else db.engine_generator(bm.settings, bm.model, strategy)
-            )
-            target = out or bench_runner.results_path(Path("bench/results"), "devbench", bm.label, strategy)
-            data_md5 = db.data_digest(chosen)
-            meta = results_meta(
-                "DevBench (development repositories)", data_md5, bm, strategy, seed, task_tokens, db.ENGINE_BUDGET
-            )
-            result = bench_runner.run_benchmark(
-                chosen,
-                strategy=strategy,
-                generate=generate,
-                score=db.scorer_for(chosen, choose_runner("auto"), lambda r: pythons[r.task_id]),
-                summarise=db.summarise,
-                unscored=db.UNSCORED,
-                out=target,
-                meta=meta,
-                say=console.print,
-                workers=workers,
-            )
-            s = result["summary"]
-            console.print(
-                f"{strategy} · {bm.label}: acceptance {s['acceptance']}/{s['acceptance_total']}, unit "
-                f"{s['unit']}/{s['unit_total']} ({s['note']}). Written to {target}"
-            )
-        except L2MACError as e:
-            Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
+    def prepare() -> tuple[list[db.Repo], str, Scorer]:
+        repos = db.load_repos(data or db.default_data_path())
+        chosen = db.select(repos, limit, tasks.split(",") if tasks else None)
+        pythons = {r.task_id: db.scorer_python(r) for r in chosen}  # before generating: an install can fail
+        score = db.scorer_for(chosen, choose_runner("auto"), lambda r: pythons[r.task_id])
+        return chosen, db.data_digest(chosen), score
+
+    how = Generating(strategy, model, base_url, llama_server, seed, task_tokens, workers, out)
+    run_suite(db.SUITE, how, prepare)
 
 
 @bench_app.command("project")

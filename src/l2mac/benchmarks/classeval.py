@@ -13,7 +13,7 @@ import ast
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,12 +170,7 @@ def scorer_python(tasks: Sequence[Task], root: Path | None = None) -> str:
 
 def scorer_for(tasks: Sequence[Task], sandbox: Runner, python: str) -> runner.Scorer:
     """Scores solutions ``{task_id: code}`` of ``tasks``, one by one, on ``python`` under ``sandbox``."""
-    by_id = {t.task_id: t for t in tasks}
-
-    def score(solutions: dict[str, str]) -> dict[str, dict[str, Any]]:
-        return {tid: score_one(code, by_id[tid], sandbox, python) for tid, code in solutions.items() if tid in by_id}
-
-    return score
+    return runner.scorer_for(tasks, lambda code, task: score_one(code, task, sandbox, python))
 
 
 def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -195,10 +190,13 @@ def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def single_generator(client_for: Callable[[], ModelClient]) -> Callable[[Task], Generation]:
-    return runner.single_generator(generate_single, client_for)
-
-
-def engine_generator(settings: Settings, model: Model | None, strategy: str) -> Callable[[Task], Generation]:
-    """Runs the engine per task with ``strategy`` (l2mac or soa), each in its own project folder."""
-    return runner.engine_generator(generate_engine, settings, model, strategy)
+SUITE = runner.Suite[Task](
+    name="classeval",
+    title="ClassEval (first 50 tasks)",
+    generate_single=generate_single,
+    generate_engine=generate_engine,
+    engine_budget=ENGINE_BUDGET,
+    summarise=summarise,
+    unscored=UNSCORED,
+    headline=lambda s: f"classes {s['classes_passed']}/{s['scored']}, tests {s['tests_passed']}/{s['tests']}",
+)

@@ -191,16 +191,7 @@ def scorer_python(repo: Repo, cache: Path | None = None) -> str:
 
 def scorer_for(repos: Sequence[Repo], sandbox: Runner, python_for: Callable[[Repo], str]) -> runner.Scorer:
     """Scores solutions ``{repo: files as JSON}``, each on its repository's own environment, under ``sandbox``."""
-    by_id = {r.task_id: r for r in repos}
-
-    def score(solutions: dict[str, str]) -> dict[str, dict[str, Any]]:
-        return {
-            tid: score_repo(code, by_id[tid], sandbox, python_for(by_id[tid]))
-            for tid, code in solutions.items()
-            if tid in by_id
-        }
-
-    return score
+    return runner.scorer_for(repos, lambda code, repo: score_repo(code, repo, sandbox, python_for(repo)))
 
 
 def summarise(repos: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -217,10 +208,15 @@ def summarise(repos: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def single_generator(client_for: Callable[[], ModelClient]) -> Callable[[Repo], Generation]:
-    return runner.single_generator(generate_single, client_for)
-
-
-def engine_generator(settings: Settings, model: Model | None, strategy: str) -> Callable[[Repo], Generation]:
-    """Runs the engine per task with ``strategy`` (l2mac or soa), each in its own project folder."""
-    return runner.engine_generator(generate_engine, settings, model, strategy)
+SUITE = runner.Suite[Repo](
+    name="devbench",
+    title="DevBench (development repositories)",
+    generate_single=generate_single,
+    generate_engine=generate_engine,
+    engine_budget=ENGINE_BUDGET,
+    summarise=summarise,
+    unscored=UNSCORED,
+    headline=lambda s: (
+        f"acceptance {s['acceptance']}/{s['acceptance_total']}, unit {s['unit']}/{s['unit_total']} ({s['note']})"
+    ),
+)

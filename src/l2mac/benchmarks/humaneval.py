@@ -31,7 +31,7 @@ from l2mac.settings import Settings
 
 DATA_FILE = "HumanEvalPlus-v0.1.10.jsonl.gz"
 DATA_MD5 = "924d06df44399bb3c99d9196cb43018f"
-STRATEGIES = ("single", "l2mac", "soa")
+STRATEGIES = runner.STRATEGIES
 ENGINE_STRATEGIES = runner.ENGINE_STRATEGIES
 #: the engine's limits per HumanEval+ task (besides the token budget): one function is one step, 12 model calls
 #: at most, and 4 failed checks before the step fails (the text protocol's default of 8 doubled the time of
@@ -147,6 +147,28 @@ def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
 Generator = Callable[[Task], Generation]
 Scorer = Callable[[dict[str, str]], dict[str, TaskScore]]
 UNSCORED = {"base": None, "plus": None}
+SUITE = runner.Suite[Task](
+    name="humanevalplus",
+    title="HumanEval+ v0.1.10",
+    generate_single=generate_single,
+    generate_engine=generate_engine,
+    engine_budget=ENGINE_BUDGET,
+    summarise=summarise,
+    unscored=UNSCORED,
+    headline=lambda s: (
+        f"base {s['base_passed']}/{s['scored']} (pass@1 {s['pass@1_base']}), "
+        f"plus {s['plus_passed']}/{s['scored']} (pass@1 {s['pass@1_plus']}); {s['note']}"
+    ),
+)
+
+
+def as_fields(score: Scorer) -> runner.Scorer:
+    """evalplus's scores as the fields of each task's entry: ``base`` and ``plus``."""
+
+    def fields(solutions: dict[str, str]) -> dict[str, dict[str, Any]]:
+        return {tid: {"base": s.base, "plus": s.plus} for tid, s in score(solutions).items()}
+
+    return fields
 
 
 def run_benchmark(
@@ -161,15 +183,11 @@ def run_benchmark(
     workers: int = 1,
 ) -> dict[str, Any]:
     """HumanEval+ through the benchmark runner: each task's entry gets ``base`` and ``plus`` from evalplus."""
-
-    def fields(solutions: dict[str, str]) -> dict[str, dict[str, Any]]:
-        return {tid: {"base": s.base, "plus": s.plus} for tid, s in score(solutions).items()}
-
     return runner.run_benchmark(
         tasks,
         strategy=strategy,
         generate=generate,
-        score=fields,
+        score=as_fields(score),
         summarise=summarise,
         unscored=UNSCORED,
         out=out,
@@ -177,10 +195,6 @@ def run_benchmark(
         say=say,
         workers=workers,
     )
-
-
-def single_generator(client_for: Callable[[], ModelClient]) -> Generator:
-    return runner.single_generator(generate_single, client_for)
 
 
 def engine_generator(

@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
 from pydantic_ai.models import Model
@@ -76,6 +76,36 @@ def run_benchmark(
         raise ConfigError(f"{out} holds a different run ({data.get('strategy')}); pass another --out")
     data = {**meta, "strategy": strategy, **{k: v for k, v in data.items() if k in ("tasks", "sessions")}}
     done: dict[str, dict[str, Any]] = data.setdefault("tasks", {})
+
+    def save() -> None:
+        save_results(out, {**data, "summary": summarise(done)})
+
+    generate_missing(tasks, data, generate, unscored=unscored, save=save, say=say, workers=workers)
+    chosen = {t.task_id for t in tasks}
+    say(f"scoring {len(chosen)} solutions")
+    start = time.monotonic()
+    for tid, fields in score({tid: t["solution"] for tid, t in done.items() if tid in chosen}).items():
+        done[tid].update(fields)
+    data["scoring_wall_time_s"] = round(time.monotonic() - start, 1)
+    data["summary"] = summarise({tid: t for tid, t in done.items() if tid in chosen})
+    save_results(out, data)
+    return data
+
+
+def generate_missing(
+    tasks: Sequence[_Task],
+    data: dict[str, Any],
+    generate: Callable[[_Task], Generation],
+    *,
+    unscored: Mapping[str, Any],
+    save: Callable[[], None],
+    say: Callable[[str], None],
+    workers: int,
+) -> None:
+    """Generate each of ``tasks`` not yet in ``data["tasks"]`` (``workers`` at once), adding its entry there and
+    calling ``save`` as each one ends; this invocation's conditions (serving and code version from ``data``) go
+    to ``data["sessions"]``, saved at once when it is interrupted."""
+    done: dict[str, dict[str, Any]] = data["tasks"]
     todo = [(i, t) for i, t in enumerate(tasks, 1) if t.task_id not in done]
     saving = threading.Lock()
     session_start = time.monotonic()
@@ -84,8 +114,8 @@ def run_benchmark(
     def session(finished: int, interrupted: bool = False) -> dict[str, Any]:
         """One invocation's conditions: tasks it finished, workers, elapsed time, serving, code version."""
         elapsed = round(time.monotonic() - session_start, 1)
-        entry = {"tasks": finished, "workers": workers, "elapsed_s": elapsed, "serving": meta.get("serving")}
-        entry["l2mac"] = meta.get("l2mac")
+        entry = {"tasks": finished, "workers": workers, "elapsed_s": elapsed, "serving": data.get("serving")}
+        entry["l2mac"] = data.get("l2mac")
         return {**entry, "interrupted": True} if interrupted else entry
 
     stopping = threading.Event()
@@ -111,7 +141,7 @@ def run_benchmark(
             if stopping.is_set():
                 return  # interrupted: its model went away under it, so this is no outcome; a rerun generates it
             done[task.task_id] = entry
-            save_results(out, {**data, "summary": summarise(done)})
+            save()
         say(f"[{i}/{len(tasks)}] {task.task_id}: {entry['wall_time_s']}s, {gen.tokens} tokens")
 
     try:
@@ -121,19 +151,10 @@ def run_benchmark(
             stopping.set()
             finished = sum(1 for _, t in todo if t.task_id in done)
             data["sessions"] = [*sessions, session(finished, interrupted=True)]
-            save_results(out, data)
+            save()
         raise
     if todo:
         data["sessions"] = [*sessions, session(len(todo))]
-    chosen = {t.task_id for t in tasks}
-    say(f"scoring {len(chosen)} solutions")
-    start = time.monotonic()
-    for tid, fields in score({tid: t["solution"] for tid, t in done.items() if tid in chosen}).items():
-        done[tid].update(fields)
-    data["scoring_wall_time_s"] = round(time.monotonic() - start, 1)
-    data["summary"] = summarise({tid: t for tid, t in done.items() if tid in chosen})
-    save_results(out, data)
-    return data
 
 
 def run_in_threads(work: Callable[[_Item], None], items: list[_Item], workers: int, stopping: threading.Event) -> None:
@@ -267,6 +288,46 @@ def usage_summary(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 #: the engine's strategies (``single`` is one call, no engine)
 ENGINE_STRATEGIES = ("l2mac", "soa")
+#: every strategy a benchmark compares
+STRATEGIES = ("single", *ENGINE_STRATEGIES)
+
+
+def scorer_for(tasks: Sequence[_Task], score_one: Callable[[str, _Task], Mapping[str, Any]]) -> Scorer:
+    """Scores solutions ``{task_id: solution}`` of ``tasks`` one by one with ``score_one`` (others are ignored)."""
+    by_id = {t.task_id: t for t in tasks}
+
+    def score(solutions: dict[str, str]) -> dict[str, Mapping[str, Any]]:
+        return {tid: score_one(code, by_id[tid]) for tid, code in solutions.items() if tid in by_id}
+
+    return score
+
+
+@dataclass(frozen=True)
+class Suite(Generic[_Task]):
+    """What one benchmark brings to the runner: how a task is generated by one call and by the engine, the
+    engine's limits per task, how scores are summarised, and the one line that tells the summary."""
+
+    name: str  # in results file names: ``<day>-<name>-<model>-<strategy>.json``
+    title: str  # in results files
+    generate_single: Callable[[ModelClient, _Task], Coroutine[Any, Any, Generation]]
+    generate_engine: Callable[[_Task, Settings, Model | None, Path], Generation]
+    engine_budget: dict[str, int]
+    summarise: Summariser
+    unscored: Mapping[str, Any]
+    headline: Callable[[dict[str, Any]], str]
+
+    def generator(
+        self,
+        strategy: str,
+        settings: Settings,
+        model: Model | None,
+        client_for: Callable[[], ModelClient],
+        workspace: Path | None = None,
+    ) -> Callable[[_Task], Generation]:
+        """Generates a task with ``strategy``: one call with a fresh client, or the engine in a project folder."""
+        if strategy == "single":
+            return single_generator(self.generate_single, client_for)
+        return engine_generator(self.generate_engine, settings, model, strategy, workspace)
 
 
 def single_generator(
