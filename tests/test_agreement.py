@@ -578,3 +578,27 @@ def test_a_model_that_answers_one_request_at_a_time_gets_its_samples_in_turn_and
     assert run(True, tmp_path / "a")[1] == 3  # answered at once, as a server or a cloud API does
     assert run(False, tmp_path / "b") == (MEAN_LOOP, 1)  # the first of the two that agree, asked first
     assert run(False, tmp_path / "c") == (MEAN_LOOP, 1)
+
+
+def test_a_best_state_from_before_a_removal_brings_the_test_back_and_the_record_says_so(tmp_path: Path) -> None:
+    # the step's best state was measured before agreement removed test_wrong; what followed broke stats.py,
+    # so the step ends with its best files, which hold test_wrong: it is no longer listed as removed
+    copied = WRONG_TEST.replace("from stats", "from other import f\nfrom stats") + (
+        "\n\ndef test_f():\n    assert f() == 2\n"
+    )
+    replies = [
+        text(fenced(("stats.py", MEAN))),
+        text(fenced(("tests/test_stats.py", copied))),
+        text(fenced(("stats.py", MEAN_LOOP))),
+        text(fenced(("stats.py", MEAN_FSUM))),
+        text(fenced(("stats.py", MEAN))),
+        text(fenced(("tests/test_stats.py", copied))),  # kept after it was pointed out: test_wrong is removed
+        *[text(fenced(("stats.py", "def mean(xs):\n    return sum(xs\n")))] * 6,  # a syntax error
+        text("stats.py has mean."),  # the failed step's summary
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    store.write_text("other.py", "def f():\n    return 1\n")
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.FAILED and "put back as they were" in outcome.reason
+    assert store.read_text("stats.py") == MEAN and "def test_wrong" in store.read_text("tests/test_stats.py")
+    assert outcome.tests_removed == []

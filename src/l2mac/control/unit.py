@@ -57,6 +57,7 @@ class _Best:
     files: dict[str, str]  # the project's files then
     revision: int
     turn: int
+    removed: int  # how many of the step's tests agreement had removed by then (later removals are in its files)
 
 
 class ControlUnit:
@@ -271,7 +272,7 @@ class ControlUnit:
         store = self.toolbox.env.store
         state.measured = (store.revision, standing)
         if self.limits.keep_best and (state.best is None or standing.better_than(state.best.standing)):
-            state.best = _Best(standing, store.snapshot(), store.revision, state.turns)
+            state.best = _Best(standing, store.snapshot(), store.revision, state.turns, len(state.tests_removed))
 
     async def _keep_best(self, step: Step, state: _State) -> str:
         """A failing step ends no worse than its best state: when the files now are further from passing than
@@ -293,7 +294,9 @@ class ControlUnit:
                 self.log("tool_call", step=step.index, tool="delete", ok=True, result=f"best state kept: {path}")
             elif now.get(path) != best.files[path]:
                 await self.save(step, path, best.files[path], "the step's best state kept")
-        self.log("recovered", step=step.index, recovery="best_state_kept", turn=best.turn)
+        back = state.tests_removed[best.removed :]  # the best state's files still hold these tests
+        del state.tests_removed[best.removed :]
+        self.log("recovered", step=step.index, recovery="best_state_kept", turn=best.turn, tests_back=back)
         return f"; its files were put back as they were after turn {best.turn}, the closest it came to passing"
 
     async def _fail(self, step: Step, talk: Conversation, state: _State, reason: str) -> StepOutcome:
