@@ -94,9 +94,10 @@ def test_a_plan_is_repaired_before_it_runs() -> None:
     assert [s.requires_tests for s in program.steps] == [True, False, True, True, True, True]
 
 
-def test_no_usable_plan_raises_a_clear_error() -> None:
-    with pytest.raises(PromptProgramError, match="usable plan"):
-        plan_with([text("I cannot."), text("No."), text("Still no.")])
+def test_with_no_usable_plan_the_task_is_the_one_step_and_the_program_says_why() -> None:
+    program, _ = plan_with([text("I cannot."), text("No."), text("Still no.")], max_steps=5)
+    assert [s.instruction for s in program.steps] == ["Build X"] and program.steps[0].requires_tests
+    assert program.source.startswith("the task as one step (the planner failed: the model did not produce a usable")
 
 
 def test_reflection_replaces_the_plan_with_the_refined_one() -> None:
@@ -176,3 +177,74 @@ def test_the_planner_is_shown_a_worked_plan_of_its_tasks_own_kind() -> None:
     assert kinds["web"] in web and kinds["command line"] not in web
     assert kinds["library"] in shown("a snake game")  # no kind's words: the first example
     assert "$example" not in shown("anything")
+
+
+SPEC = """# Architecture
+The file tree:
+```
+├── .gitignore
+├── LICENSE
+├── inventory
+│   ├── __init__.py
+│   ├── stock.py
+│   └── pricing.py
+├── scripts
+│   └── report.py
+└── tests
+    └── test_stock.py
+```
+
+`stock.py`:
+- class Stock(items): holds the items and their counts.
+    - add(name, count): adds count of name.
+- restock(stock, order): adds an order's items.
+
+**pricing.py**
+- price(stock, prices): the value of the stock.
+
+Run `python scripts/report.py` to print the value.
+"""
+
+
+def test_a_specification_names_its_code_files_with_what_it_says_of_each() -> None:
+    from l2mac import outline
+
+    assert outline.tree_paths(SPEC) == [
+        ".gitignore",
+        "LICENSE",
+        "inventory/__init__.py",
+        "inventory/stock.py",
+        "inventory/pricing.py",
+        "scripts/report.py",
+        "tests/test_stock.py",
+    ]
+    files = {f.path: f.description for f in outline.code_files(SPEC)}
+    # no tests, no empty package marker; each description ends where the prose goes on
+    assert list(files) == ["inventory/stock.py", "inventory/pricing.py", "scripts/report.py"]
+    assert files["inventory/stock.py"].startswith("- class Stock(items)") and "restock(" in files["inventory/stock.py"]
+    assert files["inventory/pricing.py"] == "- price(stock, prices): the value of the stock."
+    assert files["scripts/report.py"] == ""
+    assert outline.code_files("Write a function that adds two numbers.") == []
+
+
+def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> None:
+    from l2mac.planner import follow_spec
+    from l2mac.types import Instruction
+
+    steps = [
+        Instruction(title="Setup", instruction="Create the folders inventory and scripts, and install pytest."),
+        Instruction(title="Stock", instruction="Write stock.py with the Stock class and restock()."),
+        Instruction(title="Value", instruction="Compute the value with pricing in the report script."),
+    ]
+    out = follow_spec(steps, SPEC)
+    titles = ["Setup", "Stock", "Write inventory/pricing.py", "Value", "Write scripts/report.py"]
+    assert [s.title for s in out] == titles
+    stock = out[1].instruction
+    assert "Write it at inventory/stock.py" in stock and "add(name, count)" in stock  # the path and what is said
+    assert "price(stock, prices)" in out[2].instruction and out[2].requires_tests
+    assert not out[4].requires_tests  # nothing is said of it to test
+    assert follow_spec(out, SPEC) == out  # a plan that follows the specification is left as it is
+    # the step that mentions the file and most of what is said of it owns it, not the first that mentions it
+    setup = Instruction(title="Setup", instruction="Create empty files stock.py and pricing.py.")
+    owned = follow_spec([setup, steps[1]], SPEC)
+    assert "add(name, count)" in owned[1].instruction and "add(name, count)" not in owned[0].instruction

@@ -27,6 +27,8 @@ class PromptProgram(BaseModel):
 
     task: str
     steps: list[Instruction]
+    #: where it came from: "planned", "file", or why the task itself is the one step
+    source: str = "planned"
 
 
 class StepStatus(str, Enum):

@@ -48,7 +48,7 @@ class SequentialStrategy:
 
     async def _run_program(self, ctx: RunContext, program: PromptProgram, result: StrategyResult) -> None:
         ctx.record.save_program(program)
-        ctx.emit(PlanReady([s.title for s in program.steps], "file" if ctx.program is not None else "planned"))
+        ctx.emit(PlanReady([s.title for s in program.steps], "file" if ctx.program is not None else program.source))
         unit = ControlUnit(
             ctx.client,
             ctx.toolbox,

@@ -1,0 +1,92 @@
+"""What a specification says the project holds: the code files its file trees name, and what it says of each.
+
+Specifications often draw the project as a file tree (``├── pkg`` / ``│   └── module.py``, as ``tree`` prints it)
+and then describe each module under a line that names it (```module.py`:`` followed by a list of its classes
+and functions). A plan that follows the specification owns every one of those files, with what is said of it;
+this module reads them out, so the planner can check and repair a plan against them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: a line of a drawn file tree: its prefix (``│   `` per level), the branch, and the entry's name
+_TREE_LINE = re.compile(r"^(?P<prefix>(?:[│|]\s{2,3}|\s{4})*)(?:├──|└──|\|--|`--|\+--)\s*(?P<name>[^\s#]+)")
+#: a line that names one file and nothing else (a heading of what is said of it): `name.py`: or **name.py**
+_HEADING = re.compile(r"^\s*(?:#+\s*)?[`*]*(?P<path>[\w./-]+\.py)[`*]*\s*:?\s*$")
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    path: str  # as the tree places it (``pkg/module.py``), or as the heading names it when no tree does
+    description: str  # what the specification says of it under its heading ("" when nothing)
+
+
+def tree_paths(text: str) -> list[str]:
+    """Every file a drawn tree in ``text`` names, with the folders above it (``pkg/module.py``), in order. An
+    entry is a folder when the next line of its tree is deeper."""
+    trees: list[list[tuple[int, str]]] = [[]]
+    for line in text.splitlines():
+        m = _TREE_LINE.match(line)
+        if m is not None:
+            depth = len(m.group("prefix").replace("│", " ").replace("|", " ")) // 4
+            trees[-1].append((depth, m.group("name")))
+        elif trees[-1] and (not line.strip() or line.lstrip().startswith("```")):
+            trees.append([])  # a tree ended
+    paths: list[str] = []
+    for entries in trees:
+        folders: list[str] = []
+        for i, (depth, name) in enumerate(entries):
+            folders = folders[:depth]
+            if (i + 1 < len(entries) and entries[i + 1][0] > depth) or name.endswith("/"):
+                folders.append(name.rstrip("/"))
+            else:
+                paths.append("/".join([*folders, name]))
+    return list(dict.fromkeys(paths))
+
+
+def described(text: str) -> dict[str, str]:
+    """What ``text`` says under each line that only names a code file: ``{name as written: the lines under it}``,
+    up to a blank line followed by text that is not a list item, or the next such heading."""
+    out: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _HEADING.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and _HEADING.match(lines[i]) is None:
+            line = lines[i]
+            if not line.strip():
+                following = next((x for x in lines[i + 1 :] if x.strip()), "")
+                if not re.match(r"^\s*(?:[-*+]|\d+[.)])\s", following):
+                    break
+            body.append(line.rstrip())
+            i += 1
+        out.setdefault(m.group("path"), "\n".join(body).strip())
+    return out
+
+
+def code_files(text: str) -> list[SpecFile]:
+    """The code files a specification names in its trees (tests and empty package markers left out) or under
+    a heading of their own, each with what it says of it; a heading's bare name is matched to the tree's path
+    with that name."""
+    said = described(text)
+    tree = [p for p in tree_paths(text) if p.endswith(".py")]
+    files: dict[str, str] = {}
+    for path in tree:
+        name = path.rsplit("/", 1)[-1]
+        files[path] = said.get(path) or said.get(name) or ""
+    for name, description in said.items():
+        if not any(p == name or p.endswith("/" + name) for p in files):
+            files[name] = description
+    return [SpecFile(p, d) for p, d in files.items() if not _is_test(p) and not (p.endswith("__init__.py") and not d)]
+
+
+def _is_test(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "tests/" in path or name == "conftest.py"
