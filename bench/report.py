@@ -277,7 +277,7 @@ def scored_section(
     headers = ["strategy", "model", *columns, "tokens", "generation time", "file"]
     lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for r in rows:
-        cells = [r["strategy"], r["model"], *(cell(r) for cell in columns.values())]
+        cells = [str(r["strategy"]), str(r["model"]), *(cell(r) for cell in columns.values())]
         lines.append("| " + " | ".join([*cells, f"{r['tokens']:,}", time_text(r), f"`{r['file']}`"]) + " |")
     lines += ["", f"{rows[0]['note']}.", "", "Commands:", ""]
     lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]

@@ -602,3 +602,14 @@ def test_a_best_state_from_before_a_removal_brings_the_test_back_and_the_record_
     assert outcome.status is StepStatus.FAILED and "put back as they were" in outcome.reason
     assert store.read_text("stats.py") == MEAN and "def test_wrong" in store.read_text("tests/test_stats.py")
     assert outcome.tests_removed == []
+
+
+def test_only_tests_the_restored_files_hold_count_as_back() -> None:
+    from l2mac.control.unit import _holds
+
+    files = {"tests/test_stats.py": WRONG_TEST}
+    assert _holds(files, "tests/test_stats.py::test_wrong")
+    assert _holds(files, "tests/test_stats.py::test_mean: assert mean([1, 2, 3]) == 2")
+    assert not _holds(files, "tests/test_stats.py::test_mean: assert mean([4]) == 4")  # a check not in it
+    assert not _holds(files, "tests/test_other.py::test_wrong")  # written after the best state: gone with it
+    assert not _holds(files, "tests/test_stats.py::TestX::test_gone[1]")

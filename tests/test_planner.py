@@ -97,7 +97,7 @@ def test_a_plan_is_repaired_before_it_runs() -> None:
 def test_with_no_usable_plan_the_task_is_the_one_step_and_the_program_says_why() -> None:
     program, _ = plan_with([text("I cannot."), text("No."), text("Still no.")], max_steps=5)
     assert [s.instruction for s in program.steps] == ["Build X"] and program.steps[0].requires_tests
-    assert program.source.startswith("the task as one step (the planner failed: the model did not produce a usable")
+    assert program.source.startswith("the task as one step: the planner failed: the model did not produce a usable")
 
 
 def test_reflection_replaces_the_plan_with_the_refined_one() -> None:
@@ -225,6 +225,16 @@ def test_a_specification_names_its_code_files_with_what_it_says_of_each() -> Non
     assert files["inventory/pricing.py"] == "- price(stock, prices): the value of the stock."
     assert files["scripts/report.py"] == ""
     assert outline.code_files("Write a function that adds two numbers.") == []
+    # three-space levels; a heading that names the file from another root; a folder whose name holds "tests"
+    other = (
+        "```\n├── src\n│  └── shop\n│     └── cart.py\n└── contests\n   └── ranking.py\n```\n\n"
+        "`shop/cart.py`:\n- Cart: holds the items.\n"
+    )
+    assert outline.tree_paths(other) == ["src/shop/cart.py", "contests/ranking.py"]
+    assert [(f.path, f.description) for f in outline.code_files(other)] == [
+        ("src/shop/cart.py", "- Cart: holds the items."),
+        ("contests/ranking.py", ""),
+    ]
 
 
 def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> None:
@@ -234,7 +244,7 @@ def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> Non
     steps = [
         Instruction(title="Setup", instruction="Create the folders inventory and scripts, and install pytest."),
         Instruction(title="Stock", instruction="Write stock.py with the Stock class and restock()."),
-        Instruction(title="Value", instruction="Compute the value with pricing in the report script."),
+        Instruction(title="Value", instruction="Compute the value with pricing.price() in the report script."),
     ]
     out = follow_spec(steps, SPEC)
     titles = ["Setup", "Stock", "Write inventory/pricing.py", "Value", "Write scripts/report.py"]
@@ -248,3 +258,10 @@ def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> Non
     setup = Instruction(title="Setup", instruction="Create empty files stock.py and pricing.py.")
     owned = follow_spec([setup, steps[1]], SPEC)
     assert "add(name, count)" in owned[1].instruction and "add(name, count)" not in owned[0].instruction
+    # nor a step about tests; and a module named in prose ("the app") is no import of it
+    tests_step = Instruction(title="Tests", instruction="Write tests/test_stock.py for stock.py.")
+    owned = follow_spec([tests_step, steps[1], steps[2]], SPEC)
+    assert "add(name, count)" in owned[1].instruction and "add(name, count)" not in owned[0].instruction
+    app = "`app.py`:\n- serve(port): serves the API.\n"
+    planned = follow_spec([Instruction(title="Setup", instruction="Install flask for the app.")], app)
+    assert [s.title for s in planned] == ["Setup", "Write app.py"]

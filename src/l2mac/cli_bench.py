@@ -228,7 +228,6 @@ def project_command(
     import tempfile
     from datetime import datetime, timezone
 
-    from l2mac.benchmarks import humaneval as he
     from l2mac.benchmarks import projects as pj
     from l2mac.benchmarks import runner as bench_runner
     from l2mac.benchmarks import scorer
@@ -236,8 +235,8 @@ def project_command(
     console = Console()
     stack = ExitStack()  # closes the models (and stops a llama-server child) however the run ends
     try:
-        if strategy not in he.STRATEGIES:
-            raise typer.BadParameter(f"--strategy must be one of {', '.join(he.STRATEGIES)}")
+        if strategy not in bench_runner.STRATEGIES:
+            raise typer.BadParameter(f"--strategy must be one of {', '.join(bench_runner.STRATEGIES)}")
         spec = pj.load_project_task(task)
         bm = bench_model(model, base_url, None, task_tokens, llama_server)
         stack.callback(bm.close)

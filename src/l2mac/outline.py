@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 #: a line of a drawn file tree: its prefix (``│   `` per level), the branch, and the entry's name
-_TREE_LINE = re.compile(r"^(?P<prefix>(?:[│|]\s{2,3}|\s{4})*)(?:├──|└──|\|--|`--|\+--)\s*(?P<name>[^\s#]+)")
+_TREE_LINE = re.compile(r"^(?P<prefix>[│|\s]*)(?:├──|└──|\|--|`--|\+--)\s*(?P<name>[^\s#]+)")
 #: a line that names one file and nothing else (a heading of what is said of it): `name.py`: or **name.py**
 _HEADING = re.compile(r"^\s*(?:#+\s*)?[`*]*(?P<path>[\w./-]+\.py)[`*]*\s*:?\s*$")
 
@@ -25,17 +25,19 @@ class SpecFile:
 
 def tree_paths(text: str) -> list[str]:
     """Every file a drawn tree in ``text`` names, with the folders above it (``pkg/module.py``), in order. An
-    entry is a folder when the next line of its tree is deeper."""
+    entry's depth is the rank of its branch's column among its tree's (whatever the indent width); an entry is
+    a folder when the next line of its tree is deeper."""
     trees: list[list[tuple[int, str]]] = [[]]
     for line in text.splitlines():
         m = _TREE_LINE.match(line)
         if m is not None:
-            depth = len(m.group("prefix").replace("│", " ").replace("|", " ")) // 4
-            trees[-1].append((depth, m.group("name")))
+            trees[-1].append((len(m.group("prefix")), m.group("name")))
         elif trees[-1] and (not line.strip() or line.lstrip().startswith("```")):
             trees.append([])  # a tree ended
     paths: list[str] = []
-    for entries in trees:
+    for columns in trees:
+        rank = {c: i for i, c in enumerate(sorted({c for c, _ in columns}))}
+        entries = [(rank[c], name) for c, name in columns]
         folders: list[str] = []
         for i, (depth, name) in enumerate(entries):
             folders = folders[:depth]
@@ -79,14 +81,18 @@ def code_files(text: str) -> list[SpecFile]:
     tree = [p for p in tree_paths(text) if p.endswith(".py")]
     files: dict[str, str] = {}
     for path in tree:
-        name = path.rsplit("/", 1)[-1]
-        files[path] = said.get(path) or said.get(name) or ""
+        files[path] = next((d for name, d in said.items() if _same_file(path, name) and d), "")
     for name, description in said.items():
-        if not any(p == name or p.endswith("/" + name) for p in files):
+        if not any(_same_file(p, name) for p in files):
             files[name] = description
     return [SpecFile(p, d) for p, d in files.items() if not _is_test(p) and not (p.endswith("__init__.py") and not d)]
 
 
+def _same_file(a: str, b: str) -> bool:
+    """The same file named from different roots: ``src/pkg/m.py``, ``pkg/m.py`` and ``m.py``."""
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
 def _is_test(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return name.startswith("test_") or name.endswith("_test.py") or "tests/" in path or name == "conftest.py"
+    *folders, name = path.split("/")
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in folders

@@ -211,7 +211,7 @@ async def make_plan(
 def task_as_one_step(task: str, domain: Domain, why: str) -> PromptProgram:
     """The task itself as the plan's one step (the step sees every requirement as the task states it)."""
     only = Instruction(title=_title(task), instruction=task, requires_tests=domain.tests)
-    return PromptProgram(task=task, steps=[only], source=f"the task as one step ({why})")
+    return PromptProgram(task=task, steps=[only], source=f"the task as one step: {why}")
 
 
 def _title(task: str) -> str:
@@ -253,17 +253,17 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
     """A plan that owns every code file the task's specification names (in a file tree, or under a heading of
     its own), at the path it gives and with what it says of the file. A file goes to the step that mentions it
     and most of the names said of it; a file no step mentions gets a step of its own, placed before the first
-    step that names its module (what is imported is written first), else last (as is a file nothing is said
-    of: a script that uses the rest). Seen: a plan of a specified
-    package whose steps installed packages and made folders, and never wrote two of its five modules."""
+    step that imports its module (what is imported is written first), else last (as is a file nothing is said
+    of: a script that uses the rest). Seen: a plan of a specified package whose steps installed packages and
+    made folders, and never wrote two of its five modules."""
     out = list(steps)
     for spec in outline.code_files(task):
         name = spec.path.rsplit("/", 1)[-1]
         mentions = [i for i, s in enumerate(out) if re.search(rf"(?<![\w.-]){re.escape(name)}\b", s.instruction)]
-        said = set(_SAID_NAME.findall(spec.description))
+        said = {a or b for a, b in _SAID_NAME.findall(spec.description)}
         detail = spec.description and f"From the task, {spec.path}:\n{spec.description}"
         if mentions:
-            at = max(mentions, key=lambda i: (len(said & set(_WORD.findall(out[i].instruction))), -i))
+            at = max(mentions, key=lambda i: (len(said & set(_WORD.findall(out[i].instruction))), _writes(out[i]), -i))
             extra = [] if spec.path in out[at].instruction else [f"Write it at {spec.path}, as the task places it."]
             if detail and spec.description not in out[at].instruction:
                 extra.append(detail)
@@ -271,19 +271,25 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
                 text = "\n\n".join([out[at].instruction.rstrip(), *extra])
                 out[at] = out[at].model_copy(update={"instruction": text})
             continue
-        module = name.removesuffix(".py")
         own = Instruction(
             title=f"Write {spec.path}",
             instruction="\n\n".join(x for x in (f"Write {spec.path} as the task specifies.", detail) if x),
-            requires_tests=tests and bool(said),  # nothing said of it to test (seen: an example script)
+            requires_tests=tests and bool(detail),  # nothing said of it to test (seen: an example script)
         )
-        users = (i for i, s in enumerate(out) if re.search(rf"\b{re.escape(module)}\b", s.instruction))
-        out.insert(next(users, len(out)) if said else len(out), own)
+        m = re.escape(name.removesuffix(".py"))
+        imports = re.compile(rf"\b(?:from|import)\s+(?:[\w.]*\.)?{m}\b|\b{m}\.[A-Za-z_]")
+        users = (i for i, s in enumerate(out) if imports.search(s.instruction))
+        out.insert(next(users, len(out)) if detail else len(out), own)
     return out
 
 
-#: a name the specification gives a function, method or class (``name(`` or ``class Name``)
-_SAID_NAME = re.compile(r"(?:\bclass\s+)?\b([A-Za-z_]\w*)\s*\(")
+def _writes(step: Instruction) -> bool:
+    """Not a step about tests: a file's description goes to the step that writes the file."""
+    return "test" not in step.title.lower()
+
+
+#: a name the specification gives a class (``class Name``) or a function or method (``name(``)
+_SAID_NAME = re.compile(r"\bclass\s+([A-Za-z_]\w*)|\b([A-Za-z_]\w*)\(")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
 

@@ -31,8 +31,6 @@ from l2mac.settings import Settings
 
 DATA_FILE = "HumanEvalPlus-v0.1.10.jsonl.gz"
 DATA_MD5 = "924d06df44399bb3c99d9196cb43018f"
-STRATEGIES = runner.STRATEGIES
-ENGINE_STRATEGIES = runner.ENGINE_STRATEGIES
 #: the engine's limits per HumanEval+ task (besides the token budget): one function is one step, 12 model calls
 #: at most, and 4 failed checks before the step fails (the text protocol's default of 8 doubled the time of
 #: tasks the model cannot fix, which were most of the long ones, without turning them into passes)

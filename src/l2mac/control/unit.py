@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -294,8 +295,9 @@ class ControlUnit:
                 self.log("tool_call", step=step.index, tool="delete", ok=True, result=f"best state kept: {path}")
             elif now.get(path) != best.files[path]:
                 await self.save(step, path, best.files[path], "the step's best state kept")
-        back = state.tests_removed[best.removed :]  # the best state's files still hold these tests
-        del state.tests_removed[best.removed :]
+        later = state.tests_removed[best.removed :]
+        back = [t for t in later if _holds(best.files, t)]  # removed since, and in the files put back
+        state.tests_removed[best.removed :] = [t for t in later if t not in back]
         self.log("recovered", step=step.index, recovery="best_state_kept", turn=best.turn, tests_back=back)
         return f"; its files were put back as they were after turn {best.turn}, the closest it came to passing"
 
@@ -312,6 +314,19 @@ class ControlUnit:
         """Record an event in the run log (`.l2mac/log.jsonl`), when the run has one."""
         if self.record is not None:
             self.record.log(kind, **data)
+
+
+def _holds(files: dict[str, str], removed: str) -> bool:
+    """Whether ``files`` hold a test agreement removed: ``path::[Class::]name[params]``, or a check pruned from
+    one, ``path::name: statement``."""
+    path, _, rest = removed.partition("::")
+    source = files.get(path)
+    if source is None:
+        return False
+    test, _, statement = rest.partition(": ")
+    name = test.split("::")[-1].split("[")[0]
+    defined = re.search(rf"^\s*(?:async\s+)?def {re.escape(name)}\(", source, re.MULTILINE) is not None
+    return defined and (not statement or statement in source)
 
 
 def _args_dict(args: str | dict[str, object] | None) -> dict[str, object]:
