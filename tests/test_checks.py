@@ -446,3 +446,22 @@ def test_a_file_whose_star_import_was_expanded_still_provides_its_names_to_the_m
     repair_written(store, check, ["todo/cli.py", "tests/test_cli.py"], lambda r, **f: None)
     assert store.read_text("todo/cli.py").startswith("from todo.core import load_todos\n")
     assert "from todo.cli import main\n" in store.read_text("tests/test_cli.py")
+
+
+def test_a_dataclass_field_order_error_at_collection_gets_its_hint(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: a dataclass whose first field had a default, rewritten unchanged for 15 minutes
+    # with only "non-default argument 'title' follows default argument" to go on.
+    write(
+        tmp_path,
+        {
+            "store.py": (
+                "from dataclasses import dataclass, field\n\n\n@dataclass\nclass Item:\n"
+                "    id: int = field(default=0)\n    title: str = field()\n"
+            ),
+            "tests/test_store.py": "from store import Item\n\n\ndef test_item():\n    assert Item(1, 'a').title\n",
+        },
+    )
+    report = run_tests(SubprocessRunner(), tmp_path, 60).report(1200)
+    hints = [line for line in report.splitlines() if line.startswith("Hint: ")]
+    assert len(hints) == 1 and "non-default argument 'title'" in hints[0]
+    assert "must come after all the fields without one, and title has none" in hints[0]
