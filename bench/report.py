@@ -229,6 +229,35 @@ def project_section() -> list[str]:
     return lines
 
 
+def runs_section() -> list[str]:
+    """Runs of the README's run command on a task, each saved with its run report (``*-run-*.json``)."""
+    files = sorted(RESULTS.glob("*-run-*.json"))
+    if not files:
+        return []
+    lines = [
+        "## Runs of the README's command (project level)",
+        "",
+        "| date | task | model | steps passed | own tests | dependencies installed | install time | wall time "
+        "| status | command |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes: list[str] = []
+    for path in files:
+        r = json.loads(path.read_text(encoding="utf-8"))
+        rep, steps, t, env = r["report"], r["report"]["steps"], r["report"]["tests"], r["report"]["environment"]
+        notes += [f"- {r['task']}: {n}" for n in r.get("notes", [])]
+        lines.append(
+            f"| {path.name[:10]} | {r['task']} | {rep['model']} | {steps['passed']} of {steps['planned']} | "
+            f"{t['status']} ({t['passed']} passed, {t['failed']} failed, {t.get('errors', 0)} errors) | "
+            f"{', '.join(env['dependencies']) or 'none'} | {env['install_s']} s | {rep['wall_time_s']} s | "
+            f"{rep['status']} | `{r['command']}` |"
+        )
+    lines.append("")
+    if notes:
+        lines += ["Notes on these runs:", "", *notes, ""]
+    return lines
+
+
 def result_rows(benchmark: str) -> list[dict[str, Any]]:
     """The scored results files of ``benchmark`` (classeval, devbench), with their conditions and summary."""
     rows = []
@@ -350,6 +379,7 @@ def main() -> int:
             lines += ["![HumanEval+ pass@1 by strategy](humanevalplus.png)", ""]
     lines += classeval_section()
     lines += devbench_section()
+    lines += runs_section()
     lines += project_section()
     lines += soa_section()
     (BENCH / "RESULTS.md").write_text("\n".join(lines), encoding="utf-8")
