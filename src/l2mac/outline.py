@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from l2mac.checks.layout import is_test_file
+
 #: a line of a drawn file tree: its prefix (``│   `` per level), the branch, and the entry's name
 _TREE_LINE = re.compile(r"^(?P<prefix>[│|\s]*)(?:├──|└──|\|--|`--|\+--)\s*(?P<name>[^\s#]+)")
 #: a line that names one file and nothing else (a heading of what is said of it): `name.py`: or **name.py**
@@ -94,5 +96,4 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _is_test(path: str) -> bool:
-    *folders, name = path.split("/")
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in folders
+    return is_test_file(path) or "tests" in path.split("/")[:-1]

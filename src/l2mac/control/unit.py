@@ -10,15 +10,16 @@ How the model's answer becomes calls is the protocol's (:mod:`l2mac.control.prot
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
-import re
 from dataclasses import dataclass, field
 from functools import partial
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolCallPart, UserPromptPart
 
 from l2mac.checks.agreement import AgreementLimits, Weigher
+from l2mac.checks.consensus import test_functions
 from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.verdict import Standing, StepChecks
@@ -320,13 +321,13 @@ def _holds(files: dict[str, str], removed: str) -> bool:
     """Whether ``files`` hold a test agreement removed: ``path::[Class::]name[params]``, or a check pruned from
     one, ``path::name: statement``."""
     path, _, rest = removed.partition("::")
-    source = files.get(path)
-    if source is None:
-        return False
     test, _, statement = rest.partition(": ")
-    name = test.split("::")[-1].split("[")[0]
-    defined = re.search(rf"^\s*(?:async\s+)?def {re.escape(name)}\(", source, re.MULTILINE) is not None
-    return defined and (not statement or statement in source)
+    try:
+        tree = ast.parse(files.get(path, ""))
+    except SyntaxError:
+        return False
+    key = tuple(test.split("[")[0].split("::"))
+    return key in test_functions(tree) and statement in files.get(path, "")
 
 
 def _args_dict(args: str | dict[str, object] | None) -> dict[str, object]:
