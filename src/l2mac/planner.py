@@ -17,7 +17,7 @@ from l2mac.checks.demands import mentioned_files
 from l2mac.domains import Domain
 from l2mac.errors import PromptProgramError
 from l2mac.models.client import ModelClient
-from l2mac.tools.base import parse_arguments
+from l2mac.tools.base import Tool, parse_arguments
 from l2mac.types import Instruction, PromptProgram
 
 SUBMIT_PLAN = "submit_plan"
@@ -30,11 +30,7 @@ class PlanArgs(BaseModel):
 
 
 def plan_tool() -> ToolDefinition:
-    schema = PlanArgs.model_json_schema()
-    schema.pop("title", None)
-    return ToolDefinition(
-        name=SUBMIT_PLAN, description="Submit the complete, ordered plan.", parameters_json_schema=schema
-    )
+    return Tool(SUBMIT_PLAN, "Submit the complete, ordered plan.", PlanArgs).definition()
 
 
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step\s+\d+[:.)]?)\s+(.*\S)", re.IGNORECASE)
