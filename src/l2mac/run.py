@@ -23,7 +23,7 @@ from l2mac.events import EventSink, ModelCalled, RunFinished, RunStarted, ignore
 from l2mac.journal import JOURNAL_FILE, Journal, JournaledCall, load_journal
 from l2mac.models.client import CallRecord, ModelClient, RetryPolicy
 from l2mac.models.local.catalog import DEFAULT_LOCAL_MODEL
-from l2mac.models.registry import DEFAULT_WINDOW, ModelInfo, build_model, model_settings
+from l2mac.models.registry import DEFAULT_WINDOW, ModelInfo, build_model, given_model_info, model_settings
 from l2mac.planner import load_prompt_program
 from l2mac.record import RECORD_DIR, RunRecord
 from l2mac.report import JournalSummary, RunReport, build_report
@@ -64,7 +64,7 @@ def resolve_model(settings: Settings, model: Model | None) -> tuple[ModelInfo, s
     """The model to use, and a one-line note for the user when it was chosen for them."""
     if model is not None:
         window = settings.llm.context_window or DEFAULT_WINDOW
-        return ModelInfo(model=model, provider="custom", name=model.model_name, context_window=window), ""
+        return given_model_info(model, window), ""
     if settings.llm.configured:
         return build_model(settings.llm), ""
     local = settings.llm.model_copy(update={"model": f"local:{DEFAULT_LOCAL_MODEL}"})
@@ -180,6 +180,7 @@ def _model_client(
         deadline=time.monotonic() + rs.max_wall_time_s if rs.max_wall_time_s else None,
         journal=journal,
         parallel=info.parallel,
+        continues=info.continues,
     )
 
     def on_call(call: CallRecord) -> None:

@@ -176,6 +176,14 @@ def stubbed(names: list[str], sources: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def is_stub_definition(fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef | None = None) -> bool:
+    """Whether ``fn`` (a method of ``owner``, if given) is a stub that is the project's to complete: not an
+    abstract method, an overload, or a method of an interface (a Protocol or an ABC), which are meant to be."""
+    if _is_abstract(fn) or (owner is not None and _is_interface(owner)):
+        return False
+    return _is_stub(fn)
+
+
 def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     body = list(fn.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):

@@ -48,13 +48,14 @@ class Done:
 @dataclass(frozen=True)
 class Setting:
     """What a conversation needs from the run: the prompt set, the tools, the context budget, whether the
-    recoveries of small models' answers are on, and where to log."""
+    recoveries of small models' answers are on, where to log, and whether the model continues a begun answer."""
 
     domain: Domain
     toolbox: Toolbox
     budget: ContextBudget
     recover: bool
     log: Log
+    continues: bool = False  # the model continues an answer the request begins (see control.continuation)
 
 
 class Conversation(Protocol):

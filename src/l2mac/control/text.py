@@ -27,18 +27,27 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
+    TextPart,
     ToolCallPart,
     UserPromptPart,
 )
 from pydantic_ai.tools import ToolDefinition
 
-from l2mac.checks.demands import example_values, missing_definitions, named_files, names_for_file, stubbed
+from l2mac.checks.demands import (
+    example_values,
+    mentioned_files,
+    missing_definitions,
+    named_files,
+    names_for_file,
+    stubbed,
+)
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import python_files
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control.answers import File, one_at_a_time, place_unnamed_blocks, resolve_bare_names, split_fragments
 from l2mac.control.arguments import json_files
+from l2mac.control.continuation import Opening, find_opening, given_skeleton
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
 from l2mac.fenced import fence_lang, fenced_blocks, fenced_files, show_files
@@ -118,12 +127,14 @@ class TextConversation:
     lacking: dict[str, set[str]] = field(default_factory=dict)  # per named file, the functions it lacked last time
     wrote_any: bool = False
     last: _Reading = field(default_factory=_Reading)
+    opening: Opening | None = None  # the stub the next answer is begun inside (see control.continuation)
 
     def __post_init__(self) -> None:
         store = self.setting.toolbox.env.store
         self.to_write = [p for p in named_files(self.step.instruction.instruction) if not store.exists(p)]
-        if self.to_write:
-            self.feedback, self.focus = self._request_file(self.to_write[0]), self.to_write[0]
+        first = self.to_write[0] if self.to_write else next(filter(self._begin, self._code_files()), None)
+        if first is not None:  # a file to write, or a stub the step gives in a file it mentions
+            self.feedback, self.focus = self._request_file(first), first
 
     # -- the context -------------------------------------------------------------------------------------
     def messages(self) -> list[ModelMessage]:
@@ -133,7 +144,8 @@ class TextConversation:
                 self.setting, self.step, feedback, focus=self.focus, progress=self.progress, reads=tuple(self.reads)
             )
             if self.setting.budget.fits(messages) or len(feedback) <= 500:
-                return messages
+                begun = [ModelResponse(parts=[TextPart(self.opening.prefill())])] if self.opening else []
+                return [*messages, *begun]
             feedback = trim_output(feedback, len(feedback) // 2)
 
     def restart(self, progress: str) -> None:
@@ -142,7 +154,12 @@ class TextConversation:
     # -- reading an answer -------------------------------------------------------------------------------
     def read(self, response: ModelResponse) -> Turn:
         text, log, store = response.text or "", self.setting.log, self.setting.toolbox.env.store
-        files = self._files(response, text)
+        opening, self.opening = self.opening, None
+        completed = opening.complete(text) if opening is not None else None
+        if opening is not None:
+            text = opening.prefill() + text  # the answer as a whole, begun as it was
+            log("continued", path=opening.path, name=opening.name, body=completed is not None)
+        files = [{"path": opening.path, "content": completed}] if opening and completed else self._files(response, text)
         cut = cut_off(response) and not text.rstrip().endswith("```")
         if cut and files:  # the last block was cut off mid-file: never save half a file
             log("recovered", recovery="cut_off_file_dropped", path=files[-1]["path"])
@@ -206,6 +223,11 @@ class TextConversation:
                 saved=saved or "(no file was changed)",
             )
         feedback = "\n\n".join([verdict.restored, feedback, *verdict.notes]).strip()
+        if not verdict.ok:  # a function the step gives a file is still a stub: its body is asked for first
+            stubbed_file = next(filter(self._begin, self._code_files()), None)
+            if stubbed_file is not None:
+                self.focus = stubbed_file
+                feedback += "\n\n" + self._request_file(stubbed_file)
         self.feedback = self._unchanged(feedback)
         return None
 
@@ -236,16 +258,31 @@ class TextConversation:
                 wrote += "\n" + render("text_missing_definitions", names=", ".join(owned))
                 # a stub is asked for alone: a small model sent the whole file back copies it unchanged
                 stubs = stubbed(owned, source)
-        request = (
-            render("text_complete_one_stub", path=requested, stub=stubs[requested])
-            if requested is not None and requested in stubs
-            else self._request_file(pending[0])
-        )
+        if requested is not None and requested in stubs and not self.setting.continues:
+            request = render("text_complete_one_stub", path=requested, stub=stubs[requested])
+        else:
+            request = self._request_file(pending[0])
         self.feedback = self._unchanged(
             render("text_next_file", saved=wrote, request=request), requested in last.pending
         )
         self.focus = pending[0]
         return missed
+
+    def _code_files(self) -> list[str]:
+        """The code files the step names or mentions (a stub it gives may be in either)."""
+        instruction = self.step.instruction.instruction
+        mentioned = [p for p in mentioned_files(instruction) if p.endswith(".py") and not is_test_file(p)]
+        return list(dict.fromkeys([*named_files(instruction), *mentioned]))
+
+    def _begin(self, path: str) -> Opening | None:
+        """Where the answer for code file ``path`` is begun, when the model continues begun answers and a
+        function the step gives the file is a stub there (or in the skeleton the step gives, for a new file)."""
+        if not self.setting.continues or not path.endswith(".py"):
+            return None
+        instruction, store = self.step.instruction.instruction, self.setting.toolbox.env.store
+        names = names_for_file(instruction, path)
+        source = store.read_text(path) if store.exists(path) else given_skeleton(instruction, names)
+        return find_opening(path, source, names) if source else None
 
     def _unchanged(self, feedback: str, missed: bool = False) -> str:
         """The feedback, prefixed when the answer changed nothing; the next answer is sampled more freely then
@@ -263,6 +300,9 @@ class TextConversation:
         "the file", a small model's first answer was its tests, or a signature and docstring); for a test file,
         naming the modules it must import, not copy."""
         render = self.setting.domain.render
+        if not is_test_file(path) and (opening := self._begin(path)) is not None:
+            self.opening = opening
+            return render("text_request_body", path=path, name=opening.name)
         if not is_test_file(path):
             instruction, store = self.step.instruction.instruction, self.setting.toolbox.env.store
             missing = missing_definitions(instruction, python_files(store))  # not defined or imported elsewhere

@@ -201,7 +201,8 @@ class ControlUnit:
 
     # -- what a step is given ----------------------------------------------------------------------------
     def _setting(self, step: Step) -> Setting:
-        return Setting(self.domain, self.toolbox, self.budget, self.recover, partial(self.log, step=step.index))
+        log = partial(self.log, step=step.index)
+        return Setting(self.domain, self.toolbox, self.budget, self.recover, log, self.client.continues)
 
     def _checks(self, step: Step) -> StepChecks:
         env, log = self.toolbox.env, partial(self.log, step=step.index)

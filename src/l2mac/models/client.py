@@ -127,6 +127,8 @@ class ModelClient:
     usage: Usage = field(default_factory=Usage)
     #: whether requests made at once are answered at once (else they queue, and are better made in turn)
     parallel: bool = True
+    #: whether the model continues an answer the request begins (messages ending with a text response)
+    continues: bool = False
 
     def check_budget(self, prompt_tokens: int = 0) -> None:
         """Raise BudgetExceeded if a call with ``prompt_tokens`` of prompt could cross a limit."""

@@ -60,10 +60,25 @@ class ModelInfo:
     close: Callable[[], None] | None = None  # frees an in-process model (the embedded one) when a run ends
     #: whether requests made at once are answered at once; an in-process model answers one at a time
     parallel: bool = True
+    #: whether the model continues an answer the request begins (a prefill): the embedded model does
+    continues: bool = False
 
     @property
     def label(self) -> str:
         return f"{self.provider}:{self.name}"
+
+
+def given_model_info(model: Model, window: int) -> ModelInfo:
+    """A model the caller built (tests, benchmarks sharing one model): what it can do is what it says of itself
+    (the embedded model says it continues begun answers, and whether it answers at once)."""
+    return ModelInfo(
+        model=model,
+        provider="custom",
+        name=model.model_name,
+        context_window=window,
+        parallel=bool(getattr(model, "parallel", True)),
+        continues=bool(getattr(model, "continues", False)),
+    )
 
 
 def context_window_for(name: str) -> int:
@@ -177,6 +192,7 @@ def _local_info(llm: LLMSettings, provider: str, name: str, environ: Mapping[str
         context_window=chat.context_window,
         close=chat.close,
         parallel=server is not None,
+        continues=True,  # the prompt is rendered here, so a begun answer is continued
     )
 
 

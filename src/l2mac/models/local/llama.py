@@ -96,6 +96,14 @@ def openai_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
     return out
 
 
+def answer_begun(messages: list[ModelMessage]) -> str | None:
+    """The text an answer was begun with, when the last message is a response of text alone (a prefill)."""
+    last = messages[-1] if messages else None
+    if isinstance(last, ModelResponse) and last.parts and all(isinstance(p, TextPart) for p in last.parts):
+        return "".join(p.content for p in last.parts if isinstance(p, TextPart))
+    return None
+
+
 def tool_schemas(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
     return [
         {
@@ -213,11 +221,17 @@ class LocalChat:
             self.served.start()
 
     def render(self, messages: list[ModelMessage], tools: list[ToolDefinition]) -> str:
-        return str(
+        """The prompt, from the model's chat template. When the messages end with an answer begun for the model
+        (a response of text only), the model continues it: the prompt ends with that text, inside its turn."""
+        begun = answer_begun(messages)
+        if begun is not None:
+            messages = messages[:-1]
+        prompt = str(
             self.template.render(
                 messages=openai_messages(messages), tools=tool_schemas(tools) or None, add_generation_prompt=True
             )
         )
+        return prompt + (begun or "")
 
     def _tokens(self, prompt: str) -> tuple[list[int], int]:
         """The prompt's tokens and the room left for the answer; a prompt that leaves none is refused."""
@@ -313,6 +327,7 @@ class LocalChat:
         max_tokens = int(settings.get("max_tokens", 2048))
         temperature = settings.get("temperature")
         prompt = self.render(messages, tools)
+        begun = answer_begun(messages) is not None
         try:
             text, stats = self.complete(prompt, max_tokens, None if temperature is None else float(temperature))
         except ModelAPIError:
@@ -320,7 +335,8 @@ class LocalChat:
         except (RuntimeError, ValueError, OSError) as e:  # llama.cpp failed (e.g. decode error, out of memory)
             raise ModelAPIError(self.path.name, f"the local model failed: {type(e).__name__}: {e}") from e
         return ModelResponse(
-            parts=list(parse_reply(text, {t.name for t in tools})),
+            # a begun answer is continued as it is: its first line's indentation is part of the code
+            parts=[TextPart(text)] if begun and text else list(parse_reply(text, {t.name for t in tools})),
             usage=RequestUsage(input_tokens=stats.prompt_tokens, output_tokens=stats.completion_tokens),
             finish_reason="length" if stats.hit_limit else "stop",
             provider_details={"loop_cut": True} if stats.loop_cut else None,
@@ -334,8 +350,19 @@ class LocalChat:
         with self.lock:
             self.llm.close()
 
-    def as_model(self, name: str) -> FunctionModel:
-        return FunctionModel(self, model_name=name)
+    def as_model(self, name: str) -> LocalModel:
+        return LocalModel(self, model_name=name, parallel=self.server is not None)
+
+
+class LocalModel(FunctionModel):
+    """The embedded model as a pydantic-ai model, saying what it can do: it continues an answer a request begins
+    (the prompt is rendered here), and it answers requests at once only when a llama-server serves it."""
+
+    continues = True
+
+    def __init__(self, chat: LocalChat, *, model_name: str, parallel: bool) -> None:
+        super().__init__(chat, model_name=model_name)
+        self.parallel = parallel
 
 
 def _trained_context(llm: Any) -> int:

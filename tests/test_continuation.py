@@ -1,0 +1,161 @@
+"""A stub is completed by continuation: the answer is begun inside the function, after its docstring, so a model
+that would send the stub back can only write its body (control/continuation.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import jinja2
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from l2mac.checks.runner import SubprocessRunner
+from l2mac.context import ContextBudget
+from l2mac.control import ControlUnit, Step, StepLimits
+from l2mac.control.continuation import find_opening, given_skeleton
+from l2mac.control.text import TEXT
+from l2mac.domains import load_domain
+from l2mac.models.client import ModelClient
+from l2mac.models.local.llama import LocalChat
+from l2mac.models.scripted import Reply, ScriptedModel, text
+from l2mac.record import RunRecord
+from l2mac.store import FileStore
+from l2mac.tools import Toolbox, ToolEnv, tools_named
+from l2mac.types import Instruction, StepOutcome, StepStatus
+
+STUB = '''from typing import List
+
+
+def spread(numbers: List[float]) -> float:
+    """The largest number minus the smallest.
+    >>> spread([1.0, 4.0, 2.5])
+    3.0
+    """
+'''
+TASK = Instruction(
+    title="spread",
+    instruction=f"Implement the function below in solution.py: keep its name, signature and docstring.\n\n"
+    f"```python\n{STUB}```",
+    requires_tests=False,
+)
+
+
+def test_the_opening_of_a_top_level_stub_keeps_the_rest_of_the_file_and_adds_new_helpers() -> None:
+    source = STUB + "\n\ndef other() -> int:\n    return 1\n"
+    opening = find_opening("solution.py", source, ["spread"])
+    assert opening is not None
+    assert opening.prefill().startswith("solution.py\n```python\nfrom typing import List")
+    assert opening.prefill().rstrip().endswith('3.0\n    """')
+    done = opening.complete(
+        "    return _top(numbers) - min(numbers)\n\n\ndef _top(xs):\n    return max(xs)\n\nimport math\n```\nSTEP"
+    )
+    assert done is not None
+    namespace: dict[str, object] = {}
+    exec(compile(done, "solution.py", "exec"), namespace)
+    assert namespace["spread"]([1.0, 4.0, 2.5]) == 3.0  # type: ignore[operator]
+    assert namespace["other"]() == 1  # type: ignore[operator]  # the rest of the file is kept
+    assert done.startswith("import math\n")  # a new import goes to the top
+    assert done.count("def spread") == 1
+
+
+def test_a_method_stub_is_completed_in_its_class_and_later_methods_are_left_to_their_own_turn() -> None:
+    source = (
+        "class Counter:\n"
+        '    """Counts."""\n\n'
+        "    def __init__(self):\n        self.n = 0\n\n"
+        "    def add(self, k):\n"
+        '        """Add k and return the new count."""\n'
+        "        pass\n\n"
+        "    def reset(self):\n"
+        '        """Back to zero."""\n'
+    )
+    opening = find_opening("counter.py", source, ["Counter"])
+    assert opening is not None and opening.name == "add"
+    done = opening.complete(
+        "        self.n += k\n        return self.n\n\n    def reset(self):\n        self.n = 9\n```"
+    )
+    assert done is not None
+    namespace: dict[str, object] = {}
+    exec(compile(done, "counter.py", "exec"), namespace)
+    counter = namespace["Counter"]()  # type: ignore[operator]
+    assert counter.add(2) == 2 and counter.add(3) == 5
+    assert "self.n = 9" not in done and '"""Back to zero."""' in done  # reset is still a stub, for its turn
+    assert find_opening("counter.py", done, ["Counter"]).name == "reset"  # type: ignore[union-attr]
+
+
+def test_interfaces_and_abstract_methods_are_not_stubs_to_complete_and_an_empty_body_is_none() -> None:
+    source = (
+        "from typing import Protocol\nfrom abc import abstractmethod\n\n"
+        "class Store(Protocol):\n    def get(self, k: str) -> str:\n        ...\n\n"
+        "class Base:\n    @abstractmethod\n    def run(self) -> None:\n        ...\n"
+    )
+    assert find_opening("s.py", source, ["Store", "get", "Base", "run"]) is None
+    opening = find_opening("solution.py", STUB, ["spread"])
+    assert opening is not None and opening.complete("```\n") is None
+    stripped = opening.complete("if not numbers:\n        return 0.0\n    return max(numbers) - min(numbers)\n```")
+    assert stripped is not None and "\n    if not numbers:\n        return 0.0\n" in stripped  # indentation put back
+
+
+def test_the_skeleton_a_step_gives_is_its_python_block_that_defines_a_stub_of_the_file() -> None:
+    assert given_skeleton(TASK.instruction, ["spread"]) == STUB
+    assert given_skeleton("Use it like this:\n```python\nprint(spread([1]))\n```", ["spread"]) is None
+
+
+def test_a_local_model_continues_an_answer_begun_for_it() -> None:
+    chat = LocalChat.__new__(LocalChat)
+    chat.template = jinja2.Template(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
+    begun: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("write it")]),
+        ModelResponse(parts=[TextPart("f.py\n```python\ndef f():\n")]),
+    ]
+    assert chat.render(begun, []) == "<user>write it</user><assistant>f.py\n```python\ndef f():\n"
+    assert chat.render(begun[:1], []) == "<user>write it</user><assistant>"
+
+
+def _unit(tmp_path: Path, replies: list[Reply], *, continues: bool) -> tuple[ControlUnit, ScriptedModel, FileStore]:
+    script = ScriptedModel(list(replies))
+    store = FileStore(tmp_path / "proj")
+    domain = load_domain("codebase")
+    env = ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)
+    unit = ControlUnit(
+        ModelClient(script.model, continues=continues),
+        Toolbox(tools_named(domain.tools), env),
+        domain,
+        ContextBudget(window=16000, reply=500, margin=0.1),
+        protocol=TEXT,
+        limits=StepLimits(max_turns=6, samples=0),
+        record=RunRecord(store.root),
+    )
+    return unit, script, store
+
+
+def _run(unit: ControlUnit) -> StepOutcome:
+    return asyncio.run(unit.run_step(Step("spread", 1, 1, TASK, "")))
+
+
+def test_a_step_given_a_stub_gets_its_body_by_continuation_where_the_model_echoed_the_stub(tmp_path: Path) -> None:
+    def body_after_the_docstring(messages: list[ModelMessage]) -> ModelResponse:
+        begun = messages[-1]
+        assert isinstance(begun, ModelResponse)  # the answer is begun for the model ...
+        assert begun.text is not None and begun.text.startswith("solution.py\n```python\nfrom typing import List")
+        assert begun.text.rstrip().endswith('"""')  # ... inside the function, right after its docstring
+        return text("    return max(numbers) - min(numbers)\n```\n")
+
+    unit, script, store = _unit(tmp_path, [body_after_the_docstring, text("STEP COMPLETE")], continues=True)
+    outcome = _run(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    code = store.read_text("solution.py")
+    assert "return max(numbers) - min(numbers)" in code and code.count('"""') == 2
+    assert len(script.requests) == 2
+
+
+def test_without_continuation_the_same_echoing_model_never_gets_past_the_stub(tmp_path: Path) -> None:
+    echo = text(f"solution.py\n```python\n{STUB}```\n")
+    unit, script, store = _unit(tmp_path, [echo] * 6, continues=False)
+    outcome = _run(unit)
+    assert outcome.status is StepStatus.FAILED
+    assert all(not isinstance(r[-1], ModelResponse) for r in script.requests)  # nothing was begun for it
+    assert "return" not in store.read_text("solution.py")
