@@ -456,7 +456,7 @@ def test_the_last_test_of_a_function_the_step_names_is_never_removed(tmp_path: P
         raise AssertionError("nothing is saved here")
 
     weigher = Weigher(
-        unit.client, unit.toolbox.env, unit.domain, STEP.instruction, ask=lambda *a: [], save=no_save, log=print
+        unit.client, unit.toolbox.env, unit.domain, STEP.instruction, ask=lambda *a: ([], None), save=no_save, log=print
     )
     assert not weigher.leaves_a_step_function_untested("tests/test_stats.py", without_wrong)
     assert weigher.leaves_a_step_function_untested("tests/test_stats.py", without_all)  # mean() untested

@@ -40,8 +40,9 @@ from l2mac.domains import Domain
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.store import scratch_copy
 
-#: the messages that ask for ``target`` from the step alone: (target, request, files to hide) -> messages
-AskForFile = Callable[[str, str, Callable[[str], bool]], list[ModelMessage]]
+#: the messages that ask for ``target`` from the step alone, (target, request, files to hide) -> messages, and
+#: what makes the file from the answer when the asking begins the answer itself (else None: the answer's block)
+AskForFile = Callable[[str, str, Callable[[str], bool]], tuple[list[ModelMessage], Callable[[str], str | None] | None]]
 #: saves one file for the step, as a write the model did not ask for: (path, content, why)
 SaveFile = Callable[[str, str, str], Awaitable[None]]
 
@@ -156,7 +157,7 @@ class Weigher:
             if owned
             else self.domain.render("text_request_file", path=target)
         )
-        messages = self.ask(target, request, hide)
+        messages, finish = self.ask(target, request, hide)
         if self.client.parallel:
             answers = await asyncio.gather(*(self._sample(messages) for _ in range(self.limits.samples)))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order
@@ -164,7 +165,7 @@ class Weigher:
         candidates: list[str] = []
         outcomes: list[dict[str, bool]] = []
         for answer in answers:
-            content = sampled_file(answer, target)
+            content = finish(answer) if finish is not None else sampled_file(answer, target)
             if content is None or set(owned) & set(missing_definitions(self.instruction, {target: content})):
                 continue
             run = await asyncio.to_thread(outcomes_with, self.env, self.recover, snapshot, target, content)

@@ -18,7 +18,9 @@ import ast
 import re
 from dataclasses import dataclass
 
-from l2mac.checks.demands import is_stub_definition
+from pydantic_ai.messages import ModelResponse, TextPart
+
+from l2mac.checks.demands import is_stub_definition, names_for_file
 from l2mac.fenced import fenced_blocks
 
 _FENCE_END = re.compile(r"^\s*```")
@@ -39,6 +41,10 @@ class Opening:
     def prefill(self) -> str:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
         return f"{self.path}\n```python\n{self.head}\n"
+
+    def begun(self) -> ModelResponse:
+        """The begun answer, as the last message of a request: the model continues it."""
+        return ModelResponse(parts=[TextPart(self.prefill())])
 
     def complete(self, continuation: str) -> str | None:
         """The file with the stub completed by ``continuation`` (what the model wrote after the prefill): its
@@ -110,6 +116,13 @@ def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
                 if (node.name in wanted or m.name in wanted) and is_stub_definition(m, node):
                     return _opening(path, source, m)
     return None
+
+
+def step_opening(instruction: str, path: str) -> Opening | None:
+    """Where an answer writing ``path`` afresh is begun: the first stub of the skeleton the step gives it."""
+    names = names_for_file(instruction, path)
+    skeleton = given_skeleton(instruction, names)
+    return find_opening(path, skeleton, names) if skeleton else None
 
 
 def given_skeleton(instruction: str, names: list[str]) -> str | None:

@@ -27,7 +27,6 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
-    TextPart,
     ToolCallPart,
     UserPromptPart,
 )
@@ -47,7 +46,7 @@ from l2mac.checks.repairs import python_files
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control.answers import File, one_at_a_time, place_unnamed_blocks, resolve_bare_names, split_fragments
 from l2mac.control.arguments import json_files
-from l2mac.control.continuation import Opening, find_opening, given_skeleton
+from l2mac.control.continuation import Opening, find_opening, step_opening
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
 from l2mac.fenced import fence_lang, fenced_blocks, fenced_files, show_files
@@ -144,8 +143,7 @@ class TextConversation:
                 self.setting, self.step, feedback, focus=self.focus, progress=self.progress, reads=tuple(self.reads)
             )
             if self.setting.budget.fits(messages) or len(feedback) <= 500:
-                begun = [ModelResponse(parts=[TextPart(self.opening.prefill())])] if self.opening else []
-                return [*messages, *begun]
+                return [*messages, self.opening.begun()] if self.opening else messages
             feedback = trim_output(feedback, len(feedback) // 2)
 
     def restart(self, progress: str) -> None:
@@ -280,9 +278,9 @@ class TextConversation:
         if not self.setting.continues or not path.endswith(".py"):
             return None
         instruction, store = self.step.instruction.instruction, self.setting.toolbox.env.store
-        names = names_for_file(instruction, path)
-        source = store.read_text(path) if store.exists(path) else given_skeleton(instruction, names)
-        return find_opening(path, source, names) if source else None
+        if not store.exists(path):
+            return step_opening(instruction, path)
+        return find_opening(path, store.read_text(path), names_for_file(instruction, path))
 
     def _unchanged(self, feedback: str, missed: bool = False) -> str:
         """The feedback, prefixed when the answer changed nothing; the next answer is sampled more freely then

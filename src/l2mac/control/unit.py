@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -24,6 +25,7 @@ from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.verdict import Standing, StepChecks
 from l2mac.context import ContextBudget
+from l2mac.control.continuation import step_opening
 from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn
 from l2mac.control.step import Step, StepLimits
 from l2mac.control.text import text_messages
@@ -215,7 +217,7 @@ class ControlUnit:
                 env,
                 self.domain,
                 step.instruction.instruction,
-                ask=lambda target, request, hide: text_messages(setting, step, request, focus=target, hide=hide),
+                ask=partial(self._ask_sample, step, setting),
                 save=save,
                 log=log,
                 limits=AgreementLimits(self.limits.samples, self.limits.max_agreement_rounds),
@@ -232,6 +234,15 @@ class ControlUnit:
             log=log,
             weigher=weigher,
         )
+
+    def _ask_sample(
+        self, step: Step, setting: Setting, target: str, request: str, hide: Callable[[str], bool]
+    ) -> tuple[list[ModelMessage], Callable[[str], str | None] | None]:
+        """How agreement asks for an implementation of ``target`` from the step alone: begun inside the stub the
+        step gives it, when the model continues begun answers (see control.continuation)."""
+        messages = text_messages(setting, step, request, focus=target, hide=hide)
+        opening = step_opening(step.instruction.instruction, target) if self.client.continues else None
+        return ([*messages, opening.begun()], opening.complete) if opening else (messages, None)
 
     # -- context -----------------------------------------------------------------------------------------
     async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:
