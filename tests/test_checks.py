@@ -465,3 +465,15 @@ def test_a_dataclass_field_order_error_at_collection_gets_its_hint(tmp_path: Pat
     hints = [line for line in report.splitlines() if line.startswith("Hint: ")]
     assert len(hints) == 1 and "non-default argument 'title'" in hints[0]
     assert "must come after all the fields without one, and title has none" in hints[0]
+
+
+def test_a_step_that_implements_in_a_file_and_tests_in_another_names_both_and_its_names_stay_with_the_code() -> None:
+    from l2mac.checks.demands import named_files, names_for_file
+
+    step = (
+        "Implement the function below in solution.py: keep its signature. Test it with pytest\n"
+        "tests in tests/test_solution.py.\n\n```python\ndef area(w: float, h: float) -> float:\n    ...\n```"
+    )
+    assert named_files(step) == ["solution.py", "tests/test_solution.py"]
+    assert names_for_file(step, "solution.py") == ["area"]  # the test file's mention does not end its part
+    assert named_files("Write app.py with run(). Use the helpers defined in utils.py.") == ["app.py"]

@@ -15,11 +15,17 @@ import re
 
 from l2mac.checks.layout import is_test_file, module_name
 
+_PATH = r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg))\b"
+#: "Write todo/core.py", "create the file app.py"; or "implement ... in solution.py", "test it ... in tests/x.py"
 _TO_WRITE = re.compile(
-    r"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?"
-    r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg))\b",
+    rf"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?{_PATH}"
+    rf"|\b(?:implement|test)\b[^.`]{{0,60}}?\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}",
     re.IGNORECASE,
 )
+
+
+def _file_of(m: re.Match[str]) -> str:
+    return m.group(1) or m.group(2)
 
 
 _CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
@@ -213,13 +219,14 @@ def names_for_file(instruction: str, path: str) -> list[str]:
     if start < 0:
         return []
     rest = instruction[start + len(path) :]
-    nxt = _TO_WRITE.search(rest)
+    # the section ends at the next code file named: a test file's mention does not end it (tests define nothing)
+    nxt = next((m for m in _TO_WRITE.finditer(rest) if not is_test_file(_file_of(m))), None)
     return named_definitions(rest[: nxt.start()] if nxt else rest)
 
 
 def named_files(instruction: str) -> list[str]:
     """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
-    return list(dict.fromkeys(m.group(1) for m in _TO_WRITE.finditer(instruction)))
+    return list(dict.fromkeys(_file_of(m) for m in _TO_WRITE.finditer(instruction)))
 
 
 _NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
