@@ -58,7 +58,7 @@ def test_the_opening_of_a_top_level_stub_keeps_the_rest_of_the_file_and_adds_new
     assert done.count("def spread") == 1
 
 
-def test_a_method_stub_is_completed_in_its_class_and_later_methods_are_left_to_their_own_turn() -> None:
+def test_a_method_stub_is_completed_in_its_class_and_a_later_stub_is_left_for_its_own_turn() -> None:
     source = (
         "class Counter:\n"
         '    """Counts."""\n\n'
@@ -71,15 +71,13 @@ def test_a_method_stub_is_completed_in_its_class_and_later_methods_are_left_to_t
     )
     opening = find_opening("counter.py", source, ["Counter"])
     assert opening is not None and opening.name == "add"
-    done = opening.complete(
-        "        self.n += k\n        return self.n\n\n    def reset(self):\n        self.n = 9\n```"
-    )
+    done = opening.complete("        self.n += k\n        return self.n\n```")
     assert done is not None
     namespace: dict[str, object] = {}
     exec(compile(done, "counter.py", "exec"), namespace)
     counter = namespace["Counter"]()  # type: ignore[operator]
     assert counter.add(2) == 2 and counter.add(3) == 5
-    assert "self.n = 9" not in done and '"""Back to zero."""' in done  # reset is still a stub, for its turn
+    assert '"""Back to zero."""' in done  # reset is still a stub, for its own turn
     assert find_opening("counter.py", done, ["Counter"]).name == "reset"  # type: ignore[union-attr]
 
 
@@ -170,3 +168,33 @@ def test_agreement_samples_of_a_given_stub_are_begun_inside_it_too(tmp_path: Pat
     plain, _, _ = _unit(tmp_path / "plain", [], continues=False)
     messages, finish = plain._ask_sample(step, plain._setting(step), "solution.py", "Write it.", lambda p: False)
     assert finish is None and not isinstance(messages[-1], ModelResponse)
+
+
+def test_an_answer_that_goes_on_to_the_next_stubs_completes_them_too_and_keeps_the_rest() -> None:
+    source = (
+        "class Shelf:\n"
+        "    def __init__(self):\n        self.books = []\n\n"
+        "    def add(self, title):\n"
+        '        """Add a title."""\n\n'
+        "    def count(self):\n"
+        '        """How many titles."""\n\n'
+        "    def first(self):\n"
+        "        return self.books[0]\n"
+    )
+    opening = find_opening("shelf.py", source, ["Shelf"])
+    assert opening is not None and opening.name == "add" and opening.owner == "Shelf"
+    done = opening.complete(
+        "        self.books.append(self._clean(title))\n\n"
+        "    def _clean(self, title):\n        return title.strip()\n\n"
+        "    def count(self):\n"
+        '        """How many titles."""\n        return len(self.books)\n\n'
+        "    def first(self):\n        return None\n```\nmore prose"
+    )
+    assert done is not None
+    namespace: dict[str, object] = {}
+    exec(compile(done, "shelf.py", "exec"), namespace)
+    shelf = namespace["Shelf"]()  # type: ignore[operator]
+    shelf.add(" Dune ")
+    assert shelf.count() == 1  # the later stub, completed in the same answer
+    assert shelf.first() == "Dune"  # a method that was not a stub is kept as the file had it
+    assert find_opening("shelf.py", done, ["Shelf"]) is None

@@ -24,6 +24,7 @@ from l2mac.checks.demands import is_stub_definition, names_for_file
 from l2mac.fenced import fenced_blocks
 
 _FENCE_END = re.compile(r"^\s*```")
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Opening:
     tail: str
     indent: int
     body_indent: int
+    owner: str | None = None  # the class the stub is a method of
 
     def prefill(self) -> str:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
@@ -48,8 +50,8 @@ class Opening:
 
     def complete(self, continuation: str) -> str | None:
         """The file with the stub completed by ``continuation`` (what the model wrote after the prefill): its
-        indented lines are the body; after them, new top-level definitions and imports are kept (for a function
-        at the top level). None when the continuation holds no body."""
+        indented lines are the body; what follows them is kept where it completes the file (see ``_with``).
+        None when the continuation holds no body."""
         lines = continuation.splitlines()
         if lines and lines[0].strip() and _column(lines[0]) <= self.indent:  # its indentation was stripped
             lines[0] = " " * self.body_indent + lines[0].lstrip()
@@ -66,36 +68,45 @@ class Opening:
             body.pop()
         if not any(x.strip() for x in body):
             return None
-        helpers, imports = self._helpers(rest) if self.indent == 0 else ([], [])
-        head = "\n".join([*imports, self.head]) if imports else self.head
         gap = "\n\n\n" if self.indent == 0 else "\n\n"  # blank lines between definitions, as PEP 8 has them
-        text = "\n".join([head, *body]) + "".join(f"{gap}{h}" for h in helpers)
+        text = "\n".join([self.head, *body])
         tail = self.tail.strip("\n")
-        return f"{text}{gap}{tail}\n" if tail.strip() else f"{text}\n"
+        text = f"{text}{gap}{tail}\n" if tail.strip() else f"{text}\n"
+        return self._with(text, rest[: next((i for i, x in enumerate(rest) if _FENCE_END.match(x)), len(rest))])
 
-    def _helpers(self, rest: list[str]) -> tuple[list[str], list[str]]:
-        """New top-level functions and classes, and new imports, written after the body (up to the fence)."""
-        end = next((i for i, x in enumerate(rest) if _FENCE_END.match(x)), len(rest))
+    def _with(self, text: str, rest: list[str]) -> str:
+        """``text`` with what the model wrote after the body, at the same level (the module, or the stub's
+        class): a definition of a later stub replaces that stub, a new definition goes after the completed
+        function, a new import to the top; the rest is dropped (the file's own definitions are kept)."""
+        pad = " " * self.indent
+        written = "\n".join(x[self.indent :] if x.startswith(pad) else x for x in rest)
         try:
-            tree = ast.parse("\n".join(rest[:end]))
+            wrote, tree = ast.parse(written), ast.parse(text)
         except SyntaxError:
-            return [], []
-        source = "\n".join(rest[:end])
-        known = _defined(f"{self.head}\n{self.tail}")
-        helpers = [
-            ast.get_source_segment(source, n) or ""
-            for n in tree.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name not in known
-        ]
-        have = f"{self.head}\n{self.tail}"
-        imports = [
-            seg
-            for n in tree.body
-            if isinstance(n, (ast.Import, ast.ImportFrom))
-            and (seg := ast.get_source_segment(source, n) or "")
-            and seg not in have
-        ]
-        return [h for h in helpers if h], imports
+            return text
+        owner = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == self.owner), None)
+        scope = owner.body if owner is not None else tree.body
+        members = {n.name: n for n in scope if isinstance(n, _DEFINITIONS)}
+        done = members.get(self.name)
+        if done is None or (self.owner is not None and owner is None):
+            return text
+        lines, source = text.splitlines(), written.splitlines()
+        edits: list[tuple[int, int, list[str]]] = []  # replace lines[start:end] with the lines given
+        for node in wrote.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and self.indent == 0:
+                line = ast.get_source_segment(written, node) or ""
+                edits += [(0, 0, [line])] if line and line not in text else []
+            elif isinstance(node, _DEFINITIONS) and node.name != self.name:
+                new = [pad + x if x.strip() else x for x in source[_first_line(node) - 1 : node.end_lineno]]
+                old = members.get(node.name)
+                if old is None:
+                    at = done.end_lineno or done.lineno
+                    edits.append((at, at, ["", *([""] if self.indent == 0 else []), *new]))
+                elif isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_stub_definition(old, owner):
+                    edits.append((_first_line(old) - 1, old.end_lineno or old.lineno, new))
+        for start, end, new in sorted(edits, key=lambda e: e[0], reverse=True):
+            lines[start:end] = new
+        return "\n".join(lines) + "\n"
 
 
 def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
@@ -114,7 +125,7 @@ def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
             methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
             for m in methods:
                 if (node.name in wanted or m.name in wanted) and is_stub_definition(m, node):
-                    return _opening(path, source, m)
+                    return _opening(path, source, m, node.name)
     return None
 
 
@@ -134,7 +145,7 @@ def given_skeleton(instruction: str, names: list[str]) -> str | None:
     return None
 
 
-def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Opening:
+def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None = None) -> Opening:
     lines = source.splitlines()
     doc = fn.body[0] if fn.body and _is_docstring(fn.body[0]) else None
     # the head ends after the docstring, else after the signature (the line before the first body statement)
@@ -146,7 +157,7 @@ def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef)
         head_lines = lines[: max(last, fn.lineno)]
     tail = "\n".join(lines[fn.end_lineno or fn.lineno :])
     body_indent = doc.col_offset if doc is not None else fn.col_offset + 4
-    return Opening(path, fn.name, "\n".join(head_lines), tail, fn.col_offset, body_indent)
+    return Opening(path, fn.name, "\n".join(head_lines), tail, fn.col_offset, body_indent, owner)
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -157,9 +168,7 @@ def _column(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _defined(source: str) -> set[str]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    return {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+def _first_line(node: ast.stmt) -> int:
+    """A definition's first line, its decorators included."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
