@@ -164,6 +164,8 @@ def test_agreement_samples_of_a_given_stub_are_begun_inside_it_too(tmp_path: Pat
     step = Step("spread", 1, 1, TASK, "")
     messages, finish = unit._ask_sample(step, unit._setting(step), "solution.py", "Write it.", lambda p: False)
     assert isinstance(messages[-1], ModelResponse) and finish is not None
+    request = messages[0].parts[-1].content  # type: ignore[union-attr]
+    assert "Complete spread in solution.py" in str(request)  # asked for the body it is begun inside
     assert "return max(numbers) - min(numbers)" in (finish("    return max(numbers) - min(numbers)\n```") or "")
     plain, _, _ = _unit(tmp_path / "plain", [], continues=False)
     messages, finish = plain._ask_sample(step, plain._setting(step), "solution.py", "Write it.", lambda p: False)

@@ -240,9 +240,12 @@ class ControlUnit:
     ) -> tuple[list[ModelMessage], Callable[[str], str | None] | None]:
         """How agreement asks for an implementation of ``target`` from the step alone: begun inside the stub the
         step gives it, when the model continues begun answers (see control.continuation)."""
-        messages = text_messages(setting, step, request, focus=target, hide=hide)
         opening = step_opening(step.instruction.instruction, target) if self.client.continues else None
-        return ([*messages, opening.begun()], opening.complete) if opening else (messages, None)
+        if opening is None:
+            return text_messages(setting, step, request, focus=target, hide=hide), None
+        # asked for "the complete file" while the answer is begun inside it, the model closed the block at once
+        request = self.domain.render("text_request_body", path=target, name=opening.name)
+        return [*text_messages(setting, step, request, focus=target, hide=hide), opening.begun()], opening.complete
 
     # -- context -----------------------------------------------------------------------------------------
     async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:
