@@ -235,3 +235,31 @@ def test_a_prompt_too_long_for_the_local_window_is_a_context_overflow() -> None:
     client = ModelClient(_chat_with(_BrokenLlama(), window=64).as_model("local:m"))
     with pytest.raises(ContextOverflow):
         asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("x" * 4000)])], purpose="t"))
+
+
+class _TypingLlama(_BrokenLlama):
+    """Stands in for llama_cpp.Llama: answers with ``chunks``, recording what each completion was asked."""
+
+    def __init__(self, chunks: list[str]) -> None:
+        self.chunks, self.asked = chunks, []  # type: list[str], list[dict[str, object]]
+
+    def create_completion(self, *args: object, **kwargs: object) -> object:
+        self.asked.append(kwargs)
+        return iter([{"choices": [{"text": c}]} for c in self.chunks])
+
+
+def test_a_begun_answer_is_continued_as_written_and_ends_where_its_code_block_closes() -> None:
+    from pydantic_ai.messages import ModelResponse, TextPart
+
+    from l2mac.models.client import ModelClient
+
+    llm = _TypingLlama(["    return 1\n"])
+    chat = _chat_with(llm)
+    chat.served = None
+    client = ModelClient(chat.as_model("local:m"))
+    begun = [ModelRequest(parts=[UserPromptPart("f")]), ModelResponse(parts=[TextPart("f.py\n```python\ndef f():\n")])]
+    answer = asyncio.run(client.request(begun, purpose="t"))
+    assert answer.text == "    return 1\n"  # its indentation kept: it is the body's first line
+    assert "\n```" in llm.asked[0]["stop"]  # type: ignore[operator]
+    asyncio.run(client.request(begun[:1], purpose="t"))
+    assert "\n```" not in llm.asked[1]["stop"]  # type: ignore[operator]  # an answer of its own may hold blocks

@@ -47,6 +47,9 @@ DEFAULT_CONTEXT_CAP = 16_384
 #: one answer at most this long: a whole small file fits; a runaway answer costs minutes at ~17 tokens/s
 MAX_ANSWER_TOKENS = 2048
 REPEAT_PENALTY = 1.1
+END_OF_TURN = ("<|im_end|>", "<|endoftext|>")
+#: where a begun answer (one file's code block) ends
+CLOSING_FENCE = "\n```"
 #: a request to the llama-server child may take many minutes (a 16k-token prompt at ~95 tokens/s, then 2,048
 #: tokens at 5-10 tokens/s per slot while other slots decode); a dead server is seen by its process, not a timeout
 SERVED_REQUEST_TIMEOUT_S = 3600.0
@@ -243,9 +246,12 @@ class LocalChat:
             )
         return tokens, room
 
-    def complete(self, prompt: str, max_tokens: int, temperature: float | None = None) -> tuple[str, GenerationStats]:
+    def complete(
+        self, prompt: str, max_tokens: int, temperature: float | None = None, stop: tuple[str, ...] = ()
+    ) -> tuple[str, GenerationStats]:
+        """The model's answer to ``prompt``; it stops at the end of its turn, or at any of ``stop``."""
         if self.served is not None:
-            return self._complete_served(prompt, max_tokens, temperature)
+            return self._complete_served(prompt, max_tokens, temperature, stop)
         with self.lock:
             tokens, room = self._tokens(prompt)
             cached = _common_prefix(list(self.llm._input_ids), tokens)
@@ -259,7 +265,7 @@ class LocalChat:
                 temperature=self.temperature if temperature is None else temperature,
                 top_p=0.95,
                 repeat_penalty=REPEAT_PENALTY,  # a 1.5B model otherwise loops (seen: 4,096 tokens of asserts)
-                stop=["<|im_end|>", "<|endoftext|>"],
+                stop=[*END_OF_TURN, *stop],
                 stream=True,
                 seed=self.seed + next(self.requests),  # reproducible runs, yet a retried prompt may differ
             )
@@ -287,7 +293,9 @@ class LocalChat:
         self.stats.append(stats)
         return guard.trimmed(), stats
 
-    def _complete_served(self, prompt: str, max_tokens: int, temperature: float | None) -> tuple[str, GenerationStats]:
+    def _complete_served(
+        self, prompt: str, max_tokens: int, temperature: float | None, stop: tuple[str, ...]
+    ) -> tuple[str, GenerationStats]:
         """The same request to the llama-server child: no lock, the server batches concurrent requests."""
         assert self.served is not None
         with self.lock:  # tokenizing is quick; the vocabulary object is not documented as thread-safe
@@ -299,7 +307,7 @@ class LocalChat:
             "temperature": self.temperature if temperature is None else temperature,
             "top_p": 0.95,
             "repeat_penalty": REPEAT_PENALTY,
-            "stop": ["<|im_end|>", "<|endoftext|>"],
+            "stop": [*END_OF_TURN, *stop],
             "cache_prompt": True,  # a slot keeps its prompt's KV: the next turn of a step reuses the prefix
             "seed": self.seed + next(self.requests),
         }
@@ -329,7 +337,10 @@ class LocalChat:
         prompt = self.render(messages, tools)
         begun = answer_begun(messages) is not None
         try:
-            text, stats = self.complete(prompt, max_tokens, None if temperature is None else float(temperature))
+            # a begun answer is one file's code block: it ends where the block closes (the model went on to
+            # write tests and prose after it, 335 tokens where the body took 40)
+            stop = (CLOSING_FENCE,) if begun else ()
+            text, stats = self.complete(prompt, max_tokens, None if temperature is None else float(temperature), stop)
         except ModelAPIError:
             raise  # e.g. the context window is exceeded: the control unit handles it
         except (RuntimeError, ValueError, OSError) as e:  # llama.cpp failed (e.g. decode error, out of memory)
