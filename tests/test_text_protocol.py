@@ -294,6 +294,24 @@ def test_a_failing_step_ends_with_its_files_as_they_were_at_its_best(tmp_path: P
     assert store.read_text("stack.py") == broken and "put back" not in outcome.reason
 
 
+def test_a_failing_step_whose_later_code_came_no_closer_to_passing_ends_with_its_first_code(tmp_path: Path) -> None:
+    # Seen on HumanEval+: right first code rewritten to fit a wrong test, the test still failing (a float
+    # compared with ==), and the rewrite was what the run kept.
+    wrong_test = TEST + "\n\ndef test_wrong():\n    assert pop([1, 2]) == 1\n"
+    bent = "def push(s, x):\n    s.append(x)\n\n\ndef pop(s):\n    return s[-1] if len(s) == 1 else s.pop()\n"
+    replies = [
+        text(fenced(("stack.py", GOOD))),
+        text(fenced(("tests/test_stack.py", wrong_test))),  # 1 passed, 1 failed
+        text(fenced(("stack.py", bent))),  # still 1 passed, 1 failed: no closer
+        text("stack.py has push and pop."),  # the failed step's summary
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=StepLimits(max_turns=3, samples=0))
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.FAILED  # type: ignore[attr-defined]
+    assert store.read_text("stack.py") == GOOD
+    assert "put back as they were after turn 2" in outcome.reason  # type: ignore[attr-defined]
+
+
 def test_states_are_ranked_in_stages_and_test_counts_only_over_the_same_tests() -> None:
     from l2mac.checks.verdict import Standing
 

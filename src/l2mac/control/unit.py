@@ -292,8 +292,11 @@ class ControlUnit:
             state.best = _Best(standing, store.snapshot(), store.revision, state.turns, len(state.tests_removed))
 
     async def _keep_best(self, step: Step, state: _State) -> str:
-        """A failing step ends no worse than its best state: when the files now are further from passing than
-        they were at its best, they are put back as they were then. Returns what to add to the reason."""
+        """A failing step ends no worse than its best state: unless the files now are closer to passing than
+        they were at its best (the first state that came that close), they are put back as they were then; a
+        later state that came no closer is no evidence against the earlier one (seen on HumanEval+: right
+        first code rewritten to fit a wrong test, with the test still failing). Returns what to add to the
+        reason."""
         best, checks, store = state.best, state.checks, self.toolbox.env.store
         if best is None or checks is None or store.revision == best.revision:
             return ""
@@ -302,7 +305,7 @@ class ControlUnit:
         else:  # written since the checks last ran: measure where the files stand now
             await asyncio.to_thread(checks.run)
             now_standing = checks.standing
-        if not best.standing.better_than(now_standing):
+        if now_standing.better_than(best.standing):
             return ""
         now = store.snapshot()
         for path in sorted(set(now) | set(best.files)):
