@@ -477,3 +477,12 @@ def test_a_step_that_implements_in_a_file_and_tests_in_another_names_both_and_it
     assert named_files(step) == ["solution.py", "tests/test_solution.py"]
     assert names_for_file(step, "solution.py") == ["area"]  # the test file's mention does not end its part
     assert named_files("Write app.py with run(). Use the helpers defined in utils.py.") == ["app.py"]
+    for elsewhere in (
+        "Test the parser defined in parser.py.",  # a test of it, not a test file
+        "Implement it using the parse() helper in utils.py.",
+        "Do not implement anything in core.py.",
+        "Implement parsing as described in docs/cli.md.",
+    ):
+        assert named_files(elsewhere) == [], elsewhere
+    both = "Write solution.py with area(w, h). Write tests/test_solution.py with test_area() and test_zero()."
+    assert names_for_file(both, "solution.py") == ["area"]  # the tests' functions are not the code's

@@ -200,3 +200,33 @@ def test_an_answer_that_goes_on_to_the_next_stubs_completes_them_too_and_keeps_t
     assert shelf.count() == 1  # the later stub, completed in the same answer
     assert shelf.first() == "Dune"  # a method that was not a stub is kept as the file had it
     assert find_opening("shelf.py", done, ["Shelf"]) is None
+
+
+def test_what_is_written_after_a_method_or_function_lands_where_it_belongs_or_not_at_all() -> None:
+    method = 'from __future__ import annotations\n\n\nclass C:\n    def f(self):\n        """Doc."""\n'
+    opening = find_opening("c.py", method, ["C"])
+    assert opening is not None
+    done = opening.complete(
+        "        return helper(re.escape('x'))\n\n\nimport re\n\n\ndef helper(x):\n    return x\n```"
+    )
+    assert done is not None and done.startswith("from __future__ import annotations\nimport re\n")
+    namespace: dict[str, object] = {}
+    exec(compile(done, "c.py", "exec"), namespace)
+    assert namespace["C"]().f() == "x"  # type: ignore[operator]  # the module-level helper was kept
+    function = find_opening("f.py", "import requests\n\n\ndef f(x):\n    '''Doc.'''\n", ["f"])
+    assert function is not None
+    done = function.complete("    return re.sub('a', 'b', x)\n\nimport re\n```")
+    assert done is not None and done.startswith("import re\nimport requests\n")  # not taken for requests
+    # a body that would not parse is no completion: the answer is then read as any other
+    assert function.complete('    text = """\nleft margin\n"""\n    return text\n```') is None
+
+
+def test_a_summary_asked_while_an_answer_is_begun_is_asked_after_the_request_it_answers(tmp_path: Path) -> None:
+    unit, script, _ = _unit(tmp_path, [text("progress so far")], continues=True)
+    begun: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("the step")]),
+        ModelResponse(parts=[TextPart("f.py\n```python\ndef f():\n")]),
+    ]
+    assert asyncio.run(unit._plain_answer(begun, "summarise", "t")) == "progress so far"
+    sent = script.requests[0]
+    assert isinstance(sent[-1], ModelRequest) and len(sent) == 2  # the step, then the question

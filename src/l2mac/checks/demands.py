@@ -19,13 +19,34 @@ _PATH = r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg))\b"
 #: "Write todo/core.py", "create the file app.py"; or "implement ... in solution.py", "test it ... in tests/x.py"
 _TO_WRITE = re.compile(
     rf"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?{_PATH}"
-    rf"|\b(?:implement|test)\b[^.`]{{0,60}}?\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}",
+    rf"|\b(implement|test)\b([^.`]{{0,60}}?)\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}",
     re.IGNORECASE,
 )
+#: words between "implement" and "in path" that say the file is another's: "the helper defined in utils.py"
+_ELSEWHERE = re.compile(r"\b(?:defined|described|declared|using|uses|from|helpers?|not|never|existing)\b|n't", re.I)
 
 
-def _file_of(m: re.Match[str]) -> str:
-    return m.group(1) or m.group(2)
+_NEGATED = re.compile(r"(?:\bnot|\bnever|n't)\s+$", re.IGNORECASE)
+
+
+def _writes(m: re.Match[str]) -> str | None:
+    """The file a match says the step writes; None for "implement ... using the helper in utils.py", and for
+    "test ... in x.py" unless x.py is a test file."""
+    if m.group(1):
+        return m.group(1)
+    verb, gap, path = m.group(2).lower(), m.group(3), m.group(4)
+    if _ELSEWHERE.search(gap) or (verb == "test" and not is_test_file(path)):
+        return None
+    return path
+
+
+def _file_mentions(text: str) -> list[tuple[int, str]]:
+    """Where ``text`` names a file the step writes, and the file, in order."""
+    return [
+        (m.start(), path)
+        for m in _TO_WRITE.finditer(text)
+        if (path := _writes(m)) and not _NEGATED.search(text[max(0, m.start() - 12) : m.start()])
+    ]
 
 
 _CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
@@ -219,14 +240,15 @@ def names_for_file(instruction: str, path: str) -> list[str]:
     if start < 0:
         return []
     rest = instruction[start + len(path) :]
-    # the section ends at the next code file named: a test file's mention does not end it (tests define nothing)
-    nxt = next((m for m in _TO_WRITE.finditer(rest) if not is_test_file(_file_of(m))), None)
-    return named_definitions(rest[: nxt.start()] if nxt else rest)
+    # the section ends at the next code file named: a test file's mention does not end it (tests define nothing,
+    # so the test functions it names are left out)
+    end = next((at for at, p in _file_mentions(rest) if not is_test_file(p)), len(rest))
+    return [n for n in named_definitions(rest[:end]) if not n.lower().startswith("test")]
 
 
 def named_files(instruction: str) -> list[str]:
     """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
-    return list(dict.fromkeys(_file_of(m) for m in _TO_WRITE.finditer(instruction)))
+    return list(dict.fromkeys(path for _, path in _file_mentions(instruction)))
 
 
 _NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")

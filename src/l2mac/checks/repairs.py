@@ -174,6 +174,12 @@ def python_files(store: FileStore) -> dict[str, str]:
     return out
 
 
+def definition_span(node: ast.stmt) -> tuple[int, int]:
+    """The 0-based line range a definition takes, its decorators included."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)]) - 1, node.end_lineno or node.lineno
+
+
 def merge_definitions(source: str, snippet: str) -> str | None:
     """``source`` with the top-level functions and classes of ``snippet`` put in place of those of the same name.
 
@@ -194,14 +200,10 @@ def merge_definitions(source: str, snippet: str) -> str | None:
         return None
     snippet_lines, lines = snippet.splitlines(), source.splitlines()
 
-    def span(node: ast.stmt) -> tuple[int, int]:
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-        return first - 1, node.end_lineno or node.lineno
-
     replacements = []
     for node in new_defs:
-        a, b = span(node)
-        replacements.append((span(old_defs[node.name]), snippet_lines[a:b]))
+        a, b = definition_span(node)
+        replacements.append((definition_span(old_defs[node.name]), snippet_lines[a:b]))
     for (a, b), new in sorted(replacements, reverse=True):
         lines[a:b] = new
     have = {ast.unparse(n) for n in old_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}

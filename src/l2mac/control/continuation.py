@@ -20,11 +20,15 @@ from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelResponse, TextPart
 
+from l2mac.checks.autofix import import_line
 from l2mac.checks.demands import is_stub_definition, names_for_file
+from l2mac.checks.repairs import definition_span
 from l2mac.fenced import fenced_blocks
 
 _FENCE_END = re.compile(r"^\s*```")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: a line that starts a definition: the model wrote the function (or another) whole, not a body
+_DEFINITION = re.compile(r"(?:async\s+def|def|class)\s|@")
 
 
 @dataclass(frozen=True)
@@ -50,63 +54,74 @@ class Opening:
 
     def complete(self, continuation: str) -> str | None:
         """The file with the stub completed by ``continuation`` (what the model wrote after the prefill): its
-        indented lines are the body; what follows them is kept where it completes the file (see ``_with``).
-        None when the continuation holds no body."""
+        indented lines are the body; what follows them is kept where it completes the file (``_with``). None
+        when the continuation holds no body, or the file would not parse (the answer is then read as usual)."""
         lines = continuation.splitlines()
-        if lines and lines[0].strip() and _column(lines[0]) <= self.indent:  # its indentation was stripped
-            lines[0] = " " * self.body_indent + lines[0].lstrip()
-        body: list[str] = []
-        rest: list[str] = []
-        for i, line in enumerate(lines):
-            if _FENCE_END.match(line):
-                break
-            if line.strip() and _column(line) <= self.indent:
-                rest = lines[i:]
-                break
-            body.append(line)
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        if lines and _column(lines[0]) <= self.indent and not _DEFINITION.match(lines[0].lstrip()):
+            lines[0] = " " * self.body_indent + lines[0].lstrip()  # its indentation was stripped on the way
+        end = next((i for i, x in enumerate(lines) if _FENCE_END.match(x)), len(lines))
+        cut = next((i for i, x in enumerate(lines[:end]) if x.strip() and _column(x) <= self.indent), end)
+        body = lines[:cut]
         while body and not body[-1].strip():
             body.pop()
         if not any(x.strip() for x in body):
             return None
-        gap = "\n\n\n" if self.indent == 0 else "\n\n"  # blank lines between definitions, as PEP 8 has them
-        text = "\n".join([self.head, *body])
         tail = self.tail.strip("\n")
-        text = f"{text}{gap}{tail}\n" if tail.strip() else f"{text}\n"
-        return self._with(text, rest[: next((i for i, x in enumerate(rest) if _FENCE_END.match(x)), len(rest))])
+        text = "\n".join([self.head, *body]) + (f"{self._gap}{tail}\n" if tail.strip() else "\n")
+        if not _parses(text):
+            return None
+        rest = lines[cut:end]
+        top = next((i for i, x in enumerate(rest) if x.strip() and _column(x) == 0), len(rest))
+        if self.owner is not None:  # the class's members first, then what the model wrote at the module level
+            text = self._with(text, rest[:top], in_class=True)
+        return self._with(text, rest[top:] if self.owner is not None else rest, in_class=False)
 
-    def _with(self, text: str, rest: list[str]) -> str:
-        """``text`` with what the model wrote after the body, at the same level (the module, or the stub's
-        class): a definition of a later stub replaces that stub, a new definition goes after the completed
-        function, a new import to the top; the rest is dropped (the file's own definitions are kept)."""
-        pad = " " * self.indent
-        written = "\n".join(x[self.indent :] if x.startswith(pad) else x for x in rest)
+    @property
+    def _gap(self) -> str:
+        """Blank lines between definitions, as PEP 8 has them."""
+        return "\n\n" if self.indent else "\n\n\n"
+
+    def _with(self, text: str, written: list[str], *, in_class: bool) -> str:
+        """``text`` with definitions the model wrote after the body, in the stub's class (``in_class``) or at the
+        module level: one for a stub replaces that stub, a new one goes after the completed function (or its
+        class), a new import goes where imports go; the file's own complete definitions are kept. ``text`` as
+        it was when they do not parse or the result would not."""
+        pad = " " * (self.indent if in_class else 0)
+        source = "\n".join(x[len(pad) :] if x.startswith(pad) else x for x in written)
         try:
-            wrote, tree = ast.parse(written), ast.parse(text)
+            wrote, tree = ast.parse(source), ast.parse(text)
         except SyntaxError:
             return text
         owner = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == self.owner), None)
-        scope = owner.body if owner is not None else tree.body
+        scope = owner.body if in_class and owner is not None else tree.body
         members = {n.name: n for n in scope if isinstance(n, _DEFINITIONS)}
-        done = members.get(self.name)
-        if done is None or (self.owner is not None and owner is None):
+        anchor = owner if owner is not None and not in_class else members.get(self.name)
+        if anchor is None:
             return text
-        lines, source = text.splitlines(), written.splitlines()
-        edits: list[tuple[int, int, list[str]]] = []  # replace lines[start:end] with the lines given
+        lines, new_lines = text.splitlines(), source.splitlines()
+        edits: list[tuple[int, int, list[str]]] = []  # lines[start:end] become the lines given
+        after = anchor.end_lineno or anchor.lineno
         for node in wrote.body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and self.indent == 0:
-                line = ast.get_source_segment(written, node) or ""
-                edits += [(0, 0, [line])] if line and line not in text else []
-            elif isinstance(node, _DEFINITIONS) and node.name != self.name:
-                new = [pad + x if x.strip() else x for x in source[_first_line(node) - 1 : node.end_lineno]]
+            if isinstance(node, _DEFINITIONS) and node.name != self.name:
+                start, stop = definition_span(node)
+                new = [pad + x if x.strip() else x for x in new_lines[start:stop]]
                 old = members.get(node.name)
                 if old is None:
-                    at = done.end_lineno or done.lineno
-                    edits.append((at, at, ["", *([""] if self.indent == 0 else []), *new]))
-                elif isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_stub_definition(old, owner):
-                    edits.append((_first_line(old) - 1, old.end_lineno or old.lineno, new))
-        for start, end, new in sorted(edits, key=lambda e: e[0], reverse=True):
-            lines[start:end] = new
-        return "\n".join(lines) + "\n"
+                    edits.append((after, after, [*([""] * (len(self._gap) - 1 if in_class else 2)), *new]))
+                elif isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_stub_definition(
+                    old, owner if in_class else None
+                ):
+                    edits.append((*definition_span(old), new))
+        have = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+        imports = [u for n in wrote.body if isinstance(n, (ast.Import, ast.ImportFrom)) if (u := ast.unparse(n))]
+        if missing := [u for u in dict.fromkeys(imports) if u not in have]:
+            edits.append((import_line(tree), import_line(tree), missing))
+        for start, stop, new in sorted(edits, key=lambda e: e[0], reverse=True):
+            lines[start:stop] = new
+        result = "\n".join(lines) + "\n"
+        return result if _parses(result) else text
 
 
 def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
@@ -150,13 +165,16 @@ def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef,
     doc = fn.body[0] if fn.body and _is_docstring(fn.body[0]) else None
     # the head ends after the docstring, else after the signature (the line before the first body statement)
     last = doc.end_lineno if doc is not None and doc.end_lineno else fn.body[0].lineno - 1
-    if doc is None and fn.body and fn.body[0].lineno == fn.lineno:  # ``def f(): pass`` on one line
+    first = fn.body[0]
+    if first.lineno == fn.lineno:  # ``def f(): pass`` (or its docstring) on the def's own line
         signature = lines[fn.lineno - 1]
-        head_lines = [*lines[: fn.lineno - 1], signature[: signature.rindex(":") + 1]]
+        end = first.end_col_offset if doc is not None else first.col_offset
+        head_lines = [*lines[: fn.lineno - 1], signature[:end].rstrip()]
     else:
         head_lines = lines[: max(last, fn.lineno)]
     tail = "\n".join(lines[fn.end_lineno or fn.lineno :])
-    body_indent = doc.col_offset if doc is not None else fn.col_offset + 4
+    inline = doc is None or doc.lineno == fn.lineno
+    body_indent = fn.col_offset + 4 if inline or doc is None else doc.col_offset
     return Opening(path, fn.name, "\n".join(head_lines), tail, fn.col_offset, body_indent, owner)
 
 
@@ -168,7 +186,9 @@ def _column(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _first_line(node: ast.stmt) -> int:
-    """A definition's first line, its decorators included."""
-    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
-    return min([node.lineno, *(d.lineno for d in decorators)])
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True

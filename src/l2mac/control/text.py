@@ -34,7 +34,6 @@ from pydantic_ai.tools import ToolDefinition
 
 from l2mac.checks.demands import (
     example_values,
-    mentioned_files,
     missing_definitions,
     named_files,
     names_for_file,
@@ -142,8 +141,9 @@ class TextConversation:
             messages = text_messages(
                 self.setting, self.step, feedback, focus=self.focus, progress=self.progress, reads=tuple(self.reads)
             )
+            messages += [self.opening.begun()] if self.opening else []
             if self.setting.budget.fits(messages) or len(feedback) <= 500:
-                return [*messages, self.opening.begun()] if self.opening else messages
+                return messages
             feedback = trim_output(feedback, len(feedback) // 2)
 
     def restart(self, progress: str) -> None:
@@ -267,10 +267,9 @@ class TextConversation:
         return missed
 
     def _code_files(self) -> list[str]:
-        """The code files the step names or mentions (a stub it gives may be in either)."""
-        instruction = self.step.instruction.instruction
-        mentioned = [p for p in mentioned_files(instruction) if p.endswith(".py") and not is_test_file(p)]
-        return list(dict.fromkeys([*named_files(instruction), *mentioned]))
+        """The code files the step writes: a stub in a file it only mentions (an earlier step's interface, a
+        base class) is not its to complete."""
+        return [p for p in named_files(self.step.instruction.instruction) if not is_test_file(p)]
 
     def _begin(self, path: str) -> Opening | None:
         """Where the answer for code file ``path`` is begun, when the model continues begun answers and a

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 
 from l2mac.checks.agreement import AgreementLimits, Weigher
 from l2mac.checks.consensus import test_functions
@@ -249,7 +249,10 @@ class ControlUnit:
 
     # -- context -----------------------------------------------------------------------------------------
     async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:
-        """Ask for a text answer (no tools) after ``messages``; used for summaries."""
+        """Ask for a text answer (no tools) after ``messages``; used for summaries. An answer begun for the model
+        (the last message a response) is left out: the question is asked after the request it answered."""
+        if messages and isinstance(messages[-1], ModelResponse):
+            messages = messages[:-1]
         request = [*messages, ModelRequest(parts=[UserPromptPart(self.domain.render(prompt_key))])]
         while len(request) > 2 and not self.budget.fits(request):
             # drop the oldest exchange after the step prompt so the question itself fits
