@@ -179,6 +179,8 @@ class TextConversation:
         calls = [*([_call("write_files", {"files": files})] if files and not last.unchanged else []), *reads]
         last.nudge = not (files or declared or self.wrote_any or notes or last.pending or reads)
         last.only_reads = bool(reads) and not files and not declared
+        if last.only_reads:  # the same request comes again, with what was read in view: begun as it was
+            self.opening = opening
         self.wrote_any = self.wrote_any or bool(files and not last.unchanged)
         if last.nudge or last.pending or last.only_reads:
             return Turn(calls)
