@@ -288,10 +288,15 @@ class ControlUnit:
         )
 
     def _remember(self, state: _State, standing: Standing) -> None:
-        """Keep the project's files when the checks came closer to passing than ever in this step."""
+        """Keep the project's files when the checks came closer to passing than ever in this step, or came as
+        close after agreement removed tests (a removal is evidence the earlier tests were wrong)."""
         store = self.toolbox.env.store
         state.measured = (store.revision, standing)
-        if self.limits.keep_best and (state.best is None or standing.better_than(state.best.standing)):
+        best = state.best
+        removed = best is not None and len(state.tests_removed) > best.removed
+        if self.limits.keep_best and (
+            best is None or standing.better_than(best.standing) or (removed and not best.standing.better_than(standing))
+        ):
             state.best = _Best(standing, store.snapshot(), store.revision, state.turns, len(state.tests_removed))
 
     async def _keep_best(self, step: Step, state: _State) -> str:
