@@ -131,7 +131,7 @@ class TextConversation:
         store = self.setting.toolbox.env.store
         self.to_write = [p for p in named_files(self.step.instruction.instruction) if not store.exists(p)]
         first = self.to_write[0] if self.to_write else next(filter(self._begin, self._code_files()), None)
-        if first is not None:  # a file to write, or a stub the step gives in a file it mentions
+        if first is not None:  # a file to write, or a file it writes that still holds a stub the step gives it
             self.feedback, self.focus = self._request_file(first), first
 
     # -- the context -------------------------------------------------------------------------------------
@@ -299,10 +299,10 @@ class TextConversation:
         "the file", a small model's first answer was its tests, or a signature and docstring); for a test file,
         naming the modules it must import, not copy."""
         render = self.setting.domain.render
-        if not is_test_file(path) and (opening := self._begin(path)) is not None:
-            self.opening = opening
-            return render("text_request_body", path=path, name=opening.name)
         if not is_test_file(path):
+            if (opening := self._begin(path)) is not None:
+                self.opening = opening
+                return render("text_request_body", path=path, name=opening.name)
             instruction, store = self.step.instruction.instruction, self.setting.toolbox.env.store
             missing = missing_definitions(instruction, python_files(store))  # not defined or imported elsewhere
             owned = [n for n in names_for_file(instruction, path) if n in missing]
