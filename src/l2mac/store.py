@@ -37,7 +37,7 @@ class FileStore:
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
         self.revision = 0
-        self.changes: list[tuple[int, str, str]] = []  # (revision, "write" | "delete", path)
+        self.changes: list[tuple[int, str, str]] = []  # (revision, "create" | "write" | "delete", path)
 
     # -- paths -------------------------------------------------------------------------------------------
     def resolve(self, path: str) -> Path:
@@ -70,6 +70,21 @@ class FileStore:
         """Paths written after ``revision`` that still exist, sorted."""
         paths = {path for rev, _, path in self.changes if rev > revision}
         return sorted(p for p in paths if (self.root / p).is_file())
+
+    def accesses_since(self, revision: int) -> dict[str, str]:
+        """What happened to each path after ``revision``: ``created`` (new, and perhaps written again),
+        ``written``, or ``deleted`` (when that was the last change)."""
+        out: dict[str, str] = {}
+        for rev, op, path in self.changes:
+            if rev <= revision:
+                continue
+            if op == "delete":
+                out[path] = "deleted"
+            elif path not in out:
+                out[path] = "created" if op == "create" else "written"
+            elif out[path] == "deleted":
+                out[path] = "written"
+        return out
 
     def relative(self, absolute: Path) -> str:
         return absolute.relative_to(self.root).as_posix()
@@ -155,7 +170,7 @@ class FileStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        self._changed("write", target)
+        self._changed("create" if is_new else "write", target)
         return is_new
 
     def replace_once(self, path: str, old: str, new: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -117,17 +118,15 @@ class StepChecks:
 
     async def verdict(self) -> Verdict:
         """Run every check; put back what the step broke, and weigh failing tests, before judging."""
-        ok, report = await asyncio.to_thread(self.run)
+        ok, report = await self._run_logged()
         restored = await self._undo_regressions(report) if not ok else ""
         if restored:
-            ok, report = await asyncio.to_thread(self.run)
-        self.log("checks", ok=ok, report=report[:2000])
+            ok, report = await self._run_logged()
         agreed: Settled | None = None
         if not ok and self.weigher is not None and self.run_tests and weighable(report, self.named):
             agreed = await self.weigher.seek(report)
             if agreed is not None and agreed.changed:  # a file was changed: check again
-                ok, report = await asyncio.to_thread(self.run)
-                self.log("checks", ok=ok, report=report[:2000])
+                ok, report = await self._run_logged()
         notes, focus = ([], None) if ok else self._failure_notes(report)
         if agreed is not None:
             notes.append(agreed.note)
@@ -137,6 +136,22 @@ class StepChecks:
         return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed, self.standing)
 
     # -- the checks --------------------------------------------------------------------------------------
+    async def _run_logged(self) -> tuple[bool, str]:
+        """The checks, logged with how long they took and what the tests came to."""
+        started = time.monotonic()
+        ok, report = await asyncio.to_thread(self.run)
+        s = self.standing
+        self.log(
+            "checks",
+            ok=ok,
+            report=report[:2000],
+            seconds=round(time.monotonic() - started, 3),
+            tests_passed=s.passed,
+            tests_failing=s.failing,
+            problems=s.problems + s.lacking,
+        )
+        return ok, report
+
     def run(self) -> tuple[bool, str]:
         """The project's checks, then what the step itself still lacks: its files, the definitions it names, a
         test of each module it writes and of each function it names."""

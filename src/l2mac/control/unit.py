@@ -90,11 +90,15 @@ class ControlUnit:
         talk = self.protocol.start(step, self._setting(step))
         state = _State(start_revision=self.toolbox.env.store.revision)
         state.checks = self._checks(step)
+        self.log("step_started", step=step.index, title=step.instruction.title)
         try:
-            return await self._turns(step, talk, state, state.checks)
-        except (BudgetExceeded, ProviderError):  # the run stops here: the step's files are its best, too
+            outcome = await self._turns(step, talk, state, state.checks)
+        except (BudgetExceeded, ProviderError) as e:  # the run stops here: the step's files are its best, too
             await self._keep_best(step, state)
+            self.log("step_stopped", step=step.index, reason=type(e).__name__)
             raise
+        self.log("step_finished", step=step.index, status=outcome.status.value)
+        return outcome
 
     async def _turns(self, step: Step, talk: Conversation, state: _State, checks: StepChecks) -> StepOutcome:
         while True:
@@ -142,7 +146,9 @@ class ControlUnit:
         """Run the answer's calls; return each with its result, and the summary when it declares the step done."""
         results: list[tuple[ToolCallPart, ToolResult]] = []
         summary: str | None = None
+        store = self.toolbox.env.store
         for call in turn.calls:
+            before = store.revision
             if call.tool_name == STEP_COMPLETE:
                 args = self.toolbox.validate(STEP_COMPLETE, call.args)
                 if isinstance(args, StepCompleteArgs):
@@ -159,6 +165,7 @@ class ControlUnit:
                 ok=result.ok,
                 args=_short(call.args),
                 result=result.content[:300],
+                files={**_reads(call), **store.accesses_since(before)},
             )
             results.append((call, result))
         return results, summary
@@ -195,11 +202,13 @@ class ControlUnit:
 
     async def save(self, step: Step, path: str, content: str, why: str) -> None:
         """A write the model did not ask for (``why`` says whose), reported as a tool use and logged."""
+        before = self.toolbox.env.store.revision
         result = await asyncio.to_thread(
             self.toolbox.call, "write_files", {"files": [{"path": path, "content": content}]}
         )
         self.emit(ToolUsed(step.index, "write_files", result.ok))
-        self.log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=f"{why}: {path}")
+        files = self.toolbox.env.store.accesses_since(before)
+        self.log("tool_call", step=step.index, tool="write_files", ok=result.ok, result=f"{why}: {path}", files=files)
 
     # -- what a step is given ----------------------------------------------------------------------------
     def _setting(self, step: Step) -> Setting:
@@ -319,7 +328,14 @@ class ControlUnit:
         for path in sorted(set(now) | set(best.files)):
             if path not in best.files:
                 await asyncio.to_thread(store.delete, path)
-                self.log("tool_call", step=step.index, tool="delete", ok=True, result=f"best state kept: {path}")
+                self.log(
+                    "tool_call",
+                    step=step.index,
+                    tool="delete",
+                    ok=True,
+                    result=f"best state kept: {path}",
+                    files={path: "deleted"},
+                )
             elif now.get(path) != best.files[path]:
                 await self.save(step, path, best.files[path], "the step's best state kept")
         later = state.tests_removed[best.removed :]
@@ -367,6 +383,15 @@ def _args_dict(args: str | dict[str, object] | None) -> dict[str, object]:
 def _canonical(args: str | dict[str, object] | None) -> str:
     value = _args_dict(args)
     return json.dumps(value, sort_keys=True) if value else str(args or "")
+
+
+def _reads(call: ToolCallPart) -> dict[str, str]:
+    """The files a call shows the model: ``{path: "read"}``."""
+    if call.tool_name != "view_files":
+        return {}
+    files = _args_dict(call.args).get("files")
+    paths = [f.get("path") for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+    return {p: "read" for p in paths if isinstance(p, str)}
 
 
 def _short(args: str | dict[str, object] | None) -> str:

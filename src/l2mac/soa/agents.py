@@ -37,3 +37,20 @@ class AgentLimits:
     concurrency: int = 4
     repair_rounds: int = 2
     attempts: int = 3  # answers an agent may give before it fails
+
+
+def descends(agents: list[Agent], agent: Agent, ancestor: int) -> bool:
+    """Whether ``agent`` is below ``ancestor`` in the tree."""
+    while agent.parent is not None:
+        if agent.parent == ancestor:
+            return True
+        agent = agents[agent.parent]
+    return False
+
+
+def involved_in(agents: list[Agent], mother: Agent, report: str) -> list[Agent]:
+    """The agents under ``mother`` whose function appears in a test failure's ``report``; all of them if none
+    does."""
+    under = [a for a in agents if a.contract is not None and descends(agents, a, mother.id)]
+    named = [a for a in under if a.contract is not None and f"{a.contract.name}(" in report]
+    return named or under

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import time
 from collections.abc import Callable
 from functools import partial
 from importlib import resources
@@ -36,7 +37,7 @@ from l2mac.domains import render_template
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.fenced import fenced_file
 from l2mac.models.client import ModelClient
-from l2mac.soa.agents import Agent, AgentLimits, AgentState
+from l2mac.soa.agents import Agent, AgentLimits, AgentState, involved_in
 from l2mac.soa.contracts import (
     Contract,
     ContractError,
@@ -104,6 +105,17 @@ class Organization:
         agent.state, agent.note = state, note or agent.note
         self.emit(AgentChanged(agent.id, agent.parent, agent.depth, agent.owns, state.value, agent.tokens, agent.note))
         self.log("agent", id=agent.id, owns=agent.owns, state=state.value, tokens=agent.tokens, note=note)
+
+    def _write(self, agent: Agent, path: str, text: str) -> None:
+        """Write a file for ``agent``, logged as its access (the run report's file-access heatmap)."""
+        new = self.env.store.write_text(path, text)
+        self.log("agent_files", id=agent.id, files={path: "created" if new else "written"})
+
+    def _read(self, agent: Agent, path: str) -> str:
+        """A file shown to ``agent``, logged as its access."""
+        text = self.env.store.read_text(path)
+        self.log("agent_files", id=agent.id, files={path: "read"})
+        return text
 
     def render(self, key: str, **values: Any) -> str:
         return render_template(self.prompts[key], values)
@@ -186,13 +198,13 @@ class Organization:
                 args = SkeletonArgs.model_validate(_args(call, "write_skeleton"))
                 contracts = [c for m in args.modules for c in stubs(m.code, m.path)]
                 for m in args.modules:
-                    self.env.store.write_text(m.path, m.code)
+                    self._write(agent, m.path, m.code)
                 test_file = test_path_for(
                     next((m.path for m in args.modules if not m.path.endswith("__init__.py")), args.modules[0].path)
                 )
-                self.env.store.write_text(test_file, args.tests)
+                self._write(agent, test_file, args.tests)
                 if needs := with_requirements(self.env.store.root, args.dependencies):  # the .venv installs these
-                    self.env.store.write_text(REQUIREMENTS, needs)
+                    self._write(agent, REQUIREMENTS, needs)
                 self._fix_files([*(m.path for m in args.modules), test_file])
             except (ValidationError, ContractError, ValueError, OSError) as e:
                 user = self.render("rejected_code", error=_short(e))
@@ -205,9 +217,7 @@ class Organization:
     async def _redesign(self, lead: Agent, report: str) -> bool:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
         are wrong): she rewrites her modules and tests seeing the failure; new stubs get agents."""
-        files = "\n\n".join(
-            fenced_file(p, self.env.store.read_text(p)) for p in self._lead_files if self.env.store.exists(p)
-        )
+        files = "\n\n".join(fenced_file(p, self._read(lead, p)) for p in self._lead_files if self.env.store.exists(p))
         self._set(lead, AgentState.WRITING, "repairing her own code or tests")
         design = await self._design(lead, self.render("mother_repair", task=self.task, files=files, report=report))
         if design is None:
@@ -237,7 +247,7 @@ class Organization:
         tools = [*([REQUEST_CHANGE] if agent.parent is not None else []), WRITE_FUNCTION]
         for _ in range(self.limits.attempts):
             async with self._lock(contract.module):
-                module_now = self.env.store.read_text(contract.module)
+                module_now = self._read(agent, contract.module)
             user = self.render(
                 "child_task",
                 task=self.task,
@@ -260,7 +270,7 @@ class Organization:
                         raise ContractError(f"{contract.name} is still a stub: write its body")
                     if helpers and leaf:
                         raise ContractError("no agents are left to delegate to: implement every helper fully")
-                    self.env.store.write_text(contract.module, merged)
+                    self._write(agent, contract.module, merged)
                     self._fix_files([contract.module])
                 return helpers, answer.tests if helpers else ""
             except (ValidationError, ContractError, ValueError, OSError) as e:
@@ -282,7 +292,7 @@ class Organization:
         # it split its function: it is a mother now, with its own tests run once its children are done
         test_file = test_path_for(agent.contract.module, agent.contract.name) if tests.strip() else None
         if test_file:
-            self.env.store.write_text(test_file, tests)
+            self._write(agent, test_file, tests)
             self._fix_files([test_file])
         else:
             self.log("agent_without_tests", id=agent.id, owns=agent.owns)
@@ -320,7 +330,7 @@ class Organization:
             return contract, self.render("contract_rejected", reason=decision.reason)
         async with self._lock(contract.module):
             source = self.env.store.read_text(contract.module)
-            self.env.store.write_text(contract.module, replace_signature(source, contract, proposed))
+            self._write(mother, contract.module, replace_signature(source, contract, proposed))
         child.contract = proposed
         return proposed, self.render("contract_accepted", contract=proposed.text())
 
@@ -330,16 +340,20 @@ class Organization:
         for round_ in range(self.limits.repair_rounds + 1):
             self._set(mother, AgentState.TESTING)
             await asyncio.to_thread(self.env.sync)  # the lead's dependencies, installed into the project's .venv
-            env = self.env
+            env, started = self.env, time.monotonic()
             outcome = await asyncio.to_thread(
                 partial(run_tests, python=env.python), env.runner, env.store.root, env.test_timeout_s, [test_file]
             )
+            seconds = round(time.monotonic() - started, 3)
+            failing = outcome.failed + outcome.errors
+            self.log("checks", agent=mother.id, ok=outcome.ok, seconds=seconds, tests_passed=outcome.passed,
+                     tests_failing=failing)  # fmt: skip
             if outcome.ok:
                 self._set(mother, AgentState.DONE, outcome.headline())
                 return
             if round_ == self.limits.repair_rounds:
                 break
-            involved = self._involved(mother, outcome.output)
+            involved = involved_in(self.agents, mother, outcome.output)
             if not involved and mother.parent is None:  # the failure is in the lead's own code or tests
                 self.log("lead_repairs", mother=mother.id, round=round_ + 1)
                 if not await self._redesign(mother, outcome.output[-3000:]):
@@ -348,19 +362,6 @@ class Organization:
             self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
             await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
         self._set(mother, AgentState.FAILED, f"its tests still fail after {self.limits.repair_rounds} repair rounds")
-
-    def _involved(self, mother: Agent, report: str) -> list[Agent]:
-        """The agents under ``mother`` whose function appears in the failure; all of them if none does."""
-        under = [a for a in self.agents if a.contract is not None and self._descends(a, mother.id)]
-        named = [a for a in under if a.contract is not None and f"{a.contract.name}(" in report]
-        return named or under
-
-    def _descends(self, agent: Agent, ancestor: int) -> bool:
-        while agent.parent is not None:
-            if agent.parent == ancestor:
-                return True
-            agent = self.agents[agent.parent]
-        return False
 
     async def _repair(self, agent: Agent, report: str) -> None:
         assert agent.contract is not None
