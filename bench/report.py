@@ -1,7 +1,7 @@
 """Writes bench/RESULTS.md and its plots from the results in bench/results/ (HumanEval+, ClassEval, DevBench,
 the system-design projects, SoA scaling).
 
-    .venv/bin/python bench/report.py          # needs matplotlib (pip install matplotlib) for the plot
+    .venv/bin/python bench/report.py          # plots with matplotlib (an l2mac dependency)
 
 One row per results file: strategy, model, tasks scored, pass@1 base and plus, tokens, wall time, the command
 that produced it. Every figure comes from the files; nothing is typed in by hand.

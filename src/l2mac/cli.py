@@ -16,8 +16,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from l2mac.checks.sandbox import isolation_line
 from l2mac.cli_bench import bench_app
 from l2mac.cli_models import models_app
+from l2mac.cli_report import report_command
 from l2mac.errors import L2MACError
 from l2mac.events import (
     AgentChanged,
@@ -30,7 +32,9 @@ from l2mac.events import (
     StepStarted,
     ToolUsed,
 )
+from l2mac.record import PAGE_FILE, RECORD_DIR
 from l2mac.settings import default_config_path, init_config, load_settings
+from l2mac.terminal import make_console
 
 if TYPE_CHECKING:
     from l2mac.report import EnvironmentSummary, RunReport
@@ -39,7 +43,8 @@ if TYPE_CHECKING:
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
 app.add_typer(models_app, name="models")
 app.add_typer(bench_app, name="bench")
-SUBCOMMANDS = {"run", "models", "resume", "bench"}
+app.command("report")(report_command)
+SUBCOMMANDS = {"run", "models", "resume", "bench", "report"}
 
 
 @app.callback()
@@ -73,6 +78,9 @@ class Progress:
             if event.note:
                 self.console.print(f"[yellow]note:[/] {event.note}", highlight=False)
             self.console.print(f"[bold]l2mac[/] {event.strategy} · model [cyan]{event.model}[/] · {event.workspace}")
+            if event.isolation:
+                colour = "dim" if event.isolation == "bubblewrap" else "yellow"
+                self.console.print(f"[{colour}]{isolation_line(event.isolation)}[/]", highlight=False)
             self.live.start()
         elif isinstance(event, PlanReady):
             self.console.print(f"Prompt program ({event.source}): {len(event.titles)} steps")
@@ -229,8 +237,8 @@ def run_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
 ) -> None:
     """Generate a project (or a book) from one prompt."""
-    console = Console(stderr=False)
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     try:
         if init_config_:
             path = config or default_config_path()
@@ -304,7 +312,10 @@ def _finish(console: Console, err: Console, progress: Progress, go: Callable[[],
         err.print(f"[yellow]interrupted[/]: the work so far is saved{hint}", highlight=False)
         raise typer.Exit(130) from None
     console.print(summary_table(result.report))
-    console.print(f"Report: {result.workspace / '.l2mac' / 'run_report.json'}")
+    record = result.workspace / RECORD_DIR
+    console.print(f"Report: {record / 'run_report.json'}", soft_wrap=True)
+    if (record / PAGE_FILE).exists():
+        console.print(f"Page: {record / PAGE_FILE} (open it in a browser)", soft_wrap=True)
     status = result.report.status
     if status == "stopped":
         err.print(f"[yellow]stopped[/]: {result.report.stopped_reason}", highlight=False)
@@ -324,7 +335,7 @@ def resume_command(
     """Continue an interrupted or stopped run: journaled answers are replayed, no paid call is repeated."""
     from l2mac.run import resume_l2mac
 
-    console, err = Console(), Console(stderr=True)
+    console, err = make_console(), make_console(stderr=True)
     overrides = {"max_cost": max_cost, "max_tokens": max_tokens, "max_steps": max_steps}
     overrides["max_wall_time_s"] = max_wall_time
     progress = Progress(console)

@@ -1,5 +1,6 @@
 """The run record in ``<project>/.l2mac/``: prompt program, step outcomes, a JSONL log of every model and tool
-call, and the final ``run_report.json``. Lines are flushed as they are written, so a crash loses nothing logged.
+call, the final ``run_report.json``, and ``report.html`` drawn from them. Lines are flushed as they are written,
+so a crash loses nothing logged.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from l2mac.report import RunReport
 from l2mac.types import PromptProgram, StepOutcome
 
 RECORD_DIR = ".l2mac"
+#: the run as one page to look at (l2mac.visual writes it from the rest of the record)
+PAGE_FILE = "report.html"
 
 
 class RunRecord:

@@ -32,6 +32,7 @@ from l2mac.store import FileStore, GitHistory
 from l2mac.strategies import RunContext, StrategyResult, strategy_for
 from l2mac.tools import Toolbox, ToolEnv, tools_named
 from l2mac.types import PromptProgram, StepOutcome
+from l2mac.visual import write_run_report
 from l2mac.workspace import load_run, project_dir, project_name_for, save_run_file, set_aside_for_resume
 
 NO_MODEL_HINT = (
@@ -243,7 +244,7 @@ async def _execute_with(
         protocol=protocol,
         program=start.program,
     )
-    emit(RunStarted(store.root.name, str(store.root), info.label, strategy.name, note))
+    emit(RunStarted(store.root.name, str(store.root), info.label, strategy.name, note, env.runner.isolation))
     record.log(
         "run_started",
         task=task,
@@ -261,10 +262,24 @@ async def _execute_with(
         done = await strategy.run(ctx)
     except (KeyboardInterrupt, asyncio.CancelledError):
         record.log("run_interrupted", hint=RESUME_HINT.format(path=store.root))
+        if rs.report_page:
+            write_page(store.root, record)
         raise
     report = _finish(ctx, done, env, info, rs, start, journal, time.monotonic() - began)
+    if rs.report_page:
+        write_page(store.root, record)
     emit(RunFinished(report))
     return RunResult(files=store.snapshot(), report=report, workspace=store.root, outcomes=done.outcomes)
+
+
+def write_page(project: Path, record: RunRecord) -> Path | None:
+    """The run's page (``.l2mac/report.html``); one that cannot be drawn is logged and never fails the run: the
+    page is a view of the record, and the record is what matters."""
+    try:
+        return write_run_report(project)
+    except Exception as e:
+        record.log("report_page_failed", error=f"{type(e).__name__}: {e}")
+        return None
 
 
 def _finish(

@@ -126,6 +126,10 @@ class RunSettings(BaseModel):
         description="At the end, run the README's commands as written in a fresh copy with a fresh venv, and "
         "report which work (install commands get the network).",
     )
+    report_page: bool = Field(
+        default=True,
+        description="At the end (or when interrupted), write .l2mac/report.html: the run as one page to look at.",
+    )
     project_env: bool = Field(
         default=True,
         description="Give the project its own .venv with the dependencies it declares, installed from the package "

@@ -1,0 +1,208 @@
+"""The run's page, built from recorded runs made here with scripted models: a passing run, a failed one, one stopped
+and resumed, one that crashed before its report, an SoA run and a book. What the page says is checked against
+the run's own log, not just that a file exists."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scenario import full_run_replies
+from test_soa import MEAN_SPLIT, MEAN_TESTS, MUL, SKELETON, TOTAL, Team, run_team
+from typer.testing import CliRunner
+
+from l2mac.cli import app
+from l2mac.models.scripted import ScriptedModel, call, text
+from l2mac.run import resume_l2mac, run_l2mac
+from l2mac.visual import read_run, write_comparison, write_run_report
+from l2mac.visual.run_view import ACCESS_ORDER
+
+from conftest import make_settings, run_scripted
+
+
+def _log(project: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (project / ".l2mac" / "log.jsonl").read_text().splitlines()]
+
+
+def _page(project: Path) -> str:
+    return (project / ".l2mac" / "report.html").read_text(encoding="utf-8")
+
+
+def _step_rows(page: str) -> list[tuple[str, str]]:
+    return re.findall(r'<tr class="step" data-step="(\d+)" data-status="([\w ]+)">', page)
+
+
+def _section(page: str, element_id: str) -> str:
+    start = page.index(f'id="{element_id}"')
+    return page[start : page.index("</div>", start)]
+
+
+def test_a_finished_run_writes_its_page_with_steps_heatmap_timeline_and_tests(tmp_path: Path) -> None:
+    result, _ = run_scripted(tmp_path, full_run_replies(), report_page=True)
+    page = _page(result.workspace)
+
+    assert _step_rows(page) == [("1", "passed"), ("2", "passed")]
+    assert 'id="run-status">passed<' in page and "custom:scripted" in page and "Build a todo app" in page
+    # the heatmap's cells are the log's: every file a step's tool calls created, in that step's column
+    view = read_run(result.workspace)
+    logged: dict[tuple[str, str], str] = {}
+    for e in _log(result.workspace):
+        for path, how in (e.get("files") or {}).items() if e["kind"] == "tool_call" else ():
+            cell = (path, f"step {e['step']}")
+            logged[cell] = max(how, logged.get(cell, how), key=ACCESS_ORDER.index)  # a cell shows the strongest
+    assert view.access == logged
+    assert view.access[("todo/store.py", "step 1")] == "created"
+    assert view.access[("todo/cli.py", "step 2")] == "created" and ("todo/cli.py", "step 1") not in view.access
+    heatmap = _section(page, "heatmap")
+    assert "<svg" in heatmap and all(f in heatmap for f in ("todo/store.py", "tests/test_cli.py"))
+    # the timeline: the plan, then each step as a bar holding its model calls and its check runs
+    bars = [s.lane for s in view.spans if s.kind in ("step", "agent")]
+    assert bars == ["plan", "step 1", "step 2"]
+    step1 = next(s for s in view.spans if s.lane == "step 1" and s.kind == "step")
+    inside = [s for s in view.spans if s.lane == "step 1" and s.kind in ("model", "checks")]
+    assert [s.kind for s in inside].count("checks") == 2 and [s.kind for s in inside].count("model") == 5
+    assert all(step1.start <= s.start and s.end <= step1.end + 1e-6 for s in inside)
+    assert "<svg" in _section(page, "timeline")
+    # tests over time: step 1 met its failing test, then passed; step 2 ended with three passing
+    counts = [(t.column, t.passed, t.failing) for t in view.tests]
+    assert counts == [("step 1", 1, 1), ("step 1", 2, 0), ("step 2", 3, 0)]
+    # the final files, each viewable, and each step's diff from the project's history
+    assert "return len(items)" in page and page.count('class="file"') == 5
+    assert [c.subject for c in view.commits] == ["step 1/2: Todo store [passed]", "step 2/2: Command line [passed]"]
+    assert "+class TodoStore:" in view.commits[0].diff
+
+
+def test_a_failed_step_and_its_reason_are_on_the_page(tmp_path: Path) -> None:
+    never = "def test_never():\n    assert 1 == 2\n"
+    replies = [
+        call("submit_plan", {"steps": [{"title": "Broken", "instruction": "x"}]}),
+        call("write_files", {"files": [{"path": "tests/test_x.py", "content": never}]}),
+        call("step_complete", {"summary": "done"}),
+        call("step_complete", {"summary": "done, really"}),
+        text("The step could not be finished: test_never fails."),
+    ]
+    result, _ = run_scripted(tmp_path, replies, max_check_failures=1, report_page=True)
+    page = _page(result.workspace)
+    assert _step_rows(page) == [("1", "failed")]
+    assert 'id="run-status">failed<' in page and "checks still failing after 2 attempts" in page
+    assert [(t.passed, t.failing) for t in read_run(result.workspace).tests] == [(0, 1), (0, 1)]
+
+
+def test_a_stopped_run_has_a_page_and_its_resumption_redraws_it(tmp_path: Path) -> None:
+    script = ScriptedModel(full_run_replies())
+    settings = make_settings(tmp_path, max_tokens=8_000, report_page=True)
+    stopped = run_l2mac("Build a todo app", settings, model=script.model)
+    assert stopped.report.status == "stopped"
+    assert 'id="run-status">stopped<' in _page(stopped.workspace)
+    assert ("2", "not run") in _step_rows(_page(stopped.workspace))
+
+    rest = ScriptedModel(full_run_replies()[len(script.requests) :])
+    again = resume_l2mac(stopped.workspace, model=rest.model, overrides={"max_tokens": 1_000_000})
+    assert again.ok
+    page = _page(again.workspace)
+    assert _step_rows(page) == [("1", "passed"), ("2", "passed")] and 'id="run-status">passed<' in page
+
+
+def test_a_run_that_crashed_before_its_report_still_gets_a_page_from_its_log(tmp_path: Path) -> None:
+    result, _ = run_scripted(tmp_path, full_run_replies())
+    (result.workspace / ".l2mac" / "run_report.json").unlink()  # as if killed before the end
+    with (result.workspace / ".l2mac" / "log.jsonl").open("a") as f:
+        f.write('{"ts": 1, "kind": "model_ca')  # and cut off mid-line
+    view = read_run(result.workspace)
+    assert view.header.status.startswith("unfinished")
+    assert view.header.tokens_in == sum(e["input_tokens"] for e in _log_lines_ok(result.workspace))
+    page = _page_of(result.workspace)
+    assert _step_rows(page) == [("1", "passed"), ("2", "passed")] and "unfinished" in page
+
+
+def _log_lines_ok(project: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in (project / ".l2mac" / "log.jsonl").read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if entry["kind"] == "model_call":
+            out.append(entry)
+    return out
+
+
+def _page_of(project: Path) -> str:
+    return write_run_report(project).read_text(encoding="utf-8")
+
+
+def test_an_soa_run_shows_its_agents_as_columns_and_bars(tmp_path: Path) -> None:
+    team = Team(
+        {
+            "lead": [("write_skeleton", SKELETON)],
+            "mul": [("write_function", {"code": MUL})],
+            "mean": [("write_function", {"code": MEAN_SPLIT, "tests": MEAN_TESTS})],
+            "_total": [("write_function", {"code": TOTAL})],
+        }
+    )
+    result = run_team(tmp_path, team, report_page=True)
+    assert result.ok
+    view = read_run(result.workspace)
+    assert view.columns == ["agent 0", "agent 1", "agent 2", "agent 3"]
+    assert view.access[("calc/ops.py", "agent 0")] == "created"  # the lead's skeleton
+    assert view.access[("calc/ops.py", "agent 1")] == "written"  # mul's body, put in by its agent
+    assert view.access[("tests/test_stats_mean.py", "agent 2")] == "created"  # mean's agent, a mother now
+    assert ("calc/ops.py", "agent 3") not in view.access  # _total's agent only touched its own module
+    assert {s.lane for s in view.spans if s.kind == "agent"} == {"agent 0", "agent 1", "agent 2", "agent 3"}
+    assert {t.column for t in view.tests} == {"agent 0", "agent 2"}  # the two mothers ran their tests
+    assert "<svg" in _section(_page(result.workspace), "heatmap")
+
+
+def test_a_book_run_has_a_page_without_tests(tmp_path: Path) -> None:
+    replies = [
+        call("submit_plan", {"steps": [{"title": "Outline", "instruction": "Write outline.md"}]}),
+        call("write_files", {"files": [{"path": "outline.md", "content": "# Twirls\n1. Dough"}]}),
+        call("step_complete", {"summary": "outline"}),
+    ]
+    result, _ = run_scripted(tmp_path, replies, task="Write a pasta book", domain="book", report_page=True)
+    page = _page(result.workspace)
+    assert _step_rows(page) == [("1", "passed")] and "(book)" in page
+    assert "no tests ran" in page and "outline.md" in _section(page, "heatmap")
+
+
+def test_the_command_writes_a_runs_page_and_a_comparison_of_runs_and_results(tmp_path: Path) -> None:
+    a, _ = run_scripted(tmp_path / "a", full_run_replies())
+    cli = CliRunner()
+    done = cli.invoke(app, ["report", str(a.workspace)])
+    assert done.exit_code == 0 and done.stdout.strip() == str(a.workspace / ".l2mac" / "report.html")
+    assert _step_rows(_page(a.workspace)) == [("1", "passed"), ("2", "passed")]
+
+    results = tmp_path / "single.json"
+    summary = {"classes_passed": 9, "scored": 50, "note": "words"}
+    results.write_text(json.dumps({"benchmark": "ClassEval", "strategy": "single", "model": "m", "summary": summary}))
+    out = tmp_path / "compare.html"
+    done = cli.invoke(app, ["report", str(a.workspace), str(results), "--out", str(out)])
+    assert done.exit_code == 0, done.stdout
+    page = out.read_text()
+    assert page.count('<tr class="run">') == 1 and "2/2" in page and "3/3" in page
+    assert '<tr class="bench-row"><td>single</td><td>m</td><td class="num">9</td>' in page
+
+    missing = cli.invoke(app, ["report", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "no such file or folder" in missing.stderr
+    not_a_run = cli.invoke(app, ["report", str(tmp_path)])
+    assert not_a_run.exit_code == 2 and "no run record" in not_a_run.stderr
+
+
+def test_a_page_that_cannot_be_drawn_never_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_: Path) -> Path:
+        raise RuntimeError("no fonts")
+
+    monkeypatch.setattr("l2mac.run.write_run_report", broken)
+    result, _ = run_scripted(tmp_path, full_run_replies(), report_page=True)
+    assert result.ok and not (result.workspace / ".l2mac" / "report.html").exists()
+    assert any(e["kind"] == "report_page_failed" and "no fonts" in e["error"] for e in _log(result.workspace))
+
+
+def test_comparison_refuses_a_json_file_that_is_not_benchmark_results(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a benchmark results file"):
+        write_comparison([bad], tmp_path / "out.html")
