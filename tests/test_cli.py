@@ -36,6 +36,10 @@ def test_prompt_runs_and_exits_0_with_a_summary(tmp_path: Path, monkeypatch, cap
     assert code == 0
     assert "l2mac run" in out and "1 passed, 0 failed of 1" in out
     assert json.loads((tmp_path / "hw" / ".l2mac" / "run_report.json").read_text())["status"] == "passed"
+    # the isolation generated code ran under, said first; the page to look at, named last
+    assert "generated code runs under bubblewrap" in out or "does NOT hide your files" in out
+    assert f"Page: {tmp_path / 'hw' / '.l2mac' / 'report.html'}" in out
+    assert (tmp_path / "hw" / ".l2mac" / "report.html").read_text().count('<tr class="step"') == 1
 
 
 def test_explicit_run_subcommand_and_prompt_program(tmp_path: Path, monkeypatch) -> None:
@@ -151,3 +155,21 @@ def test_help_shows_the_defaults_written_in_option_help(args: list[str], capsys,
     assert cli(args) == 0
     out = capsys.readouterr().out
     assert "(default: ./workspace)" in out if args[0] == "run" else "(default: the generator)" in out
+
+
+def test_tables_sent_to_a_pipe_are_not_cut_and_models_list_has_json(capsys) -> None:
+    assert cli(["models", "list"]) == 0
+    out = capsys.readouterr().out  # captured: not a terminal, as with `| cat`
+    assert "qwen2.5-coder-1.5b " in out and "--model local:qwen2.5-coder-1.5b" in out
+    assert "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (Apache-2.0); runs on a laptop CPU" in out
+    assert cli(["models", "list", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows[0]["name"] == "qwen2.5-coder-1.5b" and rows[0]["bytes"] == 1_117_320_768
+
+
+def test_the_isolation_line_says_when_the_users_files_are_not_hidden() -> None:
+    from l2mac.checks.sandbox import isolation_line
+
+    assert "only the project is visible" in isolation_line("bubblewrap")
+    fallback = isolation_line("subprocess+rlimits")
+    assert "does NOT hide your files" in fallback and "apt install bubblewrap" in fallback

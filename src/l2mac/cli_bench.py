@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
-from rich.console import Console
 
 from l2mac.benchmarks.runner import HasTaskId, Scorer, Suite
 from l2mac.benchmarks.setup import bench_model, results_meta
 from l2mac.errors import L2MACError
+from l2mac.terminal import make_console
 
 bench_app = typer.Typer(
     no_args_is_help=True,
@@ -67,7 +67,7 @@ def run_suite(
     before the model loads so a scorer that cannot be set up costs nothing) and print its summary line."""
     from l2mac.benchmarks import runner
 
-    console = Console()
+    console = make_console()
     with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
         try:
             if how.strategy not in runner.STRATEGIES:
@@ -101,7 +101,7 @@ def run_suite(
             )
             console.print(f"{how.strategy} · {bm.label}: {suite.headline(result['summary'])}. Written to {target}")
         except L2MACError as e:
-            Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+            make_console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
             raise typer.Exit(2) from None
 
 
@@ -140,7 +140,7 @@ def humaneval_command(
                 canon = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in map(json.loads, f)}
             results = score(canon)
             passed = sum(s.base and s.plus for s in results.values())
-            Console().print(f"canonical solutions: {passed}/{len(results)} pass base and plus ({he.CEILING_NOTE})")
+            make_console().print(f"canonical solutions: {passed}/{len(results)} pass base and plus ({he.CEILING_NOTE})")
             raise typer.Exit(0 if passed == scorer.CEILING else 1)
         chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
         return chosen, he.DATA_MD5, he.as_fields(score)
@@ -232,7 +232,7 @@ def project_command(
     from l2mac.benchmarks import runner as bench_runner
     from l2mac.benchmarks import scorer
 
-    console = Console()
+    console = make_console()
     stack = ExitStack()  # closes the models (and stops a llama-server child) however the run ends
     try:
         if strategy not in bench_runner.STRATEGIES:
@@ -288,7 +288,7 @@ def project_command(
             f"(LLM-judged by {judge_label}) {f.get('features_pct')}. Written to {target}"
         )
     except L2MACError as e:
-        Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+        make_console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None
     finally:
         stack.close()

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
 from l2mac.models.local import CATALOG, DEFAULT_LOCAL_MODEL, PullError, get_spec, model_path, models_dir, pull
 from l2mac.models.local.fetch import is_installed
+from l2mac.terminal import make_console
 
 models_app = typer.Typer(help="List and fetch the embedded local models.", no_args_is_help=True)
 
 
 @models_app.command("list")
-def list_models() -> None:
+def list_models(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per model, for programs.")] = False,
+) -> None:
     """Show the local models: installed or not, size, context length."""
     directory = models_dir()
+    if as_json:
+        for spec in CATALOG.values():
+            row = {"name": spec.name, "installed": is_installed(spec, directory), "bytes": spec.size}
+            row |= {"context": spec.context_length, "use_as": f"local:{spec.name}", "path": str(directory)}
+            print(json.dumps(row))
+        return
     table = Table(title=f"Local models ({directory})")
     for col in ("name", "installed", "size", "context", "use as", "description"):
         table.add_column(col)
@@ -32,7 +41,7 @@ def list_models() -> None:
             f"--model local:{spec.name}",
             spec.description,
         )
-    Console().print(table)
+    make_console().print(table)
 
 
 @models_app.command("pull")
@@ -40,7 +49,7 @@ def pull_model(
     name: Annotated[str, typer.Argument(help="Model to fetch.")] = DEFAULT_LOCAL_MODEL,
 ) -> None:
     """Download, assemble and verify a local model (resumes after an interruption; a no-op when present)."""
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     try:
         spec = get_spec(name)
         directory = models_dir()

@@ -19,6 +19,7 @@ class RunStarted:
     model: str
     strategy: str
     note: str = ""
+    isolation: str = ""  # where generated code runs (a runner's ``isolation``)
 
 
 @dataclass(frozen=True)

@@ -127,3 +127,13 @@ def choose_runner(
     if mode == "bubblewrap":
         raise ConfigError(f"--require-sandbox: {problem}; {INSTALL_HINT}, or drop --require-sandbox")
     return SubprocessRunner(limits)
+
+
+def isolation_line(isolation: str) -> str:
+    """One line for the user at the start of a run: where generated code runs, and what that means."""
+    if isolation == "bubblewrap":
+        return "generated code runs under bubblewrap: only the project is visible, no network"
+    return (
+        f"generated code runs as a limited subprocess ({isolation}), which does NOT hide your files from it; "
+        f"to isolate it, {INSTALL_HINT}"
+    )
