@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 from l2mac.cli import app
 from l2mac.models.scripted import ScriptedModel, call, text
 from l2mac.run import resume_l2mac, run_l2mac
+from l2mac.store import FileStore
 from l2mac.visual import read_run, write_comparison, write_run_report
-from l2mac.visual.run_view import ACCESS_ORDER
+from l2mac.visual.run_view import Header, RunView, _touch
 
 from conftest import make_settings, run_scripted
 
@@ -48,12 +49,9 @@ def test_a_finished_run_writes_its_page_with_steps_heatmap_timeline_and_tests(tm
     assert 'id="run-status">passed<' in page and "custom:scripted" in page and "Build a todo app" in page
     # the heatmap's cells are the log's: every file a step's tool calls created, in that step's column
     view = read_run(result.workspace)
-    logged: dict[tuple[str, str], str] = {}
-    for e in _log(result.workspace):
-        for path, how in (e.get("files") or {}).items() if e["kind"] == "tool_call" else ():
-            cell = (path, f"step {e['step']}")
-            logged[cell] = max(how, logged.get(cell, how), key=ACCESS_ORDER.index)  # a cell shows the strongest
-    assert view.access == logged
+    logged = {(p, f"step {e['step']}") for e in _log(result.workspace) if e["kind"] == "tool_call" for p in e["files"]}
+    assert set(view.access) == logged
+    assert set(view.access.values()) == {"created"}  # each file new in the step that wrote it, edits included
     assert view.access[("todo/store.py", "step 1")] == "created"
     assert view.access[("todo/cli.py", "step 2")] == "created" and ("todo/cli.py", "step 1") not in view.access
     heatmap = _section(page, "heatmap")
@@ -97,7 +95,7 @@ def test_a_stopped_run_has_a_page_and_its_resumption_redraws_it(tmp_path: Path) 
     stopped = run_l2mac("Build a todo app", settings, model=script.model)
     assert stopped.report.status == "stopped"
     assert 'id="run-status">stopped<' in _page(stopped.workspace)
-    assert ("2", "not run") in _step_rows(_page(stopped.workspace))
+    assert _step_rows(_page(stopped.workspace)) == [("1", "stopped"), ("2", "not run")]  # the budget ended step 1
 
     rest = ScriptedModel(full_run_replies()[len(script.requests) :])
     again = resume_l2mac(stopped.workspace, model=rest.model, overrides={"max_tokens": 1_000_000})
@@ -201,8 +199,55 @@ def test_a_page_that_cannot_be_drawn_never_fails_the_run(tmp_path: Path, monkeyp
     assert any(e["kind"] == "report_page_failed" and "no fonts" in e["error"] for e in _log(result.workspace))
 
 
-def test_comparison_refuses_a_json_file_that_is_not_benchmark_results(tmp_path: Path) -> None:
-    bad = tmp_path / "x.json"
+def test_comparison_leaves_out_json_that_is_not_benchmark_results_and_refuses_nothing_to_compare(
+    tmp_path: Path,
+) -> None:
+    bad, good = tmp_path / "x.json", tmp_path / "r.json"
     bad.write_text("[1, 2]")
-    with pytest.raises(ValueError, match="not a benchmark results file"):
+    good.write_text(json.dumps({"benchmark": "B", "strategy": "l2mac", "model": "m", "summary": {"passed": 3}}))
+    page, skipped = write_comparison([bad, good], tmp_path / "out.html")
+    assert skipped == [bad] and '<td class="num">3</td>' in page.read_text()
+    with pytest.raises(ValueError, match="nothing to compare"):
         write_comparison([bad], tmp_path / "out.html")
+
+
+def test_a_cell_shows_a_read_only_where_nothing_else_happened_and_what_the_file_came_to(tmp_path: Path) -> None:
+    view = RunView("p", read_run_header(), [])
+    for path, how in [("a.py", "created"), ("a.py", "written"), ("a.py", "read"), ("b.py", "read"), ("b.py", "written"),
+                      ("c.py", "created"), ("c.py", "deleted"), ("d.py", "deleted"), ("d.py", "created")]:  # fmt: skip
+        _touch(view, "step 1", path, how)
+    assert view.access == {
+        ("a.py", "step 1"): "created",
+        ("b.py", "step 1"): "written",
+        ("c.py", "step 1"): "deleted",
+        ("d.py", "step 1"): "written",
+    }
+    store = FileStore(tmp_path)
+    start = store.revision
+    store.write_text("n.py", "1")
+    store.delete("n.py")
+    store.write_text("n.py", "2")
+    (tmp_path / "old.py").write_text("x")
+    store.write_text("old.py", "y")
+    assert store.accesses_since(start) == {"n.py": "created", "old.py": "written"}
+
+
+def read_run_header() -> Header:
+    return Header("t", "m", "l2mac", "passed", 1.0, 1, 1, "unknown", "subprocess", "codebase")
+
+
+def test_odd_paths_private_files_and_an_earlier_forced_run_do_not_spoil_the_page(tmp_path: Path) -> None:
+    result, _ = run_scripted(tmp_path, full_run_replies())
+    project = result.workspace
+    (project / ".env").write_text("API_KEY=secret")
+    (project / "cost_$x$.py").write_text("x = 1\n")
+    with (project / ".l2mac" / "log.jsonl").open("a") as f:  # a second run, forced into the same folder
+        f.write(json.dumps({"ts": 4e9, "kind": "run_started", "task": "Second task", "model": "m2"}) + "\n")
+        files = {"cost_$x$.py": "created"}
+        f.write(json.dumps({"ts": 4e9 + 1, "kind": "tool_call", "step": 1, "tool": "write_files", "files": files}))
+    view = read_run(project)
+    assert view.header.task == "Second task" and view.columns == ["step 1"]
+    assert view.access == {("cost_$x$.py", "step 1"): "created"}
+    assert view.header.status.startswith("unfinished")  # the report on disk is the earlier run's
+    page = _page_of(project)
+    assert "API_KEY" not in page and "cost_$x$.py" in page

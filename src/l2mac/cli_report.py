@@ -40,8 +40,10 @@ def report_command(
         if len(paths) == 1 and paths[0].is_dir():
             page = write_run_report(paths[0])
         else:
-            page = write_comparison(paths, out or Path(COMPARISON_FILE))
-    except (FileNotFoundError, ValueError) as e:
+            page, skipped = write_comparison(paths, out or Path(COMPARISON_FILE))
+            for p in skipped:
+                err.print(f"[yellow]left out[/] {p}: not a benchmark results file with a summary", highlight=False)
+    except (OSError, ValueError) as e:
         err.print(f"[red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None
     print(page.resolve())

@@ -74,17 +74,15 @@ class FileStore:
     def accesses_since(self, revision: int) -> dict[str, str]:
         """What happened to each path after ``revision``: ``created`` (new, and perhaps written again),
         ``written``, or ``deleted`` (when that was the last change)."""
-        out: dict[str, str] = {}
+        first: dict[str, str] = {}
+        last: dict[str, str] = {}
         for rev, op, path in self.changes:
-            if rev <= revision:
-                continue
-            if op == "delete":
-                out[path] = "deleted"
-            elif path not in out:
-                out[path] = "created" if op == "create" else "written"
-            elif out[path] == "deleted":
-                out[path] = "written"
-        return out
+            if rev > revision:
+                first.setdefault(path, op)
+                last[path] = op
+        return {
+            p: "deleted" if last[p] == "delete" else "created" if first[p] == "create" else "written" for p in first
+        }
 
     def relative(self, absolute: Path) -> str:
         return absolute.relative_to(self.root).as_posix()

@@ -263,7 +263,8 @@ def engine_generation(
     first), and is an error naming ``what`` when none does."""
     from l2mac.run import run_l2mac
 
-    rs = settings.run.model_copy(update={"workspace": workspace, "project_name": project})
+    # no page per task: drawing it would count in the task's wall time
+    rs = settings.run.model_copy(update={"workspace": workspace, "project_name": project, "report_page": False})
     result = run_l2mac(prompt, settings.model_copy(update={"run": rs}), model=model)
     candidates = sorted(
         (p for p, text in result.files.items() if p.endswith(".py") and "test" not in p and defines(text)),

@@ -132,7 +132,10 @@ def choose_runner(
 def isolation_line(isolation: str) -> str:
     """One line for the user at the start of a run: where generated code runs, and what that means."""
     if isolation == "bubblewrap":
-        return "generated code runs under bubblewrap: only the project is visible, no network"
+        return (
+            "generated code runs under bubblewrap: your home folder hidden, the system read-only, only the project "
+            "writable, no network"
+        )
     return (
         f"generated code runs as a limited subprocess ({isolation}), which does NOT hide your files from it; "
         f"to isolate it, {INSTALL_HINT}"

@@ -35,6 +35,7 @@ from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import EventSink, ToolUsed, ignore
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.record import RunRecord
+from l2mac.store import FileStore
 from l2mac.tools import STEP_COMPLETE, Toolbox, parse_arguments
 from l2mac.tools.complete import StepCompleteArgs
 from l2mac.types import StepOutcome, StepStatus, ToolResult
@@ -165,7 +166,7 @@ class ControlUnit:
                 ok=result.ok,
                 args=_short(call.args),
                 result=result.content[:300],
-                files={**_reads(call), **store.accesses_since(before)},
+                files={**_reads(call, store), **store.accesses_since(before)},
             )
             results.append((call, result))
         return results, summary
@@ -385,13 +386,13 @@ def _canonical(args: str | dict[str, object] | None) -> str:
     return json.dumps(value, sort_keys=True) if value else str(args or "")
 
 
-def _reads(call: ToolCallPart) -> dict[str, str]:
-    """The files a call shows the model: ``{path: "read"}``."""
+def _reads(call: ToolCallPart, store: FileStore) -> dict[str, str]:
+    """The project files a call showed the model, by their normal paths: ``{path: "read"}``."""
     if call.tool_name != "view_files":
         return {}
     files = _args_dict(call.args).get("files")
     paths = [f.get("path") for f in files if isinstance(f, dict)] if isinstance(files, list) else []
-    return {p: "read" for p in paths if isinstance(p, str)}
+    return {store.relative(store.resolve(p)): "read" for p in paths if isinstance(p, str) and store.is_project_file(p)}
 
 
 def _short(args: str | dict[str, object] | None) -> str:

@@ -30,15 +30,17 @@ def _svg(fig: Figure) -> str:
     from matplotlib import rc_context
 
     buffer = io.StringIO()
-    with rc_context({"svg.fonttype": "none"}):  # text as text: searchable, selectable, smaller
-        fig.savefig(buffer, format="svg", metadata={"Date": None})  # no date: the same run draws the same page
+    # text as text (searchable, selectable, smaller); a fixed salt for ids: the same run draws the same page
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "l2mac"}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     return text[text.index("<svg") :]
 
 
 def heatmap(view: RunView) -> str:
     """Files (rows) by write steps or agents (columns): the strongest access of each cell. Empty: no accesses."""
-    files, columns = view.accessed_files[:_MAX_ROWS], view.columns
+    everything, columns = view.accessed_files, view.columns
+    files = everything[:_MAX_ROWS]
     if not files or not columns:
         return ""
     from matplotlib.colors import ListedColormap
@@ -52,8 +54,9 @@ def heatmap(view: RunView) -> str:
         ax = fig.subplots()
         ax.imshow(grid, cmap=ListedColormap(colours), vmin=0, vmax=len(colours) - 1, aspect="auto")
         ax.set_xticks(range(len(columns)), [c.split()[-1] for c in columns])
-        ax.set_yticks(range(len(files)), files, fontsize=8)
-        ax.set_xlabel("agent" if columns[0].startswith("agent") else "write step")
+        ax.set_yticks(range(len(files)), files, fontsize=8, parse_math=False)  # a path may hold a $
+        more = f" ({len(everything) - len(files)} more files not shown)" if len(everything) > len(files) else ""
+        ax.set_xlabel(("agent" if columns[0].startswith("agent") else "write step") + more)
         ax.set_xticks([x - 0.5 for x in range(1, len(columns))], minor=True)
         ax.set_yticks([y - 0.5 for y in range(1, len(files))], minor=True)
         ax.grid(which="minor", color="#f0f0f0", linewidth=0.8)
@@ -85,7 +88,7 @@ def timeline(view: RunView) -> str:
             wide = s.kind in ("step", "agent")
             height, y = (0.8, row[s.lane]) if wide else (0.5, row[s.lane])
             ax.barh(y, max(s.end - s.start, 0.05), left=s.start, height=height, color=SPAN_COLOURS[s.kind])
-        ax.set_yticks(range(len(lanes)), lanes, fontsize=8)
+        ax.set_yticks(range(len(lanes)), lanes, fontsize=8, parse_math=False)
         ax.invert_yaxis()
         ax.set_xlabel("seconds from the start of the run")
         ax.legend(
@@ -104,6 +107,8 @@ def tests_over_time(view: RunView) -> str:
     if not any(t.passed or t.failing for t in last.values()):  # none ran (a book, or no tests yet)
         return ""
     columns = [c for c in view.columns if c in last] or list(last)
+    from matplotlib.ticker import MaxNLocator
+
     with _figure(min(3 + 0.45 * len(columns), 11), 2.6) as fig:
         ax = fig.subplots()
         xs = range(len(columns))
@@ -111,7 +116,8 @@ def tests_over_time(view: RunView) -> str:
         ax.bar(xs, passed, color="#31a354", label="passed")
         ax.bar(xs, [last[c].failing for c in columns], bottom=passed, color="#de2d26", label="failing")
         ax.set_xticks(list(xs), [c.split()[-1] for c in columns])
-        ax.set_xlabel("step")
+        ax.set_xlabel(columns[0].split()[0])
         ax.set_ylabel("tests")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=8, frameon=False)
         return _svg(fig)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,15 @@ def render_run(view: RunView) -> str:
 
 def write_run_report(project: Path) -> Path:
     """Write ``<project>/.l2mac/report.html`` from the run record; returns its path."""
-    out = project / RECORD_DIR / PAGE_FILE
-    out.write_text(render_run(read_run(project)), encoding="utf-8")
+    return _write(project / RECORD_DIR / PAGE_FILE, render_run(read_run(project)))
+
+
+def _write(out: Path, html: str) -> Path:
+    """Whole or not at all (a second Ctrl-C while it is written leaves the page before it); a file name that is
+    not UTF-8 is shown with a replacement character."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(html, encoding="utf-8", errors="replace")
+    os.replace(tmp, out)
     return out
 
 
@@ -86,8 +94,8 @@ class BenchRow:
 
 def _run_row(project: Path) -> RunRow:
     view = read_run(project)
-    h, last = view.header, {t.column: t for t in view.tests}
-    final = last[max(last, key=lambda c: int(c.split()[-1]))] if last else None
+    h = view.header
+    final = view.tests[-1] if view.tests else None  # the last run of the tests (in SoA, the lead's)
     return RunRow(
         project=view.project,
         strategy=h.strategy,
@@ -102,30 +110,39 @@ def _run_row(project: Path) -> RunRow:
     )
 
 
-def _bench_row(path: Path) -> tuple[str, BenchRow]:
+def _bench_row(path: Path) -> tuple[str, BenchRow] | None:
+    """The benchmark a results file is of, and its row; None when the file holds no benchmark summary."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         summary = data["summary"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"{path}: not a benchmark results file with a summary ({e})") from e
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(summary, dict):
+        return None
     fields = {k: v for k, v in summary.items() if not isinstance(v, (dict, list)) and k != "note"}
     return str(data.get("benchmark", path.stem)), BenchRow(
         str(data.get("strategy", "?")), str(data.get("model", "?")), fields, path.name
     )
 
 
-def write_comparison(paths: list[Path], out: Path) -> Path:
+def write_comparison(paths: list[Path], out: Path) -> tuple[Path, list[Path]]:
     """A page with the runs (project folders) and benchmark results files (``.json``) in ``paths`` side by side:
-    runs in one table, each benchmark's results in a table of its own, one row per strategy."""
+    runs in one table, each benchmark's results in a table of its own, one row per strategy. Returns the page
+    and the files left out (not benchmark results: a project run's results, a timing file); ValueError when
+    nothing is left to compare."""
     runs = [_run_row(p) for p in paths if p.is_dir()]
     benchmarks: dict[str, list[BenchRow]] = {}
+    skipped = []
     for p in paths:
-        if p.is_file():
-            name, row = _bench_row(p)
-            benchmarks.setdefault(name, []).append(row)
+        found = _bench_row(p) if p.is_file() else None
+        if found is not None:
+            benchmarks.setdefault(found[0], []).append(found[1])
+        elif p.is_file():
+            skipped.append(p)
+    if not runs and not benchmarks:
+        raise ValueError("nothing to compare: no run record and no benchmark results file with a summary")
     for rows in benchmarks.values():
         keys = list(dict.fromkeys(k for r in rows for k in r.fields))
         rows[:] = [BenchRow(r.strategy, r.model, {k: r.fields.get(k, "") for k in keys}, r.file) for r in rows]
     html = _environment().get_template("compare.html.j2").render(runs=runs, benchmarks=benchmarks)
-    out.write_text(html, encoding="utf-8")
-    return out
+    return _write(out, html), skipped

@@ -21,8 +21,13 @@ from l2mac.record import RECORD_DIR
 from l2mac.report import RunReport
 from l2mac.store import FileStore
 
-#: what a column of the heatmap shows of a file, weakest first: a cell shows the strongest access
+#: what a heatmap cell can show of a file in a step: a read, unless the step also changed it; then what the file
+#: came to (created: new in the step; deleted: gone at its end)
 ACCESS_ORDER = ("read", "deleted", "written", "created")
+#: the most of one file's text, and of one step's diff, the page holds (a project's tests can leave big files)
+MAX_FILE_CHARS, MAX_DIFF_CHARS = 200_000, 100_000
+#: files never put on the page: it may be shared, and these hold secrets
+_PRIVATE = re.compile(r"(^|/)(\.env(\..*)?|.*\.(pem|key))$")
 #: a model call's ``purpose`` names the lane it belongs to (``step 3 sample`` belongs to ``step 3``)
 _LANE = re.compile(r"^(step \d+|agent \d+|plan)")
 
@@ -113,13 +118,13 @@ def read_run(project: Path) -> RunView:
     record = project / RECORD_DIR
     if not (record / "log.jsonl").is_file():
         raise FileNotFoundError(f"{project}: no run record ({RECORD_DIR}/log.jsonl); is this a project l2mac wrote?")
-    log = list(_jsonl(record / "log.jsonl"))
-    report = _report(record / "run_report.json")
+    log = _this_run(list(_jsonl(record / "log.jsonl")))
+    report = _report(record / "run_report.json", since=log[0]["ts"] if log else 0.0)
     outcomes = {int(o["index"]): o for o in _jsonl(record / "steps.jsonl")}
     view = RunView(
-        project=project.name,
+        project=project.resolve().name,
         header=_header(log, report, record),
-        steps=_steps(record / "prompt_program.yaml", outcomes),
+        steps=_steps(record / "prompt_program.yaml", outcomes, log),
         files=_files(project),
         commits=_commits(project),
         readme=[r.model_dump() for r in report.readme] if report else [],
@@ -141,8 +146,18 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
             yield entry
 
 
-def _report(path: Path) -> RunReport | None:
+def _this_run(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries of the last run in a log (a run with --force into an earlier run's folder appends to its
+    log; a resumed run starts a new one)."""
+    starts = [i for i, e in enumerate(log) if e.get("kind") == "run_started"]
+    return log[starts[-1] :] if starts else log
+
+
+def _report(path: Path, since: float) -> RunReport | None:
+    """The run's report: none when it is missing, unreadable or older than the run (an earlier run's)."""
     try:
+        if path.stat().st_mtime < since:
+            return None
         return RunReport.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
@@ -157,8 +172,14 @@ def _header(log: list[dict[str, Any]], report: RunReport | None, record: Path) -
         status, wall = report.status, report.wall_time_s
         tokens_in, tokens_out, cost_usd = report.tokens.input, report.tokens.output, report.cost_usd
     else:  # stopped or crashed before its report: what the log says
-        ended = any(e.get("kind") in ("run_stopped", "run_interrupted") for e in log)
-        status = "stopped" if ended else "unfinished (no report: the run crashed or is still running)"
+        kinds = {e.get("kind") for e in log}
+        status = (
+            "interrupted"
+            if "run_interrupted" in kinds
+            else "stopped"
+            if "run_stopped" in kinds
+            else "unfinished (no report: the run crashed or is still running)"
+        )
         wall = log[-1]["ts"] - log[0]["ts"] if log else 0.0
         tokens_in = sum(int(e.get("input_tokens") or 0) for e in calls)
         tokens_out = sum(int(e.get("output_tokens") or 0) for e in calls)
@@ -172,7 +193,7 @@ def _header(log: list[dict[str, Any]], report: RunReport | None, record: Path) -
         wall_time_s=round(float(wall), 1),
         tokens_in=tokens_in,
         tokens_out=tokens_out,
-        cost="unknown" if cost_usd is None or (calls and not any(prices)) else f"${cost_usd:.4f}",
+        cost="unknown" if cost_usd is None or (calls and all(p is None for p in prices)) else f"${cost_usd:.4f}",
         isolation=report.isolation if report else str(started.get("isolation", "unknown")),
         domain=report.domain if report else str(started.get("domain", "codebase")),
     )
@@ -185,11 +206,18 @@ def _task_of(record: Path) -> str:
         return ""
 
 
-def _steps(program: Path, outcomes: dict[int, dict[str, Any]]) -> list[StepRow]:
+def _steps(program: Path, outcomes: dict[int, dict[str, Any]], log: list[dict[str, Any]]) -> list[StepRow]:
+    """The planned steps with how each ended; a step the run began and never ended was stopped (a budget, a
+    provider that kept failing) or is unfinished (a crash, or still running)."""
     try:
         planned = (yaml.safe_load(program.read_text(encoding="utf-8")) or {}).get("steps") or []
-    except (OSError, yaml.YAMLError):
+    except (OSError, yaml.YAMLError, AttributeError):
         planned = []
+    began = {e.get("step") for e in log if e.get("kind") == "step_started"}
+    stopped = {e.get("step") for e in log if e.get("kind") == "step_stopped"}
+    if began:  # outcomes of this run only (a run with --force appends to an earlier run's)
+        ended = {e.get("step") for e in log if e.get("kind") == "step_finished"}
+        outcomes = {i: o for i, o in outcomes.items() if i in ended}
     rows = []
     for i in sorted({*range(1, len(planned) + 1), *outcomes}):
         plan = planned[i - 1] if i <= len(planned) and isinstance(planned[i - 1], dict) else {}
@@ -199,7 +227,9 @@ def _steps(program: Path, outcomes: dict[int, dict[str, Any]]) -> list[StepRow]:
                 index=i,
                 title=str(o.get("title") or plan.get("title") or f"step {i}"),
                 instruction=str(plan.get("instruction", "")),
-                status=str(o.get("status", "not run")),
+                status=str(
+                    o.get("status") or ("stopped" if i in stopped else "unfinished" if i in began else "not run")
+                ),
                 turns=int(o.get("turns", 0)),
                 check_failures=int(o.get("check_failures", 0)),
                 context_restarts=int(o.get("context_restarts", 0)),
@@ -257,10 +287,18 @@ def _column(entry: dict[str, Any]) -> str:
 
 
 def _touch(view: RunView, column: str, path: str, how: str) -> None:
+    """Add one access to a cell: a read shows only where nothing else happened; a file created in the step stays
+    created while it exists; a deletion shows when it came last."""
     if how not in ACCESS_ORDER:
         return
     now = view.access.get((path, column))
-    if now is None or ACCESS_ORDER.index(how) > ACCESS_ORDER.index(now):
+    if how == "read":
+        view.access.setdefault((path, column), how)
+    elif how == "written" and now == "created":
+        return
+    elif how == "created" and now == "deleted":
+        view.access[(path, column)] = "written"  # it was there before the step: deleted, then written again
+    else:
         view.access[(path, column)] = how
 
 
@@ -275,29 +313,42 @@ def _order(lane: str) -> tuple[int, int]:
 
 
 def _files(project: Path) -> list[ProjectFile]:
-    store = FileStore(project)
-    out = []
-    for path, text in sorted(store.snapshot().items()):
-        out.append(ProjectFile(path, len(text.splitlines()), text))
-    return out
+    """The project's text files (not those that may hold secrets), each cut at MAX_FILE_CHARS."""
+    try:
+        files = FileStore(project).snapshot()
+    except OSError:
+        return []
+    return [
+        ProjectFile(path, len(text.splitlines()), _cut(text, MAX_FILE_CHARS))
+        for path, text in sorted(files.items())
+        if not _PRIVATE.search(path)
+    ]
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[… {len(text) - limit:,} more characters not shown]"
 
 
 def _commits(project: Path) -> list[Commit]:
     """Each commit of the project's history (a step each), oldest first, with its diff."""
     if not (project / ".git").exists():
         return []
-    run = subprocess.run(
-        ["git", "log", "--reverse", "-p", "--format=%x00%s", "--no-color", "--no-ext-diff"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        check=False,
-    )
+    try:
+        run = subprocess.run(
+            ["git", "log", "--reverse", "-p", "--format=%x00%s", "--no-color", "--no-ext-diff"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
     if run.returncode != 0:
         return []
     commits = []
     for chunk in run.stdout.split("\x00")[1:]:
         subject, _, diff = chunk.partition("\n")
-        commits.append(Commit(subject.strip(), diff.strip()))
+        commits.append(Commit(subject.strip(), _cut(diff.strip(), MAX_DIFF_CHARS)))
     return commits
