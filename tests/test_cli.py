@@ -170,6 +170,6 @@ def test_tables_sent_to_a_pipe_are_not_cut_and_models_list_has_json(capsys) -> N
 def test_the_isolation_line_says_when_the_users_files_are_not_hidden() -> None:
     from l2mac.checks.sandbox import isolation_line
 
-    assert "only the project is visible" in isolation_line("bubblewrap")
+    assert "home folder hidden" in isolation_line("bubblewrap") and "no network" in isolation_line("bubblewrap")
     fallback = isolation_line("subprocess+rlimits")
     assert "does NOT hide your files" in fallback and "apt install bubblewrap" in fallback
