@@ -265,3 +265,52 @@ def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> Non
     app = "`app.py`:\n- serve(port): serves the API.\n"
     planned = follow_spec([Instruction(title="Setup", instruction="Install flask for the app.")], app)
     assert [s.title for s in planned] == ["Setup", "Write app.py"]
+
+
+def test_a_plan_has_no_step_that_only_installs_packages_or_makes_folders() -> None:
+    # Seen with the 1.5B model on DevBench's Hybrid_Images: the first two of ten steps.
+    steps = [
+        Instruction(title="Define Project Structure", instruction="Create the folders src, tests and examples."),
+        Instruction(title="Install Required Libraries", instruction="pip install numpy; add it to requirements.txt."),
+        Instruction(title="Set up the app", instruction="Write app.py with create_app() returning the Flask app."),
+        Instruction(title="Filters", instruction="Write filters.py with low_pass(img, sigma)."),
+    ]
+    program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in steps]})])
+    assert [s.title for s in program.steps] == ["Set up the app", "Filters"]  # the ones that write code stay
+    only_setup = [Instruction(title="Install", instruction="pip install numpy"), steps[0]]
+    program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in only_setup]})])
+    assert len(program.steps) == 2  # a plan is never emptied: the task is still in it
+
+
+def test_only_python_code_of_the_task_is_carried_as_signatures_to_keep() -> None:
+    from l2mac.planner import carry_task_details
+
+    tree = "├── src\n│   └── hybrid.py\n"
+    diagram = "classDiagram\n    class Global_functions {\n        +low_pass(img: array) array\n    }\n"
+    code = "def low_pass(img, sigma):\n    ...\n"
+    task = f"Build it.\n\n```bash\n{tree}```\n\n```mermaid\n{diagram}```\n\n```\n{tree}```\n\n```python\n{code}```"
+    out = carry_task_details([Instruction(title="Filters", instruction="Write the low_pass filter.")], task)
+    assert code.rstrip() in out[0].instruction
+    assert "classDiagram" not in out[0].instruction and "├──" not in out[0].instruction
+
+
+def test_a_file_the_plan_invents_for_the_specifications_names_is_pointed_at_the_specified_file() -> None:
+    from l2mac.planner import follow_spec
+
+    spec = (
+        "```\n├── src\n│   └── hybrid.py\n├── examples\n│   └── demo.py\n```\n\n`hybrid.py`:\n"
+        "- low_pass(img, sigma, size): a low pass filter.\n- high_pass(img, sigma, size): a high pass filter.\n"
+    )
+    steps = [
+        Instruction(title="Functions", instruction="Create global_functions.py with low_pass and high_pass."),
+        Instruction(title="More", instruction="Implement the filters in the global_functions.py file."),
+        Instruction(title="Tests", instruction="Write tests/test_global.py for global_functions.py."),
+        Instruction(title="Demo", instruction="Write examples/run.py using load_image()."),
+    ]
+    out = follow_spec(steps, spec)
+    assert "global_functions.py" not in " ".join(s.instruction for s in out)
+    assert out[0].instruction.startswith("Create src/hybrid.py with low_pass and high_pass.")
+    assert "src/hybrid.py file" in out[1].instruction and "tests/test_global.py for src/hybrid.py" in out[2].instruction
+    assert "low_pass(img, sigma, size): a low pass filter." in out[0].instruction  # it owns the file now
+    assert "examples/run.py" in out[3].instruction  # a file with none of the specification's names stays
+    assert [s.title for s in out] == ["Functions", "More", "Tests", "Demo", "Write examples/demo.py"]

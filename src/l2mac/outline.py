@@ -83,17 +83,17 @@ def code_files(text: str) -> list[SpecFile]:
     tree = [p for p in tree_paths(text) if p.endswith(".py")]
     files: dict[str, str] = {}
     for path in tree:
-        files[path] = next((d for name, d in said.items() if _same_file(path, name) and d), "")
+        files[path] = next((d for name, d in said.items() if same_file(path, name) and d), "")
     for name, description in said.items():
-        if not any(_same_file(p, name) for p in files):
+        if not any(same_file(p, name) for p in files):
             files[name] = description
-    return [SpecFile(p, d) for p, d in files.items() if not _is_test(p) and not (p.endswith("__init__.py") and not d)]
+    return [SpecFile(p, d) for p, d in files.items() if not is_test(p) and not (p.endswith("__init__.py") and not d)]
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
     """The same file named from different roots: ``src/pkg/m.py``, ``pkg/m.py`` and ``m.py``."""
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
-def _is_test(path: str) -> bool:
+def is_test(path: str) -> bool:
     return is_test_file(path) or "tests" in path.split("/")[:-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import re
@@ -108,11 +109,31 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
         if _SUBMITS_THE_PLAN.search(step.title) or _NAMES_THE_TOOL.search(step.instruction):
             continue
         files = mentioned_files(step.instruction)
-        code = any(f.endswith(".py") for f in files) or _CALLABLE.search(step.instruction)
-        if step.requires_tests and files and not code:
+        if step.requires_tests and files and not _writes_code(step.instruction):
             step = step.model_copy(update={"requires_tests": False})
         out.append(step)
     return out or steps
+
+
+#: a title about setting up rather than writing: installing packages, making folders, the environment
+_SETUP = re.compile(
+    r"\b(?:install\w*|set\s?up|setup|structure|director(?:y|ies)|folders?|scaffold\w*|environment|"
+    r"dependenc(?:y|ies)|requirements)\b",
+    re.IGNORECASE,
+)
+
+
+def without_setup(steps: list[Instruction]) -> list[Instruction]:
+    """No step that only installs packages or makes folders: the checks ask for what code imports to be declared,
+    and it is installed; a write makes its folders. A step titled so that names no code file and no function is
+    dropped. Seen: "Define Project Structure" and "Install Required Libraries" as the first steps of a specified
+    library, the first failing "no tests were collected" until its budget was spent."""
+    kept = [s for s in steps if not (_SETUP.search(s.title) and not _writes_code(s.instruction))]
+    return kept or steps
+
+
+def _writes_code(instruction: str) -> bool:
+    return any(f.endswith(".py") for f in mentioned_files(instruction)) or bool(_CALLABLE.search(instruction))
 
 
 def fit_steps(steps: list[Instruction], max_steps: int) -> list[Instruction]:
@@ -200,7 +221,7 @@ async def make_plan(
             steps = await _ask_plan(client, review, domain)
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
-    steps = fit_steps(follow_spec(dedupe(steps), task, tests=domain.tests), limit)
+    steps = fit_steps(follow_spec(without_setup(dedupe(steps)), task, tests=domain.tests), limit)
     return PromptProgram(task=task, steps=repair(carry_task_details(steps, task)))
 
 
@@ -216,7 +237,7 @@ def _title(task: str) -> str:
     return " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
 
 
-_CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
+_CODE_BLOCK = re.compile(r"```([\w+-]*)\n(.*?)```", re.DOTALL)
 _PY_PATH = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.py)\b")
 _DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.MULTILINE)
 
@@ -233,16 +254,46 @@ def carry_task_details(steps: list[Instruction], task: str) -> list[Instruction]
     def add(i: int, text: str) -> None:
         out[i] = out[i].model_copy(update={"instruction": f"{out[i].instruction.rstrip()}\n\n{text}"})
 
-    for block in _CODE_BLOCK.findall(task):
-        if not block.strip() or any(block.strip() in s.instruction for s in out):
+    for language, block in _CODE_BLOCK.findall(task):
+        names = _python_definitions(block) if language.lower() in ("", "python", "py", "python3") else []
+        if not names or any(block.strip() in s.instruction for s in out):
             continue
-        names = _DEFINED.findall(block)
         at = next((i for i, s in enumerate(out) if any(n in s.instruction for n in names)), 0)
         add(at, f"From the task (keep its names, signatures and docstrings):\n```python\n{block.rstrip()}\n```")
     files = [f for f in dict.fromkeys(_PY_PATH.findall(task)) if not any(f in s.instruction for s in out)]
     if files:
         add(0, "The task names these files: " + ", ".join(f"write {f}" for f in files) + ".")
     return out
+
+
+def _python_definitions(block: str) -> list[str]:
+    """The functions and classes a block of Python defines; none when it is not Python (a file tree, a shell
+    script, a diagram: seen carried into a step as "keep its signatures" code)."""
+    try:
+        ast.parse(block)
+    except SyntaxError:
+        return []
+    return _DEFINED.findall(block)
+
+
+def retarget(steps: list[Instruction], specs: list[outline.SpecFile]) -> list[Instruction]:
+    """A code file the plan invents for names the specification places in one of its files is that file: the
+    plan is pointed at it, in every step. Seen: steps writing the specified functions of src/hybrid.py into a
+    global_functions.py (named after the UML's "fake class to host global functions")."""
+    owner = {n: spec.path for spec in specs for a, b in _SAID_NAME.findall(spec.description) if (n := a or b)}
+    moved: dict[str, str] = {}
+    for step in steps:
+        mine = {owner[w] for w in _WORD.findall(step.instruction) if w in owner}
+        for path in mentioned_files(step.instruction):
+            invented = path.endswith(".py") and not outline.is_test(path)
+            if invented and len(mine) == 1 and not any(outline.same_file(path, s.path) for s in specs):
+                moved.setdefault(path, next(iter(mine)))
+    if not moved:
+        return steps
+    pattern = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(p) for p in moved) + r")\b")
+    return [
+        s.model_copy(update={"instruction": pattern.sub(lambda m: moved[m.group(1)], s.instruction)}) for s in steps
+    ]
 
 
 def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> list[Instruction]:
@@ -252,8 +303,9 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
     step that imports its module (what is imported is written first), else last (as is a file nothing is said
     of: a script that uses the rest). Seen: a plan of a specified package whose steps installed packages and
     made folders, and never wrote two of its five modules."""
-    out = list(steps)
-    for spec in outline.code_files(task):
+    specs = outline.code_files(task)
+    out = retarget(list(steps), specs)
+    for spec in specs:
         name = spec.path.rsplit("/", 1)[-1]
         mentions = [i for i, s in enumerate(out) if re.search(rf"(?<![\w.-]){re.escape(name)}\b", s.instruction)]
         said = {a or b for a, b in _SAID_NAME.findall(spec.description)}
