@@ -247,16 +247,34 @@ def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> Non
         Instruction(title="Value", instruction="Compute the value with pricing.price() in the report script."),
     ]
     out = follow_spec(steps, SPEC)
-    titles = ["Setup", "Stock", "Write inventory/pricing.py", "Value", "Write scripts/report.py"]
+    # the specified files' steps are the plan's code: setting up, and using a module in prose, are no step
+    titles = ["Stock", "Write inventory/pricing.py", "Write scripts/report.py"]
     assert [s.title for s in out] == titles
-    stock = out[1].instruction
+    stock = out[0].instruction
     assert "Write it at inventory/stock.py" in stock and "add(name, count)" in stock  # the path and what is said
-    assert "price(stock, prices)" in out[2].instruction and out[2].requires_tests
-    assert not out[4].requires_tests  # nothing is said of it to test
+    assert "price(stock, prices)" in out[1].instruction and out[1].requires_tests
+    assert not out[2].requires_tests  # nothing is said of it to test
     assert follow_spec(out, SPEC) == out  # a plan that follows the specification is left as it is
+    # a step about tests, or writing a code file of its own, stays; a README or a diagram does not
+    extra = [
+        Instruction(title="Tests", instruction="Write tests/test_stock.py for restock()."),
+        Instruction(title="CLI", instruction="Write cli.py with main() printing the value."),
+        Instruction(title="Introduction", instruction="Write README.md with an overview."),
+        Instruction(title="UML Class Diagram", instruction="Draw classes.png of the classes in stock.py."),
+    ]
+    assert [s.title for s in follow_spec([*steps, *extra], SPEC)] == [
+        "Stock",
+        "Write inventory/pricing.py",
+        "Tests",
+        "CLI",
+        "Write scripts/report.py",
+    ]
+    stock_step = Instruction(title="Stock", instruction="Write stock.py with Stock.", requires_tests=False)
+    assert follow_spec([stock_step], SPEC)[0].requires_tests  # what is said of a file is tested
     # the step that mentions the file and most of what is said of it owns it, not the first that mentions it
     setup = Instruction(title="Setup", instruction="Create empty files stock.py and pricing.py.")
     owned = follow_spec([setup, steps[1]], SPEC)
+    assert [s.title for s in owned] == ["Setup", "Stock", "Write scripts/report.py"]  # Setup owns pricing.py
     assert "add(name, count)" in owned[1].instruction and "add(name, count)" not in owned[0].instruction
     # nor a step about tests; and a module named in prose ("the app") is no import of it
     tests_step = Instruction(title="Tests", instruction="Write tests/test_stock.py for stock.py.")
@@ -264,7 +282,7 @@ def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> Non
     assert "add(name, count)" in owned[1].instruction and "add(name, count)" not in owned[0].instruction
     app = "`app.py`:\n- serve(port): serves the API.\n"
     planned = follow_spec([Instruction(title="Setup", instruction="Install flask for the app.")], app)
-    assert [s.title for s in planned] == ["Setup", "Write app.py"]
+    assert [s.title for s in planned] == ["Write app.py"]
 
 
 def test_a_plan_has_no_step_that_only_installs_packages_or_makes_folders() -> None:
@@ -292,6 +310,8 @@ def test_only_python_code_of_the_task_is_carried_as_signatures_to_keep() -> None
     out = carry_task_details([Instruction(title="Filters", instruction="Write the low_pass filter.")], task)
     assert code.rstrip() in out[0].instruction
     assert "classDiagram" not in out[0].instruction and "├──" not in out[0].instruction
+    # a file named on a tree's line is the file at its place in the tree, not one at the project root
+    assert out[0].instruction.endswith("The task names these files: write src/hybrid.py.")
 
 
 def test_a_file_the_plan_invents_for_the_specifications_names_is_pointed_at_the_specified_file() -> None:
@@ -310,7 +330,8 @@ def test_a_file_the_plan_invents_for_the_specifications_names_is_pointed_at_the_
     out = follow_spec(steps, spec)
     assert "global_functions.py" not in " ".join(s.instruction for s in out)
     assert out[0].instruction.startswith("Create src/hybrid.py with low_pass and high_pass.")
-    assert "src/hybrid.py file" in out[1].instruction and "tests/test_global.py for src/hybrid.py" in out[2].instruction
+    assert "tests/test_global.py for src/hybrid.py" in out[1].instruction
     assert "low_pass(img, sigma, size): a low pass filter." in out[0].instruction  # it owns the file now
-    assert "examples/run.py" in out[3].instruction  # a file with none of the specification's names stays
-    assert [s.title for s in out] == ["Functions", "More", "Tests", "Demo", "Write examples/demo.py"]
+    assert "examples/run.py" in out[2].instruction  # a file with none of the specification's names stays
+    # "More" worked on the file "Functions" owns: gone (every step sees the whole task)
+    assert [s.title for s in out] == ["Functions", "Tests", "Demo", "Write examples/demo.py"]

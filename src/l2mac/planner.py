@@ -260,7 +260,9 @@ def carry_task_details(steps: list[Instruction], task: str) -> list[Instruction]
             continue
         at = next((i for i, s in enumerate(out) if any(n in s.instruction for n in names)), 0)
         add(at, f"From the task (keep its names, signatures and docstrings):\n```python\n{block.rstrip()}\n```")
-    files = [f for f in dict.fromkeys(_PY_PATH.findall(task)) if not any(f in s.instruction for s in out)]
+    tree = outline.tree_paths(task)  # a name on a tree's line is the file at its place in the tree
+    named = (next((p for p in tree if outline.same_file(p, f)), f) for f in _PY_PATH.findall(task))
+    files = [f for f in dict.fromkeys(named) if not any(f in s.instruction for s in out)]
     if files:
         add(0, "The task names these files: " + ", ".join(f"write {f}" for f in files) + ".")
     return out
@@ -302,9 +304,16 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
     and most of the names said of it; a file no step mentions gets a step of its own, placed before the first
     step that imports its module (what is imported is written first), else last (as is a file nothing is said
     of: a script that uses the rest). Seen: a plan of a specified package whose steps installed packages and
-    made folders, and never wrote two of its five modules."""
+    made folders, and never wrote two of its five modules.
+
+    The files' steps are the plan's code then: a step that neither owns a specified file, nor writes tests, nor
+    names a code file of its own is dropped (every step sees the whole task). Seen: steps named after the
+    specification's sections ("Introduction", "UML Class Diagram", "Deployment") writing READMEs, diagrams and
+    scripts nobody asked for, and three steps writing parts of one specified module beside the step that owns
+    it."""
     specs = outline.code_files(task)
     out = retarget(list(steps), specs)
+    owners: set[int] = set()
     for spec in specs:
         name = spec.path.rsplit("/", 1)[-1]
         mentions = [i for i, s in enumerate(out) if re.search(rf"(?<![\w.-]){re.escape(name)}\b", s.instruction)]
@@ -315,9 +324,11 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
             extra = [] if spec.path in out[at].instruction else [f"Write it at {spec.path}, as the task places it."]
             if detail and spec.description not in out[at].instruction:
                 extra.append(detail)
+            update: dict[str, object] = {"requires_tests": out[at].requires_tests or (tests and bool(detail))}
             if extra:
-                text = "\n\n".join([out[at].instruction.rstrip(), *extra])
-                out[at] = out[at].model_copy(update={"instruction": text})
+                update["instruction"] = "\n\n".join([out[at].instruction.rstrip(), *extra])
+            out[at] = out[at].model_copy(update=update)
+            owners.add(id(out[at]))
             continue
         own = Instruction(
             title=f"Write {spec.path}",
@@ -328,7 +339,18 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
         imports = re.compile(rf"\b(?:from|import)\s+(?:[\w.]*\.)?{m}\b|\b{m}\.[A-Za-z_]")
         users = (i for i, s in enumerate(out) if imports.search(s.instruction))
         out.insert(next(users, len(out)) if detail else len(out), own)
-    return out
+        owners.add(id(own))
+    if not specs:
+        return out
+    return [s for s in out if id(s) in owners or not _writes(s) or _own_code(s, specs)] or out
+
+
+def _own_code(step: Instruction, specs: list[outline.SpecFile]) -> bool:
+    """Whether a step names a code file the specification does not (tests aside)."""
+    return any(
+        p.endswith(".py") and not outline.is_test(p) and not any(outline.same_file(p, s.path) for s in specs)
+        for p in mentioned_files(step.instruction)
+    )
 
 
 def _writes(step: Instruction) -> bool:
