@@ -248,12 +248,12 @@ def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> Non
     ]
     out = follow_spec(steps, SPEC)
     # the specified files' steps are the plan's code: setting up, and using a module in prose, are no step
-    titles = ["Stock", "Write inventory/pricing.py", "Write scripts/report.py"]
+    titles = ["Stock", "Write inventory/pricing.py", "Value", "Write scripts/report.py"]
     assert [s.title for s in out] == titles
     stock = out[0].instruction
     assert "Write it at inventory/stock.py" in stock and "add(name, count)" in stock  # the path and what is said
     assert "price(stock, prices)" in out[1].instruction and out[1].requires_tests
-    assert not out[2].requires_tests  # nothing is said of it to test
+    assert not out[3].requires_tests  # nothing is said of it to test
     assert follow_spec(out, SPEC) == out  # a plan that follows the specification is left as it is
     # a step about tests, or writing a code file of its own, stays; a README or a diagram does not
     extra = [
@@ -265,8 +265,10 @@ def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> Non
     assert [s.title for s in follow_spec([*steps, *extra], SPEC)] == [
         "Stock",
         "Write inventory/pricing.py",
+        "Value",
         "Tests",
         "CLI",
+        "UML Class Diagram",  # it names a code file: kept (no word-list of what a step may be)
         "Write scripts/report.py",
     ]
     stock_step = Instruction(title="Stock", instruction="Write stock.py with Stock.", requires_tests=False)
@@ -322,16 +324,22 @@ def test_a_file_the_plan_invents_for_the_specifications_names_is_pointed_at_the_
         "- low_pass(img, sigma, size): a low pass filter.\n- high_pass(img, sigma, size): a high pass filter.\n"
     )
     steps = [
-        Instruction(title="Functions", instruction="Create global_functions.py with low_pass and high_pass."),
+        Instruction(title="Functions", instruction="Create global_functions.py with low_pass and high_pass()."),
         Instruction(title="More", instruction="Implement the filters in the global_functions.py file."),
         Instruction(title="Tests", instruction="Write tests/test_global.py for global_functions.py."),
         Instruction(title="Demo", instruction="Write examples/run.py using load_image()."),
     ]
     out = follow_spec(steps, spec)
     assert "global_functions.py" not in " ".join(s.instruction for s in out)
-    assert out[0].instruction.startswith("Create src/hybrid.py with low_pass and high_pass.")
-    assert "tests/test_global.py for src/hybrid.py" in out[1].instruction
+    assert out[0].instruction.startswith("Create src/hybrid.py with low_pass and high_pass().")
+    assert "src/hybrid.py file" in out[1].instruction and "tests/test_global.py for src/hybrid.py" in out[2].instruction
     assert "low_pass(img, sigma, size): a low pass filter." in out[0].instruction  # it owns the file now
-    assert "examples/run.py" in out[2].instruction  # a file with none of the specification's names stays
-    # "More" worked on the file "Functions" owns: gone (every step sees the whole task)
-    assert [s.title for s in out] == ["Functions", "Tests", "Demo", "Write examples/demo.py"]
+    assert "examples/run.py" in out[3].instruction  # a file with none of the specification's names stays
+    assert [s.title for s in out] == ["Functions", "More", "Tests", "Demo", "Write examples/demo.py"]
+    # an entry point, a package marker, a file the task names, or a common word, are never retargeted
+    uses = [
+        Instruction(title="CLI", instruction="Write cli.py calling low_pass() and high_pass()."),
+        Instruction(title="Pkg", instruction="Write src/__init__.py exporting low_pass and high_pass."),
+        Instruction(title="Words", instruction="Write filters.py to pass the image: low pass and high pass."),
+    ]
+    assert [s.instruction for s in follow_spec(uses, spec)[:3]] == [s.instruction for s in uses]

@@ -54,7 +54,7 @@ def described(text: str) -> dict[str, str]:
     """What ``text`` says under each line that only names a code file: ``{name as written: the lines under it}``,
     up to a blank line followed by text that is not a list item, or the next such heading."""
     out: dict[str, str] = {}
-    lines = text.splitlines()
+    lines = _outside_fences(text)
     i = 0
     while i < len(lines):
         m = _HEADING.match(lines[i])
@@ -72,6 +72,17 @@ def described(text: str) -> dict[str, str]:
             body.append(line.rstrip())
             i += 1
         out.setdefault(m.group("path"), "\n".join(body).strip())
+    return out
+
+
+def _outside_fences(text: str) -> list[str]:
+    """The lines of ``text`` with those inside fenced code blanked (a ``# name.py`` comment there is no heading;
+    blank, so a description ends where a fence begins)."""
+    out, inside = [], False
+    for line in text.splitlines():
+        fence = line.lstrip().startswith(("```", "~~~"))
+        out.append("" if inside or fence else line)
+        inside ^= fence
     return out
 
 

@@ -115,10 +115,14 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
     return out or steps
 
 
-#: a title about setting up rather than writing: installing packages, making folders, the environment
-_SETUP = re.compile(
-    r"\b(?:install\w*|set\s?up|setup|structure|director(?:y|ies)|folders?|scaffold\w*|environment|"
-    r"dependenc(?:y|ies)|requirements)\b",
+#: a title about setting up rather than writing, and an instruction that installs packages or makes folders
+_SETUP_TITLE = re.compile(
+    r"\b(?:install\w*|set\s?up|setup|structure|director(?:y|ies)|folders?|scaffold\w*|dependenc(?:y|ies)|"
+    r"requirements|libraries)\b",
+    re.IGNORECASE,
+)
+_SETUP_WORK = re.compile(
+    r"\b(?:pip|install\w*|mkdir|folders?|director(?:y|ies)|venv|virtual environment|requirements\.txt)\b",
     re.IGNORECASE,
 )
 
@@ -126,10 +130,16 @@ _SETUP = re.compile(
 def without_setup(steps: list[Instruction]) -> list[Instruction]:
     """No step that only installs packages or makes folders: the checks ask for what code imports to be declared,
     and it is installed; a write makes its folders. A step titled so that names no code file and no function is
-    dropped. Seen: "Define Project Structure" and "Install Required Libraries" as the first steps of a specified
-    library, the first failing "no tests were collected" until its budget was spent."""
-    kept = [s for s in steps if not (_SETUP.search(s.title) and not _writes_code(s.instruction))]
+    dropped when its instruction, too, only installs or makes folders. Seen: "Define Project Structure" and
+    "Install Required Libraries" as the first steps of a specified library, the first failing "no tests were
+    collected" until its budget was spent."""
+    kept = [s for s in steps if not _only_setup(s)]
     return kept or steps
+
+
+def _only_setup(step: Instruction) -> bool:
+    setup = _SETUP_TITLE.search(step.title) and _SETUP_WORK.search(step.instruction)
+    return bool(setup) and not _writes_code(step.instruction)
 
 
 def _writes_code(instruction: str) -> bool:
@@ -221,7 +231,9 @@ async def make_plan(
             steps = await _ask_plan(client, review, domain)
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
-    steps = fit_steps(follow_spec(without_setup(dedupe(steps)), task, tests=domain.tests), limit)
+    if domain.python_checks:  # a plan of code: no setup-only steps, and the specified files' steps
+        steps = follow_spec(without_setup(dedupe(steps)), task, tests=domain.tests)
+    steps = fit_steps(dedupe(steps), limit)
     return PromptProgram(task=task, steps=repair(carry_task_details(steps, task)))
 
 
@@ -255,7 +267,8 @@ def carry_task_details(steps: list[Instruction], task: str) -> list[Instruction]
         out[i] = out[i].model_copy(update={"instruction": f"{out[i].instruction.rstrip()}\n\n{text}"})
 
     for language, block in _CODE_BLOCK.findall(task):
-        names = _python_definitions(block) if language.lower() in ("", "python", "py", "python3") else []
+        labelled = language.lower() in ("python", "py", "python3")
+        names = _DEFINED.findall(block) if labelled else _python_definitions(block) if not language else []
         if not names or any(block.strip() in s.instruction for s in out):
             continue
         at = next((i for i, s in enumerate(out) if any(n in s.instruction for n in names)), 0)
@@ -269,8 +282,8 @@ def carry_task_details(steps: list[Instruction], task: str) -> list[Instruction]
 
 
 def _python_definitions(block: str) -> list[str]:
-    """The functions and classes a block of Python defines; none when it is not Python (a file tree, a shell
-    script, a diagram: seen carried into a step as "keep its signatures" code)."""
+    """The functions and classes an unlabelled block defines, when it is Python; none when it is not (a file
+    tree, a shell script, a diagram: seen carried into a step as "keep its signatures" code)."""
     try:
         ast.parse(block)
     except SyntaxError:
@@ -278,18 +291,43 @@ def _python_definitions(block: str) -> list[str]:
     return _DEFINED.findall(block)
 
 
-def retarget(steps: list[Instruction], specs: list[outline.SpecFile]) -> list[Instruction]:
+#: a name an instruction uses as code: called (``name(``), quoted (`` `name` ``), or shaped as no word is
+#: (``snake_case``, ``CamelCase``)
+_USED_NAME = re.compile(r"\b([A-Za-z_]\w*)\(|`([A-Za-z_]\w*)`|\b([a-z]\w*_\w+|[A-Z][a-z0-9]+[A-Z]\w*)\b")
+
+
+def _invented(path: str, named: set[str], specs: list[outline.SpecFile]) -> bool:
+    """A code file of the plan's own that the task names nowhere: not a test, a package marker, an entry point
+    or an example, which use the specified names rather than define them."""
+    stem = path.rsplit("/", 1)[-1]
+    return (
+        path.endswith(".py")
+        and not outline.is_test(path)
+        and stem not in ("__init__.py", "__main__.py", "main.py", "cli.py", "app.py")
+        and not path.startswith(("examples/", "scripts/"))
+        and not any(outline.same_file(path, n) for n in named)
+        and not any(outline.same_file(path, s.path) for s in specs)
+    )
+
+
+def retarget(steps: list[Instruction], specs: list[outline.SpecFile], task: str) -> list[Instruction]:
     """A code file the plan invents for names the specification places in one of its files is that file: the
     plan is pointed at it, in every step. Seen: steps writing the specified functions of src/hybrid.py into a
     global_functions.py (named after the UML's "fake class to host global functions")."""
-    owner = {n: spec.path for spec in specs for a, b in _SAID_NAME.findall(spec.description) if (n := a or b)}
+    places: dict[str, set[str]] = {}
+    for spec in specs:
+        for a, b in _SAID_NAME.findall(spec.description):
+            if not (a or b).startswith("__"):
+                places.setdefault(a or b, set()).add(spec.path)
+    owner = {n: next(iter(p)) for n, p in places.items() if len(p) == 1}  # a name in two files tells nothing
+    named = set(_PY_PATH.findall(task)) | set(outline.tree_paths(task))
     moved: dict[str, str] = {}
     for step in steps:
-        mine = {owner[w] for w in _WORD.findall(step.instruction) if w in owner}
+        used = {n for found in _USED_NAME.findall(step.instruction) if (n := "".join(found)) in owner}
+        files = {owner[n] for n in used}
         for path in mentioned_files(step.instruction):
-            invented = path.endswith(".py") and not outline.is_test(path)
-            if invented and len(mine) == 1 and not any(outline.same_file(path, s.path) for s in specs):
-                moved.setdefault(path, next(iter(mine)))
+            if len(used) >= 2 and len(files) == 1 and _invented(path, named, specs):
+                moved.setdefault(path, next(iter(files)))
     if not moved:
         return steps
     pattern = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(p) for p in moved) + r")\b")
@@ -312,15 +350,29 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
     scripts nobody asked for, and three steps writing parts of one specified module beside the step that owns
     it."""
     specs = outline.code_files(task)
-    out = retarget(list(steps), specs)
+    out = retarget(list(steps), specs, task)
     owners: set[int] = set()
     for spec in specs:
         name = spec.path.rsplit("/", 1)[-1]
-        mentions = [i for i, s in enumerate(out) if re.search(rf"(?<![\w.-]){re.escape(name)}\b", s.instruction)]
         said = {a or b for a, b in _SAID_NAME.findall(spec.description)}
+        mentioning = re.compile(rf"(?<![\w.-]){re.escape(name)}\b")
+        # a step that names the file, or at least two of the names said of it and no other code file
+        mentions = [
+            i
+            for i, s in enumerate(out)
+            if mentioning.search(s.instruction) or (len(said & set(_WORD.findall(s.instruction))) >= 2 and _no_file(s))
+        ]
         detail = spec.description and f"From the task, {spec.path}:\n{spec.description}"
         if mentions:
-            at = max(mentions, key=lambda i: (len(said & set(_WORD.findall(out[i].instruction))), _writes(out[i]), -i))
+            at = max(
+                mentions,
+                key=lambda i: (
+                    len(said & set(_WORD.findall(out[i].instruction))),
+                    bool(mentioning.search(out[i].instruction)),
+                    _writes(out[i]),
+                    -i,
+                ),
+            )
             extra = [] if spec.path in out[at].instruction else [f"Write it at {spec.path}, as the task places it."]
             if detail and spec.description not in out[at].instruction:
                 extra.append(detail)
@@ -340,22 +392,30 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
         users = (i for i, s in enumerate(out) if imports.search(s.instruction))
         out.insert(next(users, len(out)) if detail else len(out), own)
         owners.add(id(own))
-    if not specs:
+    if not any(s.description for s in specs):  # no specified code to own: the plan's own steps are its code
         return out
-    return [s for s in out if id(s) in owners or not _writes(s) or _own_code(s, specs)] or out
+    named = set(outline.tree_paths(task)) | set(mentioned_files(task))
+    return [s for s in out if id(s) in owners or not _writes(s) or _works(s, named)] or out
 
 
-def _own_code(step: Instruction, specs: list[outline.SpecFile]) -> bool:
-    """Whether a step names a code file the specification does not (tests aside)."""
-    return any(
-        p.endswith(".py") and not outline.is_test(p) and not any(outline.same_file(p, s.path) for s in specs)
-        for p in mentioned_files(step.instruction)
-    )
+def _works(step: Instruction, named: set[str]) -> bool:
+    """Whether a step writes code (names a code file or a function) or a file the task names: not a README, a
+    diagram or a document nobody asked for."""
+    return _writes_code(step.instruction) or any(p in step.instruction for p in named)
+
+
+def _no_file(step: Instruction) -> bool:
+    """A step that names no code file: one that uses the specification's names may be writing them (a step that
+    names its own file, a CLI calling them, writes that file)."""
+    return not any(p.endswith(".py") for p in mentioned_files(step.instruction))
 
 
 def _writes(step: Instruction) -> bool:
     """Not a step about tests: a file's description goes to the step that writes the file."""
-    return "test" not in step.title.lower()
+    return not _TESTS_TITLE.search(step.title)
+
+
+_TESTS_TITLE = re.compile(r"\b(?:test(?:s|ing)?|pytest|unittest)\b", re.IGNORECASE)
 
 
 #: a name the specification gives a class (``class Name``) or a function or method (``name(``)
