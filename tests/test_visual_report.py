@@ -4,8 +4,10 @@ the run's own log, not just that a file exists."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -251,3 +253,31 @@ def test_odd_paths_private_files_and_an_earlier_forced_run_do_not_spoil_the_page
     assert view.header.status.startswith("unfinished")  # the report on disk is the earlier run's
     page = _page_of(project)
     assert "API_KEY" not in page and "cost_$x$.py" in page
+
+
+def test_the_timeline_splits_a_model_call_into_reading_the_prompt_and_generating(tmp_path: Path) -> None:
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from l2mac.models.client import CallRecord, ModelClient
+    from l2mac.record import RunRecord
+    from l2mac.visual.page import time_spent
+
+    def local_like(messages, info):  # type: ignore[no-untyped-def]
+        return ModelResponse(parts=[TextPart("ok")], provider_details={"prompt_s": 1.5})
+
+    records: list[CallRecord] = []
+    client = ModelClient(FunctionModel(local_like), on_call=records.append)
+    asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("hi")])], purpose="step 1"))
+    assert records[0].prompt_s == 1.5  # what the embedded model reports, kept in the call's record
+
+    project = tmp_path / "p"
+    record = RunRecord(project)
+    record.log("run_started", task="t")
+    record.log("step_started", step=1, title="One")
+    record.log_call(replace(records[0], latency_s=4.0))
+    view = read_run(project)
+    spans = [(s.kind, round(s.end - s.start, 2)) for s in view.spans if s.kind in ("prompt", "model")]
+    assert spans == [("prompt", 1.5), ("model", 2.5)]
+    spent = time_spent(view)
+    assert (spent.model, spent.prompt) == (4.0, 1.5)

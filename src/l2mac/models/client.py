@@ -67,6 +67,8 @@ class CallRecord:
     replayed: bool = False
     #: why the answer ended: stop, length (cut off at its token limit), loop_cut (a local model's loop, cut)
     finish: str | None = None
+    #: seconds spent reading the prompt, when the model says (the embedded model does); the rest generated
+    prompt_s: float | None = None
 
 
 def _finish(response: ModelResponse) -> str | None:
@@ -209,6 +211,7 @@ class ModelClient:
                     tool_calls=[c.tool_name for c in response.tool_calls],
                     response=_response_parts(response),
                     finish=_finish(response),
+                    prompt_s=(response.provider_details or {}).get("prompt_s"),
                 )
             )
         return response

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 #: heatmap colours per access, and the timeline's per kind of span
 ACCESS_COLOURS = {"read": "#9ecae1", "deleted": "#bdbdbd", "written": "#fd8d3c", "created": "#31a354"}
-SPAN_COLOURS = {"step": "#e0e0e0", "agent": "#e0e0e0", "model": "#6a51a3", "checks": "#fd8d3c"}
+SPAN_COLOURS = {"step": "#e0e0e0", "agent": "#e0e0e0", "prompt": "#bcbddc", "model": "#6a51a3", "checks": "#fd8d3c"}
+_SPAN_NAMES = {"prompt": "model reads its prompt", "model": "model generates", "checks": "checks and tests"}
 _MAX_ROWS = 60  # files shown in the heatmap; the rest are counted under it
 
 
@@ -92,7 +93,7 @@ def timeline(view: RunView) -> str:
         ax.invert_yaxis()
         ax.set_xlabel("seconds from the start of the run")
         ax.legend(
-            handles=[Patch(color=SPAN_COLOURS[k], label=k) for k in ("model", "checks")],
+            handles=[Patch(color=SPAN_COLOURS[k], label=name) for k, name in _SPAN_NAMES.items()],
             loc="upper left",
             bbox_to_anchor=(1.01, 1),
             fontsize=8,

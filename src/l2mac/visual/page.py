@@ -35,6 +35,7 @@ def duration(seconds: float) -> str:
 @dataclass(frozen=True)
 class TimeSpent:
     model: float
+    prompt: float  # of ``model``: reading prompts, where the model told it
     checks: float
     other: float
 
@@ -42,9 +43,10 @@ class TimeSpent:
 def time_spent(view: RunView) -> TimeSpent:
     """Seconds in model calls and in checks; the rest of the wall time is ``other`` (planning's own work, git,
     installs). Calls made at once (samples, agents) each count, so the parts can exceed the wall time."""
-    model = sum(s.end - s.start for s in view.spans if s.kind == "model")
+    prompt = sum(s.end - s.start for s in view.spans if s.kind == "prompt")
+    model = prompt + sum(s.end - s.start for s in view.spans if s.kind == "model")
     checks = sum(s.end - s.start for s in view.spans if s.kind == "checks")
-    return TimeSpent(model, checks, max(0.0, view.header.wall_time_s - model - checks))
+    return TimeSpent(model, prompt, checks, max(0.0, view.header.wall_time_s - model - checks))
 
 
 def render_run(view: RunView) -> str:

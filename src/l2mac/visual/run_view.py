@@ -65,7 +65,7 @@ class Span:
     """Something that took time: a step or an agent (a bar of its own), or a model call or a check run in one."""
 
     lane: str
-    kind: str  # step | agent | model | checks
+    kind: str  # step | agent | prompt (a model reading its prompt) | model (generating) | checks
     start: float  # seconds from the run's start
     end: float
     label: str = ""
@@ -257,11 +257,15 @@ def _read_log(view: RunView, log: list[dict[str, Any]]) -> None:
             for path, how in (e.get("files") or {}).items():
                 _touch(view, column, str(path), str(how))
         elif kind == "model_call":
-            lane = _LANE.match(str(e.get("purpose", "")))
+            found = _LANE.match(str(e.get("purpose", "")))
+            lane = found.group(1) if found else "other"
             start = ts - float(e.get("latency_s") or 0.0)
             label = f"{e.get('purpose')}: {e.get('input_tokens')} in, {e.get('output_tokens')} out"
-            view.spans.append(Span(lane.group(1) if lane else "other", "model", start, ts, label))
-            seen(lane.group(1) if lane else "other", start, ts)
+            read = min(float(e.get("prompt_s") or 0.0), ts - start)  # the prompt's part, when the model told it
+            if read > 0:
+                view.spans.append(Span(lane, "prompt", start, start + read, label))
+            view.spans.append(Span(lane, "model", start + read, ts, label))
+            seen(lane, start, ts)
         elif kind == "checks" and column:
             start = ts - float(e.get("seconds") or 0.0)
             view.spans.append(Span(column, "checks", start, ts, "ok" if e.get("ok") else "failing"))

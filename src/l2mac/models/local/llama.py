@@ -350,7 +350,8 @@ class LocalChat:
             parts=[TextPart(text)] if begun and text else list(parse_reply(text, {t.name for t in tools})),
             usage=RequestUsage(input_tokens=stats.prompt_tokens, output_tokens=stats.completion_tokens),
             finish_reason="length" if stats.hit_limit else "stop",
-            provider_details={"loop_cut": True} if stats.loop_cut else None,
+            # how long reading the prompt took (the rest was generation): the run report's timeline shows both
+            provider_details={"prompt_s": round(stats.prompt_s, 3), **({"loop_cut": True} if stats.loop_cut else {})},
         )
 
     def close(self) -> None:
