@@ -11,7 +11,8 @@ from l2mac.domains import load_domain
 from l2mac.errors import PromptProgramError
 from l2mac.models.client import ModelClient
 from l2mac.models.scripted import ScriptedModel, call, last_tool_return, last_user_text, text
-from l2mac.planner import fit_steps, load_prompt_program, make_plan, parse_text_plan
+from l2mac.plan_rules import fit_steps
+from l2mac.planner import load_prompt_program, make_plan, parse_text_plan
 from l2mac.types import Instruction
 
 
@@ -142,7 +143,7 @@ def test_prompt_program_files_yaml_json_and_bare_lists(tmp_path: Path) -> None:
 
 
 def test_a_plan_gets_back_the_tasks_code_and_files_it_dropped() -> None:
-    from l2mac.planner import carry_task_details
+    from l2mac.plan_rules import carry_task_details
     from l2mac.types import Instruction
 
     code = 'def count(s: str) -> int:\n    """Distinct characters.\n    >>> count("aA")\n    1\n    """\n'
@@ -238,7 +239,7 @@ def test_a_specification_names_its_code_files_with_what_it_says_of_each() -> Non
 
 
 def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> None:
-    from l2mac.planner import follow_spec
+    from l2mac.plan_rules import follow_spec
     from l2mac.types import Instruction
 
     steps = [
@@ -303,7 +304,7 @@ def test_a_plan_has_no_step_that_only_installs_packages_or_makes_folders() -> No
 
 
 def test_only_python_code_of_the_task_is_carried_as_signatures_to_keep() -> None:
-    from l2mac.planner import carry_task_details
+    from l2mac.plan_rules import carry_task_details
 
     tree = "├── src\n│   └── hybrid.py\n"
     diagram = "classDiagram\n    class Global_functions {\n        +low_pass(img: array) array\n    }\n"
@@ -317,7 +318,7 @@ def test_only_python_code_of_the_task_is_carried_as_signatures_to_keep() -> None
 
 
 def test_a_file_the_plan_invents_for_the_specifications_names_is_pointed_at_the_specified_file() -> None:
-    from l2mac.planner import follow_spec
+    from l2mac.plan_rules import follow_spec
 
     spec = (
         "```\n├── src\n│   └── hybrid.py\n├── examples\n│   └── demo.py\n```\n\n`hybrid.py`:\n"

@@ -1,0 +1,271 @@
+"""The rules a plan follows before it runs: a small model's plan checked and repaired against the task.
+
+Each rule is general (what a plan must be for any task), and each was met as a failure on a real run, said in
+its docstring: steps repeated, a step submitting the plan, steps that only set up, a README step required to
+have tests, the task's code and files dropped, a specification's files not owned by any step or put in files
+of the plan's own invention.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from l2mac import outline
+from l2mac.checks.demands import mentioned_files
+from l2mac.types import Instruction
+
+#: the planner's tool: a step that names it is about the plan, not the task
+SUBMIT_PLAN = "submit_plan"
+
+
+def dedupe(steps: list[Instruction]) -> list[Instruction]:
+    """Steps without exact repeats (small models sometimes list a step twice)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for s in steps:
+        key = (s.title.strip().lower(), s.instruction.strip().lower())
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+#: a step whose whole title is submitting the plan, or that names the planner's tool: not the task's work
+_SUBMITS_THE_PLAN = re.compile(r"^\W*submit(?:ting)?[ _](?:the )?plan\W*$", re.IGNORECASE)
+_NAMES_THE_TOOL = re.compile(rf"\b{SUBMIT_PLAN}\b")
+#: a function or method named with its parentheses: the step writes code
+_CALLABLE = re.compile(r"\b[A-Za-z_]\w*\(")
+
+
+def repair(steps: list[Instruction]) -> list[Instruction]:
+    """A plan as it can run: no step whose work is submitting the plan (seen as a last step "Submit plan" of a
+    plan answered in prose), and no test required of a step that mentions files but neither a code file nor a
+    function (seen: a README step failing "no tests were collected" nine times)."""
+    out: list[Instruction] = []
+    for step in steps:
+        if _SUBMITS_THE_PLAN.search(step.title) or _NAMES_THE_TOOL.search(step.instruction):
+            continue
+        files = mentioned_files(step.instruction)
+        if step.requires_tests and files and not _writes_code(step.instruction):
+            step = step.model_copy(update={"requires_tests": False})
+        out.append(step)
+    return out or steps
+
+
+#: a title about setting up rather than writing, and an instruction that installs packages or makes folders
+_SETUP_TITLE = re.compile(
+    r"\b(?:install\w*|set\s?up|setup|structure|director(?:y|ies)|folders?|scaffold\w*|dependenc(?:y|ies)|"
+    r"requirements|libraries)\b",
+    re.IGNORECASE,
+)
+_SETUP_WORK = re.compile(
+    r"\b(?:pip|install\w*|mkdir|folders?|director(?:y|ies)|venv|virtual environment|requirements\.txt)\b",
+    re.IGNORECASE,
+)
+
+
+def without_setup(steps: list[Instruction]) -> list[Instruction]:
+    """No step that only installs packages or makes folders: the checks ask for what code imports to be declared,
+    and it is installed; a write makes its folders. A step titled so that names no code file and no function is
+    dropped when its instruction, too, only installs or makes folders. Seen: "Define Project Structure" and
+    "Install Required Libraries" as the first steps of a specified library, the first failing "no tests were
+    collected" until its budget was spent."""
+    kept = [s for s in steps if not _only_setup(s)]
+    return kept or steps
+
+
+def _only_setup(step: Instruction) -> bool:
+    setup = _SETUP_TITLE.search(step.title) and _SETUP_WORK.search(step.instruction)
+    return bool(setup) and not _writes_code(step.instruction)
+
+
+def _writes_code(instruction: str) -> bool:
+    return any(f.endswith(".py") for f in mentioned_files(instruction)) or bool(_CALLABLE.search(instruction))
+
+
+def fit_steps(steps: list[Instruction], max_steps: int) -> list[Instruction]:
+    """At most ``max_steps`` steps; extra steps are merged into the last, so no requirement is dropped."""
+    if len(steps) <= max_steps:
+        return steps
+    keep, extra = steps[: max_steps - 1], steps[max_steps - 1 :]
+    merged = Instruction(
+        title=extra[0].title,
+        instruction="\n\n".join(f"{s.title}: {s.instruction}" for s in extra),
+        requires_tests=any(s.requires_tests for s in extra),
+    )
+    return [*keep, merged]
+
+
+_CODE_BLOCK = re.compile(r"```([\w+-]*)\n(.*?)```", re.DOTALL)
+_PY_PATH = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.py)\b")
+_DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.MULTILINE)
+
+
+def carry_task_details(steps: list[Instruction], task: str) -> list[Instruction]:
+    """Put back what a plan must carry and a small model's plan drops: the task's code blocks (signatures and
+    docstrings to keep), given to the step that mentions what they define (else the first), and the Python files
+    the task names, to be written in the first step that is not told of them. Seen on HumanEval+: a one-step
+    plan without solution.py or the docstring's examples, and the model then wrote main.py from memory."""
+    if not steps:
+        return steps
+    out = list(steps)
+
+    def add(i: int, text: str) -> None:
+        out[i] = out[i].model_copy(update={"instruction": f"{out[i].instruction.rstrip()}\n\n{text}"})
+
+    for language, block in _CODE_BLOCK.findall(task):
+        labelled = language.lower() in ("python", "py", "python3")
+        names = _DEFINED.findall(block) if labelled else _python_definitions(block) if not language else []
+        if not names or any(block.strip() in s.instruction for s in out):
+            continue
+        at = next((i for i, s in enumerate(out) if any(n in s.instruction for n in names)), 0)
+        add(at, f"From the task (keep its names, signatures and docstrings):\n```python\n{block.rstrip()}\n```")
+    tree = outline.tree_paths(task)  # a name on a tree's line is the file at its place in the tree
+    named = (next((p for p in tree if outline.same_file(p, f)), f) for f in _PY_PATH.findall(task))
+    files = [f for f in dict.fromkeys(named) if not any(f in s.instruction for s in out)]
+    if files:
+        add(0, "The task names these files: " + ", ".join(f"write {f}" for f in files) + ".")
+    return out
+
+
+def _python_definitions(block: str) -> list[str]:
+    """The functions and classes an unlabelled block defines, when it is Python; none when it is not (a file
+    tree, a shell script, a diagram: seen carried into a step as "keep its signatures" code)."""
+    try:
+        ast.parse(block)
+    except SyntaxError:
+        return []
+    return _DEFINED.findall(block)
+
+
+#: a name an instruction uses as code: called (``name(``), quoted (`` `name` ``), or shaped as no word is
+#: (``snake_case``, ``CamelCase``)
+_USED_NAME = re.compile(r"\b([A-Za-z_]\w*)\(|`([A-Za-z_]\w*)`|\b([a-z]\w*_\w+|[A-Z][a-z0-9]+[A-Z]\w*)\b")
+
+
+def _invented(path: str, named: set[str], specs: list[outline.SpecFile]) -> bool:
+    """A code file of the plan's own that the task names nowhere: not a test, a package marker, an entry point
+    or an example, which use the specified names rather than define them."""
+    stem = path.rsplit("/", 1)[-1]
+    return (
+        path.endswith(".py")
+        and not outline.is_test(path)
+        and stem not in ("__init__.py", "__main__.py", "main.py", "cli.py", "app.py")
+        and not path.startswith(("examples/", "scripts/"))
+        and not any(outline.same_file(path, n) for n in named)
+        and not any(outline.same_file(path, s.path) for s in specs)
+    )
+
+
+def retarget(steps: list[Instruction], specs: list[outline.SpecFile], task: str) -> list[Instruction]:
+    """A code file the plan invents for names the specification places in one of its files is that file: the
+    plan is pointed at it, in every step. Seen: steps writing the specified functions of src/hybrid.py into a
+    global_functions.py (named after the UML's "fake class to host global functions")."""
+    places: dict[str, set[str]] = {}
+    for spec in specs:
+        for a, b in _SAID_NAME.findall(spec.description):
+            if not (a or b).startswith("__"):
+                places.setdefault(a or b, set()).add(spec.path)
+    owner = {n: next(iter(p)) for n, p in places.items() if len(p) == 1}  # a name in two files tells nothing
+    named = set(_PY_PATH.findall(task)) | set(outline.tree_paths(task))
+    moved: dict[str, str] = {}
+    for step in steps:
+        used = {n for found in _USED_NAME.findall(step.instruction) if (n := "".join(found)) in owner}
+        files = {owner[n] for n in used}
+        for path in mentioned_files(step.instruction):
+            if len(used) >= 2 and len(files) == 1 and _invented(path, named, specs):
+                moved.setdefault(path, next(iter(files)))
+    if not moved:
+        return steps
+    pattern = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(p) for p in moved) + r")\b")
+    return [
+        s.model_copy(update={"instruction": pattern.sub(lambda m: moved[m.group(1)], s.instruction)}) for s in steps
+    ]
+
+
+def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> list[Instruction]:
+    """A plan that owns every code file the task's specification names (in a file tree, or under a heading of
+    its own), at the path it gives and with what it says of the file. A file goes to the step that mentions it
+    and most of the names said of it; a file no step mentions gets a step of its own, placed before the first
+    step that imports its module (what is imported is written first), else last (as is a file nothing is said
+    of: a script that uses the rest). Seen: a plan of a specified package whose steps installed packages and
+    made folders, and never wrote two of its five modules.
+
+    The files' steps are the plan's code then: a step that neither owns a specified file, nor writes tests, nor
+    names a code file of its own is dropped (every step sees the whole task). Seen: steps named after the
+    specification's sections ("Introduction", "UML Class Diagram", "Deployment") writing READMEs, diagrams and
+    scripts nobody asked for, and three steps writing parts of one specified module beside the step that owns
+    it."""
+    specs = outline.code_files(task)
+    out = retarget(list(steps), specs, task)
+    owners: set[int] = set()
+    for spec in specs:
+        name = spec.path.rsplit("/", 1)[-1]
+        said = {a or b for a, b in _SAID_NAME.findall(spec.description)}
+        mentioning = re.compile(rf"(?<![\w.-]){re.escape(name)}\b")
+        # a step that names the file, or at least two of the names said of it and no other code file
+        mentions = [
+            i
+            for i, s in enumerate(out)
+            if mentioning.search(s.instruction) or (len(said & set(_WORD.findall(s.instruction))) >= 2 and _no_file(s))
+        ]
+        detail = spec.description and f"From the task, {spec.path}:\n{spec.description}"
+        if mentions:
+            at = max(
+                mentions,
+                key=lambda i: (
+                    len(said & set(_WORD.findall(out[i].instruction))),
+                    bool(mentioning.search(out[i].instruction)),
+                    _writes(out[i]),
+                    -i,
+                ),
+            )
+            extra = [] if spec.path in out[at].instruction else [f"Write it at {spec.path}, as the task places it."]
+            if detail and spec.description not in out[at].instruction:
+                extra.append(detail)
+            update: dict[str, object] = {"requires_tests": out[at].requires_tests or (tests and bool(detail))}
+            if extra:
+                update["instruction"] = "\n\n".join([out[at].instruction.rstrip(), *extra])
+            out[at] = out[at].model_copy(update=update)
+            owners.add(id(out[at]))
+            continue
+        own = Instruction(
+            title=f"Write {spec.path}",
+            instruction="\n\n".join(x for x in (f"Write {spec.path} as the task specifies.", detail) if x),
+            requires_tests=tests and bool(detail),  # nothing said of it to test (seen: an example script)
+        )
+        m = re.escape(name.removesuffix(".py"))
+        imports = re.compile(rf"\b(?:from|import)\s+(?:[\w.]*\.)?{m}\b|\b{m}\.[A-Za-z_]")
+        users = (i for i, s in enumerate(out) if imports.search(s.instruction))
+        out.insert(next(users, len(out)) if detail else len(out), own)
+        owners.add(id(own))
+    if not any(s.description for s in specs):  # no specified code to own: the plan's own steps are its code
+        return out
+    named = set(outline.tree_paths(task)) | set(mentioned_files(task))
+    return [s for s in out if id(s) in owners or not _writes(s) or _works(s, named)] or out
+
+
+def _works(step: Instruction, named: set[str]) -> bool:
+    """Whether a step writes code (names a code file or a function) or a file the task names: not a README, a
+    diagram or a document nobody asked for."""
+    return _writes_code(step.instruction) or any(p in step.instruction for p in named)
+
+
+def _no_file(step: Instruction) -> bool:
+    """A step that names no code file: one that uses the specification's names may be writing them (a step that
+    names its own file, a CLI calling them, writes that file)."""
+    return not any(p.endswith(".py") for p in mentioned_files(step.instruction))
+
+
+def _writes(step: Instruction) -> bool:
+    """Not a step about tests: a file's description goes to the step that writes the file."""
+    return not _TESTS_TITLE.search(step.title)
+
+
+_TESTS_TITLE = re.compile(r"\b(?:test(?:s|ing)?|pytest|unittest)\b", re.IGNORECASE)
+
+
+#: a name the specification gives a class (``class Name``) or a function or method (``name(``)
+_SAID_NAME = re.compile(r"\bclass\s+([A-Za-z_]\w*)|\b([A-Za-z_]\w*)\(")
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
