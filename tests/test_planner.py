@@ -344,3 +344,32 @@ def test_a_file_the_plan_invents_for_the_specifications_names_is_pointed_at_the_
         Instruction(title="Words", instruction="Write filters.py to pass the image: low pass and high pass."),
     ]
     assert [s.instruction for s in follow_spec(uses, spec)[:3]] == [s.instruction for s in uses]
+
+
+def test_a_specified_files_functions_and_classes_become_the_stubs_its_step_completes() -> None:
+    import ast
+
+    from l2mac import outline
+    from l2mac.control.continuation import step_opening
+    from l2mac.plan_rules import follow_spec
+
+    said = (
+        "- class Particle(x0): a particle.\n    - evaluate(costFunc): evaluates its position.\n"
+        "- def minimize(costFunc, x0, bounds): minimizes the cost,\n    as PSO does.\n"
+    )
+    skeleton = outline.interface(said)
+    assert skeleton is not None
+    tree = ast.parse(skeleton)
+    cls, fn = tree.body
+    assert isinstance(cls, ast.ClassDef) and [m.name for m in cls.body[1:]] == ["__init__", "evaluate"]
+    assert ast.unparse(cls.body[1].args) == "self, x0" and ast.unparse(cls.body[2].args) == "self, costFunc"
+    assert isinstance(fn, ast.FunctionDef) and ast.get_docstring(fn) == "minimizes the cost, as PSO does."
+    # names nested under a function are the calls it makes, not signatures; prose is no interface
+    assert outline.interface("- main(): runs.\n    - fetch(): gets the data.\n") is None
+    assert outline.interface("The module holds the filters and the blur.") is None
+
+    task = f"```\n├── pso\n│   └── pso_simple.py\n```\n\n`pso_simple.py`:\n{said}"
+    step = follow_spec([Instruction(title="PSO", instruction="Write pso_simple.py.")], task)[0]
+    assert skeleton in step.instruction
+    opening = step_opening(step.instruction, "pso/pso_simple.py")  # the answer is begun in the first stub
+    assert opening is not None and (opening.owner, opening.name) == ("Particle", "__init__")

@@ -8,6 +8,7 @@ this module reads them out, so the planner can check and repair a plan against t
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
@@ -108,3 +109,55 @@ def same_file(a: str, b: str) -> bool:
 
 def is_test(path: str) -> bool:
     return is_test_file(path) or "tests" in path.split("/")[:-1]
+
+
+#: one entry of a file's description: ``- name(params): what it does`` (``def``/``class`` before the name, too)
+_ENTRY = re.compile(
+    r"^(?P<indent>\s*)[-*+]\s+(?P<kind>def\s+|class\s+)?(?P<name>[A-Za-z_]\w*)\((?P<params>[^()]*)\)\s*:?\s*(?P<doc>.*)$"
+)
+
+
+def interface(description: str) -> str | None:
+    """The Python skeleton a file's description gives, when it lists the file's functions and classes as
+    ``- name(params): what it does`` (a class's methods nested under it): each a stub whose docstring is what the
+    description says, to be completed. None when the description is anything else, or nests entries under a
+    function (then the names are the calls it makes, not a signature to keep)."""
+    entries: list[tuple[bool, str, str, str, list[tuple[str, str, str]]]] = []  # (class?, name, params, doc, methods)
+    for line in description.splitlines():
+        m = _ENTRY.match(line)
+        if m is None:
+            if not entries or not line.strip() or line.lstrip().startswith(("-", "*", "+")):
+                return None
+            entries[-1] = (*entries[-1][:3], f"{entries[-1][3]} {line.strip()}", entries[-1][4])  # a doc goes on
+            continue
+        name, params, doc = m["name"], m["params"].strip(), m["doc"].strip()
+        if m["indent"]:
+            if not entries or not entries[-1][0]:
+                return None
+            entries[-1][4].append((name, params, doc))
+        else:
+            entries.append(((m["kind"] or "").startswith("class"), name, params, doc, []))
+    if not entries:
+        return None
+    blocks = []
+    for is_class, name, params, doc, methods in entries:
+        if not is_class:
+            blocks.append(_stub(name, params, doc, ""))
+            continue
+        init = [("__init__", params, doc)] if params else []
+        members = "\n".join(_stub(n, ", ".join(x for x in ("self", p) if x), d, "    ") for n, p, d in init + methods)
+        blocks.append(f'class {name}:\n    """{_doc(doc)}"""\n' + (f"\n{members}" if members else ""))
+    source = "\n\n\n".join(b.rstrip("\n") for b in blocks) + "\n"
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return None
+    return source
+
+
+def _stub(name: str, params: str, doc: str, indent: str) -> str:
+    return f'{indent}def {name}({params}):\n{indent}    """{_doc(doc)}"""\n{indent}    ...\n'
+
+
+def _doc(text: str) -> str:
+    return text.replace('"""', "'''").replace("\\", "\\\\").strip() or "As the task specifies."

@@ -211,6 +211,8 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
             if mentioning.search(s.instruction) or (len(said & set(_WORD.findall(s.instruction))) >= 2 and _no_file(s))
         ]
         detail = spec.description and f"From the task, {spec.path}:\n{spec.description}"
+        if skeleton := outline.interface(spec.description):  # interfaces first: its stubs, to be completed
+            detail += f"\n\nIts interface, to complete (keep every name and signature):\n```python\n{skeleton}```"
         if mentions:
             at = max(
                 mentions,
