@@ -373,3 +373,23 @@ def test_a_specified_files_functions_and_classes_become_the_stubs_its_step_compl
     assert skeleton in step.instruction
     opening = step_opening(step.instruction, "pso/pso_simple.py")  # the answer is begun in the first stub
     assert opening is not None and (opening.owner, opening.name) == ("Particle", "__init__")
+
+
+def test_a_plan_that_reads_the_task_back_gives_way_to_the_specifications_files_or_the_task() -> None:
+    # Seen on DevBench's ArXiv_digest: a plan cut off at its token limit, its "steps" the PRD's bullet points.
+    prd = [
+        "Enables querying by any combinations of category, author, title and abstract.",
+        "A max_results parameter controls the number of results, with a sensible default.",
+        "Integrates a mandatory recent_days parameter, not directly supported by the API.",
+    ]
+    spec = "```\n├── query.py\n```\n\n`query.py`:\n- get_args(): parse the command line.\n"
+    echoed = [{"title": line[:30], "instruction": line} for line in prd]
+    task = "# Requirements\n" + "\n".join(f"- {line}" for line in prd) + "\n\n" + spec
+    program = asyncio.run(make_plan(ModelClient(ScriptedModel([call("submit_plan", {"steps": echoed})]).model),
+                                    load_domain("codebase"), task))  # fmt: skip
+    assert [s.title for s in program.steps] == ["Write query.py"] and "get_args()" in program.steps[0].instruction
+    plain = "# Requirements\n" + "\n".join(f"- {line}" for line in prd)
+    program = asyncio.run(make_plan(ModelClient(ScriptedModel([call("submit_plan", {"steps": echoed})]).model),
+                                    load_domain("codebase"), plain))  # fmt: skip
+    assert len(program.steps) == 1 and program.steps[0].instruction == plain  # the task itself, whole
+    assert "read the task back" in program.source

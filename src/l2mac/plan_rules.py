@@ -84,6 +84,17 @@ def _writes_code(instruction: str) -> bool:
     return any(f.endswith(".py") for f in mentioned_files(instruction)) or bool(_CALLABLE.search(instruction))
 
 
+def echoes(steps: list[Instruction], task: str) -> bool:
+    """Whether a plan is the task read back: most of its steps are lines of the task, word for word. Seen: a plan
+    cut off at its token limit whose numbered steps were the bullet points of the requirements it was given
+    ("Enables querying by any combinations of `category`, `author`, ...")."""
+    if len(steps) < 3:
+        return False
+    flat = " ".join(task.split())
+    said = [" ".join(s.instruction.split()) for s in steps]
+    return sum(len(s) >= 20 and s in flat for s in said) * 2 > len(steps)
+
+
 def fit_steps(steps: list[Instruction], max_steps: int) -> list[Instruction]:
     """At most ``max_steps`` steps; extra steps are merged into the last, so no requirement is dropped."""
     if len(steps) <= max_steps:

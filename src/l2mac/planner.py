@@ -20,6 +20,7 @@ from l2mac.plan_rules import (
     SUBMIT_PLAN,
     carry_task_details,
     dedupe,
+    echoes,
     fit_steps,
     follow_spec,
     repair,
@@ -157,6 +158,10 @@ async def make_plan(
         # keep the first plan if reflection fails: it is an improvement, not a requirement
         with contextlib.suppress(PromptProgramError):
             steps = await _ask_plan(client, review, domain)
+    if echoes(steps, task):  # no plan: the specification's files are the steps, if it names them
+        steps = follow_spec([], task, tests=domain.tests) if domain.python_checks else []
+        if not steps:
+            return task_as_one_step(task, domain, "the planner read the task back")
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
     if domain.python_checks:  # a plan of code: no setup-only steps, and the specified files' steps
