@@ -120,5 +120,5 @@ def tests_over_time(view: RunView) -> str:
         ax.set_xlabel(columns[0].split()[0])
         ax.set_ylabel("tests")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(fontsize=8, frameon=False)
+        ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
         return _svg(fig)
