@@ -252,7 +252,7 @@ def test_a_plan_owns_every_file_the_specification_names_in_import_order() -> Non
     titles = ["Stock", "Write inventory/pricing.py", "Value", "Write scripts/report.py"]
     assert [s.title for s in out] == titles
     stock = out[0].instruction
-    assert "Write it at inventory/stock.py" in stock and "add(name, count)" in stock  # the path and what is said
+    assert stock.startswith("Write inventory/stock.py") and "add(name, count)" in stock  # the path and what is said
     assert "price(stock, prices)" in out[1].instruction and out[1].requires_tests
     assert not out[3].requires_tests  # nothing is said of it to test
     assert follow_spec(out, SPEC) == out  # a plan that follows the specification is left as it is
@@ -393,3 +393,24 @@ def test_a_plan_that_reads_the_task_back_gives_way_to_the_specifications_files_o
                                     load_domain("codebase"), plain))  # fmt: skip
     assert len(program.steps) == 1 and program.steps[0].instruction == plain  # the task itself, whole
     assert "read the task back" in program.source
+
+
+def test_a_file_named_bare_is_the_file_the_tasks_tree_places() -> None:
+    from l2mac.plan_rules import follow_spec
+
+    task = "```\n├── pso\n│   ├── __init__.py\n│   └── pso_simple.py\n└── lib\n    └── util.py\n```\n"
+    step = Instruction(title="PSO", instruction="Make 'pso_simple.py' and '__init__.py'; see pso/pso_simple.py.")
+    out = follow_spec([step], task)
+    assert out[0].instruction.startswith("Make 'pso/pso_simple.py' and 'pso/__init__.py'; see pso/pso_simple.py.")
+    # a name the tree holds twice is left as it is
+    twice = task.replace("util.py", "pso_simple.py")
+    assert "Make 'pso_simple.py'" in follow_spec([step], twice)[0].instruction
+
+
+def test_a_skeleton_labelled_as_one_files_is_never_begun_in_another() -> None:
+    from l2mac.control.continuation import given_skeleton
+
+    text = 'Its interface:\npso/pso_simple.py\n```python\ndef minimize(f):\n    """Minimizes f."""\n    ...\n```\n'
+    assert given_skeleton(text, ["minimize"], "pso/pso_simple.py") is not None
+    assert given_skeleton(text, ["minimize"], "pso/__init__.py") is None  # seen: the class written into it
+    assert given_skeleton(text.replace("pso/pso_simple.py\n", ""), ["minimize"], "pso/__init__.py") is not None

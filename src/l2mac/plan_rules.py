@@ -169,6 +169,19 @@ def _invented(path: str, named: set[str], specs: list[outline.SpecFile]) -> bool
     )
 
 
+def placed(steps: list[Instruction], task: str) -> list[Instruction]:
+    """A file the plan names bare (``pso_simple.py``) is the file the task's tree places (``pso/pso_simple.py``),
+    when the tree has one file of that name. Seen: a step naming '__init__.py' and 'pso_simple.py' beside
+    'pso/pso_simple.py', and an answer writing the class meant for one into the other."""
+    tree = outline.tree_paths(task)
+    names = [p.rsplit("/", 1)[-1] for p in tree]
+    where = {n: p for n, p in zip(names, tree, strict=True) if "/" in p and names.count(n) == 1}
+    if not where:
+        return steps
+    bare = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(n) for n in where) + r")(?![\w/-])")
+    return [s.model_copy(update={"instruction": bare.sub(lambda m: where[m.group(1)], s.instruction)}) for s in steps]
+
+
 def retarget(steps: list[Instruction], specs: list[outline.SpecFile], task: str) -> list[Instruction]:
     """A code file the plan invents for names the specification places in one of its files is that file: the
     plan is pointed at it, in every step. Seen: steps writing the specified functions of src/hybrid.py into a
@@ -209,7 +222,7 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
     scripts nobody asked for, and three steps writing parts of one specified module beside the step that owns
     it."""
     specs = outline.code_files(task)
-    out = retarget(list(steps), specs, task)
+    out = retarget(placed(list(steps), task), specs, task)
     owners: set[int] = set()
     for spec in specs:
         name = spec.path.rsplit("/", 1)[-1]
@@ -223,7 +236,8 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
         ]
         detail = spec.description and f"From the task, {spec.path}:\n{spec.description}"
         if skeleton := outline.interface(spec.description):  # interfaces first: its stubs, to be completed
-            detail += f"\n\nIts interface, to complete (keep every name and signature):\n```python\n{skeleton}```"
+            intro = "Its interface, to complete (keep every name and signature):"
+            detail += f"\n\n{intro}\n{spec.path}\n```python\n{skeleton}```"
         if mentions:
             at = max(
                 mentions,

@@ -147,14 +147,16 @@ def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
 def step_opening(instruction: str, path: str) -> Opening | None:
     """Where an answer writing ``path`` afresh is begun: the first stub of the skeleton the step gives it."""
     names = names_for_file(instruction, path)
-    skeleton = given_skeleton(instruction, names)
+    skeleton = given_skeleton(instruction, names, path)
     return find_opening(path, skeleton, names) if skeleton else None
 
 
-def given_skeleton(instruction: str, names: list[str]) -> str | None:
+def given_skeleton(instruction: str, names: list[str], path: str | None = None) -> str | None:
     """The skeleton a step gives for a file: the first Python block in its text that parses and defines one of
-    ``names`` (or a class holding one) as a stub."""
-    for _, body in fenced_blocks(instruction):
+    ``names`` (or a class holding one) as a stub; never a block labelled as another file's."""
+    for label, body in fenced_blocks(instruction):
+        if label is not None and path is not None and label != path:
+            continue
         if find_opening("", body, names) is not None:
             return body.strip("\n") + "\n"
     return None
