@@ -503,3 +503,15 @@ def test_the_type_check_leaves_optional_narrowing_to_the_tests_and_keeps_real_ty
     assert [(i.line, i.message.split(":")[0]) for i in issues] == [
         (18, 'Argument 1 to "add" has incompatible type "str"; expected "int"')
     ]
+
+
+def test_a_name_the_projects_other_files_import_one_way_is_imported_that_way(tmp_path: Path) -> None:
+    # Seen on DevBench's Hybrid_Images: tests using np (20 lines of F821) beside src/hybrid.py's
+    # `import numpy as np`, rewritten three times without the import.
+    store = FileStore(tmp_path)
+    store.write_text("hybrid.py", "import numpy as np\nfrom scipy import ndimage as nd\n\n\ndef f():\n    return np\n")
+    store.write_text("other.py", "import numpy\n\n\ndef g():\n    return numpy\n")
+    store.write_text("tests/test_h.py", "def test_f():\n    assert np.zeros(2).sum() == nd.sum(np.ones(0))\n")
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    repair_written(store, check, ["tests/test_h.py"], lambda r, **f: None)
+    assert store.read_text("tests/test_h.py").startswith("from scipy import ndimage as nd\nimport numpy as np\n")

@@ -36,6 +36,24 @@ KNOWN_IMPORTS: dict[str, str] = {name: f"import {name}" for name in _MODULES}
 KNOWN_IMPORTS.update({n: f"from {mod} import {n}" for mod, names in _FROM.items() for n in names})
 
 
+def project_imports(trees: dict[str, ast.Module]) -> dict[str, str]:
+    """The names the project's files bind by importing, each with its import line, where every file that binds
+    the name imports it the same way (``np``: ``import numpy as np``). Seen: tests using ``np`` undefined beside
+    a module that imports numpy as np."""
+    found: dict[str, set[str]] = {}
+    for tree in trees.values():
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    line = f"import {a.name}" + (f" as {a.asname}" if a.asname else "")
+                    found.setdefault(a.asname or a.name.split(".")[0], set()).add(line)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for a in node.names:
+                    line = f"from {node.module} import {a.name}" + (f" as {a.asname}" if a.asname else "")
+                    found.setdefault(a.asname or a.name, set()).add(line)
+    return {name: next(iter(lines)) for name, lines in found.items() if len(lines) == 1 and name != "*"}
+
+
 def import_line(tree: ast.Module) -> int:
     """Where new imports go: after the module docstring and ``from __future__`` imports (0-based line)."""
     head = 0
@@ -71,14 +89,20 @@ def project_definitions(trees: dict[str, ast.Module]) -> dict[str, str]:
 
 
 def add_imports(
-    source: str, names: set[str], project: dict[str, str] | None = None, own_module: str = ""
+    source: str,
+    names: set[str],
+    project: dict[str, str] | None = None,
+    own_module: str = "",
+    imported: dict[str, str] | None = None,
 ) -> tuple[str, list[str]]:
-    """``source`` with imports for those of ``names`` whose module is certain (the standard-library table,
-    or the one project module that defines the name), and the import lines added."""
-    project = project or {}
+    """``source`` with imports for those of ``names`` whose module is certain (the standard-library table, the
+    one project module that defines the name, or the one way the project's other files import it), and the
+    import lines added."""
+    project, imported = project or {}, imported or {}
     lines_to_add = sorted(
         {KNOWN_IMPORTS[n] for n in names if n in KNOWN_IMPORTS}
         | {f"from {project[n]} import {n}" for n in names if n not in KNOWN_IMPORTS and n in project}
+        | {imported[n] for n in names if n not in KNOWN_IMPORTS and n not in project and n in imported}
         - {f"from {own_module} import {n}" for n in names}
     )
     if not lines_to_add:

@@ -17,6 +17,7 @@ from l2mac.checks.autofix import (
     expand_star_imports,
     import_line,
     project_definitions,
+    project_imports,
     repair_fixture_misuse,
     repair_ignored_argv,
     undefined_names,
@@ -119,13 +120,16 @@ def _add_missing_imports(
     if not trees:
         trees.update(_trees(store))
     project = project_definitions(trees)
+    ours = {module_name(rel).split(".")[0] for rel in trees}  # the project's own modules: never by this way
+    imported = {n: line for n, line in project_imports(trees).items() if line.split()[1].split(".")[0] not in ours}
     notes: list[str] = []
     for path, names in undefined.items():
         own = module_name(path)
         # never import from a module that imports this one: that makes a circular import (seen in the demo)
         importers = {module_name(rel) for rel, tree in trees.items() if own in imported_modules(tree)}
         safe = {n: m for n, m in project.items() if m not in importers}
-        if added := rewrite(store, path, partial(add_imports, names=names, project=safe, own_module=own)):
+        fix = partial(add_imports, names=names, project=safe, own_module=own, imported=imported)
+        if added := rewrite(store, path, fix):
             notes.append(f"Added the missing imports to {path}: {'; '.join(added)}")
             log("missing_imports_added", path=path, imports=added)
     return notes
