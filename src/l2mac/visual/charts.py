@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from l2mac.visual.run_view import ACCESS_ORDER, RunView
 
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 ACCESS_COLOURS = {"read": "#9ecae1", "deleted": "#bdbdbd", "written": "#fd8d3c", "created": "#31a354"}
 SPAN_COLOURS = {"step": "#e0e0e0", "agent": "#e0e0e0", "prompt": "#bcbddc", "model": "#6a51a3", "checks": "#fd8d3c"}
 _SPAN_NAMES = {"prompt": "model reads its prompt", "model": "model generates", "checks": "checks and tests"}
+#: every chart's legend: beside it, on the right, never over the data
+_BESIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1), "fontsize": 8, "frameon": False}
 _MAX_ROWS = 60  # files shown in the heatmap; the rest are counted under it
 
 
@@ -62,13 +64,7 @@ def heatmap(view: RunView) -> str:
         ax.set_yticks([y - 0.5 for y in range(1, len(files))], minor=True)
         ax.grid(which="minor", color="#f0f0f0", linewidth=0.8)
         ax.tick_params(which="minor", length=0)
-        ax.legend(
-            handles=[Patch(color=ACCESS_COLOURS[a], label=a) for a in reversed(ACCESS_ORDER)],
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1),
-            fontsize=8,
-            frameon=False,
-        )
+        ax.legend(handles=[Patch(color=ACCESS_COLOURS[a], label=a) for a in reversed(ACCESS_ORDER)], **_BESIDE)
         return _svg(fig)
 
 
@@ -92,13 +88,7 @@ def timeline(view: RunView) -> str:
         ax.set_yticks(range(len(lanes)), lanes, fontsize=8, parse_math=False)
         ax.invert_yaxis()
         ax.set_xlabel("seconds from the start of the run")
-        ax.legend(
-            handles=[Patch(color=SPAN_COLOURS[k], label=name) for k, name in _SPAN_NAMES.items()],
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1),
-            fontsize=8,
-            frameon=False,
-        )
+        ax.legend(handles=[Patch(color=SPAN_COLOURS[k], label=name) for k, name in _SPAN_NAMES.items()], **_BESIDE)
         return _svg(fig)
 
 
@@ -120,5 +110,5 @@ def tests_over_time(view: RunView) -> str:
         ax.set_xlabel(columns[0].split()[0])
         ax.set_ylabel("tests")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+        ax.legend(**_BESIDE)
         return _svg(fig)
