@@ -181,6 +181,57 @@ def test_step_complete_is_refused_while_code_has_errors(tmp_path: Path) -> None:
     assert outcome.passed and outcome.check_failures == 1
 
 
+def _same_problem_again(attempts: int) -> list:
+    """A model that rewrites its file each time (two spellings, so no call repeats) with the same undefined name."""
+    bodies = ["def f():\n    return undefined_thing\n", "def f():\n    value = undefined_thing\n    return value\n"]
+    replies: list = []
+    for i in range(attempts):
+        replies += [
+            call("write_files", {"files": [{"path": "a.py", "content": bodies[i % 2]}]}),
+            call("step_complete", {"summary": "a"}),
+        ]
+    return [*replies, text("a.py: f, still failing")]
+
+
+def test_a_step_whose_checks_come_no_closer_ends_early_with_its_best_files(tmp_path: Path) -> None:
+    limits = StepLimits(max_turns=40, max_check_failures=8, max_stalled=3)
+    unit, script, store = make_unit(tmp_path, _same_problem_again(9), limits=limits)
+    outcome = run_step(unit, FREE)
+    assert not outcome.passed and "no closer to passing in 3 attempts" in outcome.reason
+    assert outcome.check_failures == 4  # the first failure, then three that came no closer
+    assert "undefined_thing" in store.read_text("a.py")  # the files are the step's (kept), not lost
+
+
+def test_a_stuck_step_runs_to_its_failure_limit_when_stall_detection_is_off(tmp_path: Path) -> None:
+    limits = StepLimits(max_turns=40, max_check_failures=8, max_stalled=0)
+    unit, _, _ = make_unit(tmp_path, _same_problem_again(9), limits=limits)
+    outcome = run_step(unit, FREE)
+    assert not outcome.passed and outcome.check_failures == 9 and "after 9 attempts" in outcome.reason
+
+
+def test_fixing_part_of_the_problems_counts_as_progress(tmp_path: Path) -> None:
+    two = "def f():\n    return undefined_a + undefined_b\n"
+    one = ["def f():\n    return undefined_a\n", "def f():\n    x = undefined_a\n    return x\n"]
+    replies = [
+        call("write_files", {"files": [{"path": "a.py", "content": two}]}),
+        call("step_complete", {"summary": "a"}),
+    ]
+    replies += [
+        call("write_files", {"files": [{"path": "a.py", "content": two + "\n"}]}),
+        call("step_complete", {"summary": "a"}),
+    ]
+    for i in range(4):
+        replies += [
+            call("write_files", {"files": [{"path": "a.py", "content": one[i % 2]}]}),
+            call("step_complete", {"summary": "a"}),
+        ]
+    limits = StepLimits(max_turns=40, max_check_failures=8, max_stalled=3)
+    unit, _, _ = make_unit(tmp_path, [*replies, text("a.py")], limits=limits)
+    outcome = run_step(unit, FREE)
+    # 2 problems, 2 (stalled 1), 1 (closer: the count starts again), then 3 more with 1: ended at the 6th
+    assert "no closer" in outcome.reason and outcome.check_failures == 6
+
+
 def test_step_requiring_tests_is_refused_when_none_are_collected(tmp_path: Path) -> None:
     needs_tests = Instruction(title="T", instruction="write code and tests", requires_tests=True)
     replies = [

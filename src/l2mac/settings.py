@@ -110,6 +110,12 @@ class RunSettings(BaseModel):
         description="Failed checks a step may meet before it fails (8 in the text protocol when not set: its "
         "attempts are cheap, one short fresh context each).",
     )
+    max_stalled_attempts: int = Field(
+        default=3,
+        ge=0,
+        description="Failed checks in a row that come no closer to passing than the step's best before it ends "
+        "(its best files kept), so a stuck step leaves its time to the next ones (0: off).",
+    )
     max_turns: int = Field(default=40, gt=0, description="Model calls one step may make.")
     max_context_restarts: int = Field(default=3, ge=0, description="Summarise-and-restart cycles per step.")
     samples: int = Field(

@@ -52,6 +52,8 @@ class _State:
     seen: dict[tuple[str, str, int], str] = field(default_factory=dict)
     tests_removed: list[str] = field(default_factory=list)
     best: _Best | None = None  # the step's state closest to passing, when its checks failed
+    closest: Standing | None = None  # the closest the checks came to passing in this step
+    stalled: int = 0  # failed checks in a row that came no closer than ``closest``
     measured: tuple[int, Standing] | None = None  # the store's revision when the checks last ran, and the standing
     checks: StepChecks | None = None
 
@@ -133,11 +135,15 @@ class ControlUnit:
                     return self._outcome(step, state, StepStatus.PASSED, summary)
                 state.check_failures += 0 if verdict.ok else 1
                 self._remember(state, verdict.standing)
+                _note_progress(state, verdict.ok, verdict.standing)
             limit = self.limits.max_check_failures
             missed = talk.feed(Done(results, verdict, state.check_failures, limit + 1))
             state.check_failures += 1 if missed else 0
             if state.check_failures > limit:
                 reason = missed or f"checks still failing after {state.check_failures} attempts"
+                return await self._fail(step, talk, state, reason)
+            if self.limits.max_stalled and state.stalled >= self.limits.max_stalled:
+                reason = f"checks came no closer to passing in {state.stalled} attempts in a row"
                 return await self._fail(step, talk, state, reason)
 
     # -- acting on an answer -----------------------------------------------------------------------------
@@ -358,6 +364,16 @@ class ControlUnit:
         """Record an event in the run log (`.l2mac/log.jsonl`), when the run has one."""
         if self.record is not None:
             self.record.log(kind, **data)
+
+
+def _note_progress(state: _State, ok: bool, standing: Standing) -> None:
+    """Count failed checks in a row that come no closer to passing than the step ever came: a small model that
+    rewrites the same file the same way would otherwise spend the run's time on one step (seen on DevBench:
+    six identical rewrites of a file with the same two findings, 300 s each, while later steps never ran)."""
+    if ok or state.closest is None or standing.better_than(state.closest):
+        state.closest, state.stalled = standing, 0
+    else:
+        state.stalled += 1
 
 
 def _holds(files: dict[str, str], removed: str) -> bool:

@@ -31,7 +31,12 @@ class SequentialStrategy:
         check_failures = rs.max_check_failures if "max_check_failures" in chosen else protocol.check_failures
         samples = rs.samples if "samples" in chosen else protocol.samples
         limits = StepLimits(
-            rs.max_turns, check_failures, rs.max_context_restarts, samples=samples, keep_best=rs.keep_best
+            rs.max_turns,
+            check_failures,
+            rs.max_context_restarts,
+            samples=samples,
+            keep_best=rs.keep_best,
+            max_stalled=rs.max_stalled_attempts,
         )
         return cls(limits, plan_steps=rs.steps, step_budget=rs.max_steps, reflect=rs.reflect)
 
