@@ -375,6 +375,15 @@ def test_forgotten_standard_imports_are_added_and_unknown_names_are_left_to_the_
     assert add_imports("x = frobnicate(1)\n", {"frobnicate"}) == ("x = frobnicate(1)\n", [])
 
 
+def test_a_conventional_alias_is_imported_as_the_community_writes_it() -> None:
+    code = "from xml.etree.ElementTree import fromstring\n\n\ndef root(xml):\n    return ET.fromstring(xml)\n"
+    fixed, added = add_imports(code, {"ET"})
+    assert added == ["import xml.etree.ElementTree as ET"]
+    namespace: dict[str, object] = {}
+    exec(fixed, namespace)  # the repaired module runs
+    assert namespace["root"]("<a/>").tag == "a"  # type: ignore[operator]
+
+
 def test_the_type_check_runs_once_per_look_at_the_files_not_again_for_repairs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,8 +1,9 @@
 """Deterministic repairs of generated code: the imports a model forgot, for names whose module is certain.
 
 Small models often use ``Path``, ``json`` or ``dataclass`` without importing them (ruff reports F821). When
-the undefined name is one of a fixed table of unambiguous standard-library (and pytest) names, the import is
-added after the module docstring and ``from __future__`` imports. Anything else is left to the model.
+the undefined name is one of a fixed table of unambiguous standard-library (and pytest) names, or an alias the
+Python community uses for one module only (``np``, ``pd``, ``ET``), the import is added after the module docstring
+and ``from __future__`` imports. Anything else is left to the model.
 """
 
 from __future__ import annotations
@@ -32,7 +33,21 @@ _MODULES = [
     *("string", "textwrap", "copy", "statistics", "pytest"),
 ]
 
+#: aliases every tutorial and codebase uses for one module only (a third-party one the dependency check then asks
+#: the model to declare). Seen: ``ET`` undefined beside ``from xml.etree.ElementTree import fromstring``, through
+#: six rewrites of the same file.
+_ALIASES = {
+    "ET": "xml.etree.ElementTree",
+    "np": "numpy",
+    "pd": "pandas",
+    "plt": "matplotlib.pyplot",
+    "tk": "tkinter",
+    "sns": "seaborn",
+    "nx": "networkx",
+}
+
 KNOWN_IMPORTS: dict[str, str] = {name: f"import {name}" for name in _MODULES}
+KNOWN_IMPORTS.update({alias: f"import {module} as {alias}" for alias, module in _ALIASES.items()})
 KNOWN_IMPORTS.update({n: f"from {mod} import {n}" for mod, names in _FROM.items() for n in names})
 
 
