@@ -195,7 +195,7 @@ def _same_problem_again(attempts: int) -> list:
 
 def test_a_step_whose_checks_come_no_closer_ends_early_with_its_best_files(tmp_path: Path) -> None:
     limits = StepLimits(max_turns=40, max_check_failures=8, max_stalled=3)
-    unit, script, store = make_unit(tmp_path, _same_problem_again(9), limits=limits)
+    unit, _, store = make_unit(tmp_path, _same_problem_again(9), limits=limits)
     outcome = run_step(unit, FREE)
     assert not outcome.passed and "no closer to passing in 3 attempts" in outcome.reason
     assert outcome.check_failures == 4  # the first failure, then three that came no closer
