@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from l2mac.checks.demands import named_files
 from l2mac.domains import load_domain
 from l2mac.errors import PromptProgramError
 from l2mac.models.client import ModelClient
@@ -414,3 +415,50 @@ def test_a_skeleton_labelled_as_one_files_is_never_begun_in_another() -> None:
     assert given_skeleton(text, ["minimize"], "pso/pso_simple.py") is not None
     assert given_skeleton(text, ["minimize"], "pso/__init__.py") is None  # seen: the class written into it
     assert given_skeleton(text.replace("pso/pso_simple.py\n", ""), ["minimize"], "pso/__init__.py") is not None
+
+
+SHOP = """# Architecture
+```
+├── shop
+│   ├── __init__.py
+│   ├── report.py
+│   └── cart.py
+├── scripts
+│   └── run_report.sh
+└── README.md
+```
+
+`report.py`:
+- summary(cart): a line per item of the Cart, then its total().
+
+`cart.py`:
+- class Cart(items): the items and their prices.
+    - total(): the sum of the prices.
+- load_cart(path): a Cart read from a JSON file.
+"""
+
+
+def test_a_specification_that_describes_its_files_is_the_plan_in_dependency_order_without_a_model_call() -> None:
+    script = ScriptedModel([])  # any call would fail: there is no reply
+    program = asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), SHOP))
+    assert program.source == "the specification" and script.requests == []
+    assert [s.title for s in program.steps] == ["Write shop/cart.py", "Write shop/report.py", "Examples and scripts"]
+    cart, report, scripts = program.steps
+    # the module the other's description uses comes first, with its package's marker, its interface and its tests
+    assert named_files(cart.instruction) == ["shop/cart.py", "shop/__init__.py", "tests/test_cart.py"]
+    assert "class Cart:" in cart.instruction and "def load_cart(path):" in cart.instruction and cart.requires_tests
+    assert "from shop.cart" in cart.instruction or "importing them from shop.cart" in cart.instruction
+    assert named_files(report.instruction) == ["shop/report.py", "tests/test_report.py"]
+    assert named_files(scripts.instruction) == ["scripts/run_report.sh"] and not scripts.requires_tests
+
+
+def test_the_model_plans_when_told_to_or_when_the_specification_describes_no_file() -> None:
+    plan = {
+        "steps": [{"title": "Cart", "instruction": "Write shop/cart.py with Cart and tests.", "requires_tests": True}]
+    }
+    script = ScriptedModel([call("submit_plan", plan)])
+    program = asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), SHOP, from_spec=False))
+    assert program.source == "planned" and len(script.requests) == 1
+    script = ScriptedModel([call("submit_plan", plan)])
+    asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), "Build a shopping cart with totals."))
+    assert len(script.requests) == 1

@@ -112,7 +112,8 @@ def is_test(path: str) -> bool:
 
 
 #: one entry of a file's description: ``- name(params): what it does`` (``def``/``class`` before the name, too)
-_ENTRY = re.compile(
+#: an entry of a file's list of functions and classes: ``- name(params): what it does``
+ENTRY = re.compile(
     r"^(?P<indent>\s*)[-*+]\s+(?P<kind>def\s+|class\s+)?(?P<name>[A-Za-z_]\w*)\((?P<params>[^()]*)\)\s*:?\s*(?P<doc>.*)$"
 )
 
@@ -124,7 +125,7 @@ def interface(description: str) -> str | None:
     function (then the names are the calls it makes, not a signature to keep)."""
     entries: list[tuple[bool, str, str, str, list[tuple[str, str, str]]]] = []  # (class?, name, params, doc, methods)
     for line in description.splitlines():
-        m = _ENTRY.match(line)
+        m = ENTRY.match(line)
         if m is None:
             if not entries or not line.strip() or line.lstrip().startswith(("-", "*", "+")):
                 return None

@@ -234,10 +234,7 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
             for i, s in enumerate(out)
             if mentioning.search(s.instruction) or (len(said & set(_WORD.findall(s.instruction))) >= 2 and _no_file(s))
         ]
-        detail = spec.description and f"From the task, {spec.path}:\n{spec.description}"
-        if skeleton := outline.interface(spec.description):  # interfaces first: its stubs, to be completed
-            intro = "Its interface, to complete (keep every name and signature):"
-            detail += f"\n\n{intro}\n{spec.path}\n```python\n{skeleton}```"
+        detail = file_detail(spec)
         if mentions:
             at = max(
                 mentions,
@@ -271,6 +268,18 @@ def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> l
         return out
     named = set(outline.tree_paths(task)) | set(mentioned_files(task))
     return [s for s in out if id(s) in owners or not _writes(s) or _works(s, named)] or out
+
+
+def file_detail(spec: outline.SpecFile) -> str:
+    """What a step writing ``spec`` carries of the task: what it says of the file, and its interface as stubs to
+    complete (interfaces first: later steps import names that exist); "" when it says nothing."""
+    if not spec.description:
+        return ""
+    detail = f"From the task, {spec.path}:\n{spec.description}"
+    if skeleton := outline.interface(spec.description):
+        intro = "Its interface, to complete (keep every name and signature):"
+        detail += f"\n\n{intro}\n{spec.path}\n```python\n{skeleton}```"
+    return detail
 
 
 def _works(step: Instruction, named: set[str]) -> bool:

@@ -26,6 +26,7 @@ from l2mac.plan_rules import (
     repair,
     without_setup,
 )
+from l2mac.spec_plan import spec_plan
 from l2mac.tools.base import Tool, parse_arguments
 from l2mac.types import Instruction, PromptProgram
 
@@ -122,11 +123,20 @@ async def _ask_plan(client: ModelClient, messages: list[ModelMessage], domain: D
 
 
 async def make_plan(
-    client: ModelClient, domain: Domain, task: str, max_steps: int | None = None, reflect: bool = False
+    client: ModelClient,
+    domain: Domain,
+    task: str,
+    max_steps: int | None = None,
+    reflect: bool = False,
+    *,
+    from_spec: bool = True,
 ) -> PromptProgram:
     limit = max_steps or DEFAULT_MAX_STEPS
     if limit == 1:  # a one-step plan is the task itself: asked to restate it, a small model drops details or fails
         return task_as_one_step(task, domain, "a one-step plan")
+    if from_spec and domain.python_checks and (steps := spec_plan(task, tests=domain.tests)):
+        steps = fit_steps(steps, limit)
+        return PromptProgram(task=task, steps=repair(carry_task_details(steps, task)), source="the specification")
     messages: list[ModelMessage] = [
         ModelRequest(
             parts=[

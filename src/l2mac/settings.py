@@ -89,6 +89,11 @@ class RunSettings(BaseModel):
     prompts_file: Path | None = Field(default=None, description="Prompt set (YAML) for the custom domain.")
     steps: int | None = Field(default=None, gt=0, description="Most steps the planner may produce.")
     reflect: bool = Field(default=False, description="Ask the model to review and refine its plan once.")
+    plan_from_spec: bool = Field(
+        default=True,
+        description="When the task's specification describes its code files (a file tree and what each holds), the "
+        "plan is one step per file, in dependency order, without asking the model.",
+    )
     keep_best: bool = Field(
         default=True,
         description="A step that fails ends with its files as they were when its checks came closest to passing.",
@@ -216,6 +221,7 @@ _ENV_RUN = {
     "L2MAC_MAX_STEPS": "max_steps",
     "L2MAC_MAX_WALL_TIME": "max_wall_time_s",
     "L2MAC_KEEP_BEST": "keep_best",
+    "L2MAC_PLAN_FROM_SPEC": "plan_from_spec",
 }
 
 

@@ -15,7 +15,7 @@ import re
 
 from l2mac.checks.layout import is_test_file, module_name
 
-_PATH = r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg))\b"
+_PATH = r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg|sh))\b"
 #: "Write todo/core.py", "create the file app.py"; or "implement ... in solution.py", "test it ... in tests/x.py"
 _TO_WRITE = re.compile(
     rf"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?{_PATH}"
@@ -251,7 +251,7 @@ def named_files(instruction: str) -> list[str]:
     return list(dict.fromkeys(path for _, path in _file_mentions(instruction)))
 
 
-_NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js))\b")
+_NAMED_FILE = re.compile(r"(?<![\w/.-])([\w-]+(?:/[\w-]+)*\.(?:py|md|txt|json|toml|yaml|yml|cfg|ini|html|css|js|sh))\b")
 
 
 def mentioned_files(instruction: str) -> list[str]:

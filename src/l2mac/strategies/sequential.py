@@ -22,6 +22,7 @@ class SequentialStrategy:
     plan_steps: int | None = None
     step_budget: int | None = None
     reflect: bool = False
+    plan_from_spec: bool = True
     name: str = "l2mac"
 
     @classmethod
@@ -38,13 +39,19 @@ class SequentialStrategy:
             keep_best=rs.keep_best,
             max_stalled=rs.max_stalled_attempts,
         )
-        return cls(limits, plan_steps=rs.steps, step_budget=rs.max_steps, reflect=rs.reflect)
+        return cls(
+            limits,
+            plan_steps=rs.steps,
+            step_budget=rs.max_steps,
+            reflect=rs.reflect,
+            plan_from_spec=rs.plan_from_spec,
+        )
 
     async def run(self, ctx: RunContext) -> StrategyResult:
         result = StrategyResult(ctx.program)
         try:
             result.program = ctx.program or await make_plan(
-                ctx.client, ctx.domain, ctx.task, self.plan_steps, self.reflect
+                ctx.client, ctx.domain, ctx.task, self.plan_steps, self.reflect, from_spec=self.plan_from_spec
             )
             await self._run_program(ctx, result.program, result)
         except (BudgetExceeded, ProviderError) as e:

@@ -1,0 +1,93 @@
+"""A prompt program read from a specification: one step per code file it describes, without asking the model.
+
+When the task draws its file tree and says what each module holds, the plan is already written: each file the
+specification describes is one step (what it says of the file, its interface as stubs to complete, and the
+file's tests), in dependency order (a module another's description uses is written first; entry points last),
+with each package's ``__init__.py`` beside its first module, and the example scripts the tree names last,
+without tests, where only time the code did not need goes. Seen on DevBench: a 1.5B planner turned each of three
+specifications into steps named after the document's sections ("Introduction", "UML Class Diagram", "Commit
+Changes", "Run tests"), one invented module and steps writing one specified module three times; the rules of
+:mod:`l2mac.plan_rules` removed some, and the planning call itself took 4 of each repository's 60 minutes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from l2mac import outline
+from l2mac.checks.layout import module_name
+from l2mac.plan_rules import file_detail
+from l2mac.types import Instruction
+
+#: files that use the rest of the project rather than define what it uses
+ENTRY_POINTS = ("main.py", "__main__.py", "cli.py", "app.py", "run.py", "manage.py")
+#: files of the tree other than Python modules that are code: scripts the examples and the README run
+SCRIPTS = (".sh", ".bash")
+
+
+def spec_plan(task: str, *, tests: bool = True) -> list[Instruction]:
+    """The plan the specification in ``task`` gives, or ``[]`` when it describes none of its code files."""
+    specs = outline.code_files(task)
+    described = _ordered([s for s in specs if s.description])
+    if not described:
+        return []
+    tree = outline.tree_paths(task)
+    markers = [p for p in tree if p.endswith("/__init__.py")]
+    steps = []
+    for spec in described:
+        package = spec.path.rsplit("/", 1)[0] + "/__init__.py" if "/" in spec.path else ""
+        own_marker = [package] if package in markers else []
+        markers = [m for m in markers if m not in own_marker]
+        steps.append(_file_step(spec, own_marker, tests))
+    rest = [s.path for s in specs if not s.description] + markers
+    rest += [p for p in tree if p.endswith(SCRIPTS)]
+    if rest:
+        steps.append(
+            Instruction(
+                title="Examples and scripts",
+                instruction="W"
+                + " and ".join(f"write {p}" for p in rest)[1:]
+                + ", as the task's file tree names them. They use the code the earlier steps wrote, by the names"
+                " it has; where the task shows a file's content or how it is run, follow it.",
+                requires_tests=False,
+            )
+        )
+    return steps
+
+
+def _file_step(spec: outline.SpecFile, markers: list[str], tests: bool) -> Instruction:
+    stem = spec.path.rsplit("/", 1)[-1].removesuffix(".py")
+    parts = [f"Write {spec.path} as the task specifies.", file_detail(spec)]
+    if markers:
+        parts.append(f"Write {markers[0]} too: the package's marker (it may be empty).")
+    if tests:
+        parts.append(
+            f"Then write tests/test_{stem}.py: pytest tests of every function and class above, importing them "
+            f"from {module_name(spec.path)} and calling them as the specification shows."
+        )
+    return Instruction(title=f"Write {spec.path}", instruction="\n\n".join(parts), requires_tests=tests)
+
+
+def _ordered(specs: list[outline.SpecFile]) -> list[outline.SpecFile]:
+    """``specs`` with each file after those whose module or names its description uses (in tree order where
+    nothing says), and entry points last."""
+    names = {s.path: _said(s) | {module_name(s.path).rsplit(".", 1)[-1]} for s in specs}
+
+    def uses(a: outline.SpecFile, b: outline.SpecFile) -> bool:
+        words = set(re.findall(r"\b\w+\b", a.description))
+        return a is not b and bool(names[b.path] & words)
+
+    order: list[outline.SpecFile] = []
+    left = sorted(specs, key=lambda s: s.path.rsplit("/", 1)[-1] in ENTRY_POINTS)
+    while left:
+        ready = next((s for s in left if not any(uses(s, o) for o in left)), left[0])  # a cycle: tree order
+        order.append(ready)
+        left.remove(ready)
+    return order
+
+
+def _said(spec: outline.SpecFile) -> set[str]:
+    """The classes and functions a description defines at its top level (not the methods under a class, whose
+    names are common words)."""
+    entries = (outline.ENTRY.match(line) for line in spec.description.splitlines())
+    return {m["name"] for m in entries if m is not None and not m["indent"]}
