@@ -13,7 +13,7 @@ from l2mac.checks.agreement import Weigher, outcomes_with
 from l2mac.checks.consensus import choose, relevant_tests, remove_statement, remove_tests, weighable
 from l2mac.checks.demands import untested_functions, untested_modules
 from l2mac.checks.runner import SubprocessRunner
-from l2mac.checks.tests import failure_lines, per_test_outcomes, run_tests
+from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes, run_tests
 from l2mac.control import Step, StepLimits
 from l2mac.models.scripted import last_user_text, text
 from l2mac.types import Instruction, StepStatus
@@ -52,6 +52,7 @@ def test_pytest_outcomes_are_read_test_by_test(tmp_path: Path) -> None:
         "test_x.py::test_c": False,
     }
     assert (run.passed, run.failed, run.errors) == (1, 1, 1)  # the totals are still read from the last line
+    assert failure_messages(run.output) == {"test_x.py::test_b": "assert 1 == 2"}  # what the failure said
     assert per_test_outcomes("3 passed in 0.1s") == {}
 
 
@@ -518,7 +519,7 @@ def test_the_failing_statement_of_a_functions_only_test_is_dropped_and_the_rest_
     # asked for; every implementation failed it, the model kept it, and removing the whole test would leave
     # gcd() untested, so it was kept and the step spent its budget on it.
     def keep_it(messages: list[ModelMessage]):
-        assert "test_mean: passed by 0 of them" in last_user_text(messages)
+        assert "test_mean: every one of them fails it with `Failed: DID NOT RAISE" in last_user_text(messages)
         return text(fenced(("tests/test_stats.py", OVERREACHING_TEST)))
 
     replies = [
@@ -615,3 +616,38 @@ def test_only_tests_the_restored_files_hold_count_as_back() -> None:
     assert not _holds(files, "tests/test_stats.py::test_mean: assert mean([4]) == 4")  # a check not in it
     assert not _holds(files, "tests/test_other.py::test_wrong")  # written after the best state: gone with it
     assert not _holds(files, "tests/test_stats.py::TestX::test_gone[1]")
+
+
+def test_implementations_that_all_fail_a_test_the_same_way_are_evidence_against_it(tmp_path: Path) -> None:
+    # Seen on DevBench with the 1.5B model: a sum-of-squares function's only test expected 36 for [-1, -2, -3];
+    # the code and three samples all returned 14, no implementation passed any test (so there was no evidence
+    # by passing), the model kept its test, and the step failed on it.
+    wrong = "from stats import mean\n\n\ndef test_mean():\n    assert mean([5]) == 5\n    assert mean([1, 2, 3]) == 3\n"
+
+    def keep_it(messages: list[ModelMessage]):
+        told = last_user_text(messages)
+        assert "tests/test_stats.py::test_mean: every one of them fails it with `assert 2.0 == 3`" in told
+        return text(fenced(("tests/test_stats.py", wrong)))
+
+    replies = [
+        text(fenced(("stats.py", MEAN))),
+        text(fenced(("tests/test_stats.py", wrong))),
+        *[text(fenced(("stats.py", body))) for body in (MEAN, MEAN_LOOP, MEAN_FSUM)],
+        keep_it,
+        text("STEP COMPLETE\nstats.py has mean; its test passes."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert outcome.tests_removed == ["tests/test_stats.py::test_mean: assert mean([1, 2, 3]) == 3"]
+    assert "mean([5]) == 5" in store.read_text("tests/test_stats.py") and store.read_text("stats.py") == MEAN
+
+
+def test_failures_alike_need_every_implementation_and_an_expectation() -> None:
+    passed = {"t::a": False}
+    same = {"t::a": "assert 2 == 3"}
+    assert choose([passed] * 3, [same] * 3).agreed == {"t::a": "assert 2 == 3"}
+    assert choose([passed] * 3, [same, same, {"t::a": "assert 4 == 3"}]).agreed == {}  # they differ
+    assert choose([passed] * 3, [same, same]).agreed == {}  # one implementation's messages are unknown
+    error = {"t::a": "NameError: name 'helper' is not defined"}
+    assert choose([passed] * 3, [error] * 3).agreed == {}  # an error the test ran into states no expectation

@@ -16,6 +16,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pydantic_ai.messages import ModelMessage
 
@@ -35,7 +36,7 @@ from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import find_code_issues
 from l2mac.checks.repairs import python_files, repair_written
-from l2mac.checks.tests import failure_lines, per_test_outcomes, run_tests
+from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes, run_tests
 from l2mac.domains import Domain
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.store import scratch_copy
@@ -45,6 +46,8 @@ from l2mac.store import scratch_copy
 AskForFile = Callable[[str, str, Callable[[str], bool]], tuple[list[ModelMessage], Callable[[str], str | None] | None]]
 #: saves one file for the step, as a write the model did not ask for: (path, content, why)
 SaveFile = Callable[[str, str, str], Awaitable[None]]
+
+_T = TypeVar("_T")
 
 #: sampling temperature of the implementations that settle a dispute between code and tests
 SAMPLE_TEMPERATURE = 0.8
@@ -117,7 +120,7 @@ class Weigher:
         target = _target(report, code)
         relevant = _relevant(snapshot, target)
 
-        def evidence(outcomes: dict[str, bool]) -> dict[str, bool]:
+        def evidence(outcomes: dict[str, _T]) -> dict[str, _T]:
             return {t: ok for t, ok in outcomes.items() if t.split("[")[0] in relevant}
 
         current = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
@@ -125,11 +128,12 @@ class Weigher:
         if not base or all(base.values()):
             return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
         self.rounds += 1
-        candidates, outcomes = await self._implementations(snapshot, target)
+        candidates, outcomes, failures = await self._implementations(snapshot, target)
         if not candidates:
             self.log("agreement", target=target, samples=self.limits.samples, usable=0)
             return None
-        agreement = choose([base, *map(evidence, outcomes)])
+        messages = [evidence(failure_messages(current.output)), *map(evidence, failures)]
+        agreement = choose([base, *map(evidence, outcomes)], messages)
         self.verdicts[key] = (target, agreement)
         self.log(
             "agreement",
@@ -139,12 +143,16 @@ class Weigher:
             scores=list(agreement.scores),
             chosen=agreement.chosen,
             disputed=list(agreement.disputed),
+            agreed=dict(agreement.agreed),
         )
         return await self._apply(target, agreement, candidates, base)
 
-    async def _implementations(self, snapshot: dict[str, str], target: str) -> tuple[list[str], list[dict[str, bool]]]:
+    async def _implementations(
+        self, snapshot: dict[str, str], target: str
+    ) -> tuple[list[str], list[dict[str, bool]], list[dict[str, str]]]:
         """Sampled implementations of ``target`` written from the step alone (the file and the tests hidden) that
-        define what the step gives it, each (repaired as a written file is) with the tests' outcomes with it."""
+        define what the step gives it, each (repaired as a written file is) with the tests' outcomes with it and
+        the failed tests' messages."""
 
         def hide(path: str) -> bool:
             return path == target or is_test_file(path)
@@ -164,6 +172,7 @@ class Weigher:
             answers = [await self._sample(messages) for _ in range(self.limits.samples)]
         candidates: list[str] = []
         outcomes: list[dict[str, bool]] = []
+        failures: list[dict[str, str]] = []
         for answer in answers:
             content = finish(answer) if finish is not None else sampled_file(answer, target)
             if content is None or set(owned) & set(missing_definitions(self.instruction, {target: content})):
@@ -172,7 +181,8 @@ class Weigher:
             if run is not None:
                 candidates.append(run[0])
                 outcomes.append(run[1])
-        return candidates, outcomes
+                failures.append(run[2])
+        return candidates, outcomes, failures
 
     async def _apply(
         self, target: str, agreement: Agreement, candidates: list[str], base: dict[str, bool]
@@ -200,8 +210,17 @@ class Weigher:
         # the implementations pass it; when no implementation passes any test there is no evidence either way.
         # It is removed only on stronger evidence: the model was told and kept it, no implementation passes
         # it, and at least two implementations agree on the tests they pass.
+        # Implementations that all fail a test the same way (``assert 14 == 36`` from each) agree on what the code
+        # does, which is evidence too (seen: a sphere function's only test expecting 36 for [-1, -2, -3]; four
+        # implementations returned 14, and the step failed on the test).
         evidence = bool(agreement.passed)
-        doubted = [t for t in agreement.disputed if evidence and agreement.passes[t] * 2 <= agreement.implementations]
+        enough = agreement.implementations >= MIN_IMPLEMENTATIONS_TO_QUESTION
+        alike = [t for t in agreement.disputed if enough and t in agreement.agreed]
+        doubted = [
+            t
+            for t in agreement.disputed
+            if (evidence and agreement.passes[t] * 2 <= agreement.implementations) or t in alike
+        ]
         consensus = agreement.supporters >= 2
         unanimous = [t for t in doubted if consensus and t in self.told and agreement.passes[t] == 0]
         self.told |= set(doubted)
@@ -222,11 +241,17 @@ class Weigher:
         focus: str | None = None
         if told := [t for t in doubted if t not in gone]:
             focus = told[0].split("::")[0]  # the doubted tests' file is the one to write next
-            question("text_agreement_disputed", told, [f"- {t}: passed by {agreement.passes[t]} of them" for t in told])
+            lines = [
+                f"- {t}: every one of them fails it with `{agreement.agreed[t]}`"
+                if t in alike
+                else f"- {t}: passed by {agreement.passes[t]} of them"
+                for t in told
+            ]
+            question("text_agreement_disputed", told, lines)
         # With no evidence either way (no implementation passes any test) the tests are not doubted, but when
         # several implementations all fail a test, its expectation is worth checking (seen: a test expecting
         # main() to raise SystemExit, kept through five attempts while the CLI returned 0 as the step asked).
-        unpassed = [t for t in agreement.disputed if agreement.passes[t] == 0]
+        unpassed = [t for t in agreement.disputed if agreement.passes[t] == 0 and t not in alike]
         if not evidence and unpassed and agreement.implementations >= MIN_IMPLEMENTATIONS_TO_QUESTION:
             focus = unpassed[0].split("::")[0]
             question("text_agreement_none_pass", unpassed, [f"- {t}" for t in unpassed])
@@ -322,10 +347,10 @@ def _relevant(snapshot: dict[str, str], target: str) -> set[str]:
 
 def outcomes_with(
     env: ToolEnv, recover: bool, snapshot: dict[str, str], target: str, content: str
-) -> tuple[str, dict[str, bool]] | None:
+) -> tuple[str, dict[str, bool], dict[str, str]] | None:
     """The tests run, one by one, in a scratch copy of the project whose ``target`` is ``content`` (after the
-    same repairs a written file gets, when ``recover``); the repaired content and the outcomes, or None if no
-    test ran. The project itself is untouched."""
+    same repairs a written file gets, when ``recover``); the repaired content, the outcomes and the failed tests'
+    messages, or None if no test ran. The project itself is untouched."""
     with scratch_copy({**snapshot, target: content}, "l2mac-sample-") as scratch:
 
         def check(paths: list[str]) -> list[CodeIssue]:
@@ -333,7 +358,6 @@ def outcomes_with(
 
         if recover:
             repair_written(scratch, check, [target], lambda recovery, **fields: None)
-        outcome = per_test_outcomes(
-            run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python).output
-        )
-        return (scratch.read_text(target), outcome) if outcome else None
+        output = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python).output
+        outcome = per_test_outcomes(output)
+        return (scratch.read_text(target), outcome, failure_messages(output)) if outcome else None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import defined_at_top_level
@@ -35,12 +35,16 @@ class Agreement:
     scores: tuple[int, ...]  # per implementation: supporters x tests passed (0 for one that ran no test)
     passes: Mapping[str, int]  # per test: how many implementations pass it
     implementations: int
+    #: tests every implementation fails on the same expectation with the same values (``assert 14 == 36``):
+    #: the implementations agree on what the code does, and the test expects something else
+    agreed: Mapping[str, str] = field(default_factory=dict)  # test: the message they all fail it with
 
 
-def choose(outcomes: Sequence[Mapping[str, bool]]) -> Agreement:
+def choose(outcomes: Sequence[Mapping[str, bool]], failures: Sequence[Mapping[str, str]] = ()) -> Agreement:
     """The implementation to keep: the one whose set of passed tests has the highest CodeT score (how many
     implementations pass exactly that set, times its size). Ties go to the current implementation (index 0),
-    then to the earliest, so an equal alternative never churns the code."""
+    then to the earliest, so an equal alternative never churns the code. ``failures``, per implementation, the
+    message of each test it failed, tell which tests they all fail the same way."""
     if not outcomes:
         raise ValueError("no implementations to choose from")
     tests = list(dict.fromkeys(t for o in outcomes for t in o))
@@ -56,7 +60,21 @@ def choose(outcomes: Sequence[Mapping[str, bool]]) -> Agreement:
         scores=scores,
         passes={t: sum(1 for p in passed if t in p) for t in tests},
         implementations=len(outcomes),
+        agreed={t: m for t in tests if (m := _failed_alike(t, failures, len(outcomes)))},
     )
+
+
+#: failure messages that state an expectation the code did not meet (not an error the test ran into)
+_EXPECTATION = re.compile(r"^(?:assert |AssertionError|Failed: DID NOT RAISE)")
+
+
+def _failed_alike(test: str, failures: Sequence[Mapping[str, str]], implementations: int) -> str:
+    """The expectation message every implementation failed ``test`` with, when it is one and the same; else ""."""
+    messages = {f.get(test) for f in failures}
+    if len(failures) != implementations or len(messages) != 1:
+        return ""
+    message = next(iter(messages))
+    return message if message is not None and _EXPECTATION.match(message) else ""
 
 
 def test_functions(tree: ast.Module) -> dict[tuple[str, ...], ast.FunctionDef | ast.AsyncFunctionDef]:

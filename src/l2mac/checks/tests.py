@@ -169,6 +169,15 @@ def per_test_outcomes(output: str) -> dict[str, bool]:
     return out
 
 
+#: pytest -rA's line for a failed test, with its message: "FAILED tests/test_x.py::test_b - assert 14 == 36"
+_FAILED_WITH = re.compile(r"^FAILED (\S+::\S+) - (.+)$", re.MULTILINE)
+
+
+def failure_messages(output: str) -> dict[str, str]:
+    """Per failed test id, the message pytest's short summary (``-rA``) gives for it: ``assert 14 == 36``."""
+    return {test: message.strip() for test, message in _FAILED_WITH.findall(output)}
+
+
 def problem_files(report: str) -> list[str]:
     """The files a check report's lines name (``path.py:12: ...``), in order, with repeats."""
     return [m.group("path") for m in FRAME.finditer(report)]
