@@ -30,6 +30,7 @@ from l2mac.checks.demands import (
     untested_modules,
 )
 from l2mac.checks.env import ToolEnv
+from l2mac.checks.examples import given_examples, run_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.regressions import Baseline, find_regression
@@ -45,12 +46,13 @@ _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
 @dataclass(frozen=True)
 class Standing:
     """How far the project is from passing the step's checks, in stages: what the step still lacks and blocking
-    problems (code problems, a failed install), then its tests (whether they all pass; else whether they ran
-    one by one, and how many passed and failed, with a digest of the test files), then whether a program
-    that serves answered."""
+    problems (code problems, a failed install), then the examples the task gives, then its tests (whether they
+    all pass; else whether they ran one by one, and how many passed and failed, with a digest of the test
+    files), then whether a program that serves answered."""
 
     lacking: int = 0
     problems: int = 0
+    examples_failing: int = 0  # docstrings whose examples, the task's own, fail
     green: bool = True  # the tests all pass (or none are required)
     ran: bool = True  # the tests ran and were counted (not a timeout, a collection error, or none collected)
     passed: int = 0
@@ -64,6 +66,8 @@ class Standing:
         mine, theirs = self.lacking + self.problems, other.lacking + other.problems
         if mine != theirs:
             return mine < theirs
+        if self.examples_failing != other.examples_failing:  # the task's examples before the model's own tests
+            return self.examples_failing < other.examples_failing
         if self.green != other.green:
             return self.green
         if not self.green and self.tests == other.tests:
@@ -114,6 +118,7 @@ class StepChecks:
         self.named = named_files(instruction.instruction)
         self.baseline = Baseline(env.store.snapshot(), set(self.named))
         self.removed: list[str] = []  # tests agreement removed in this step: not missed as regressions
+        self.examples = given_examples(instruction.instruction) if env.python_checks and run_tests else []
         self.standing = Standing()  # of the project when the checks last ran
 
     async def verdict(self) -> Verdict:
@@ -149,6 +154,7 @@ class StepChecks:
             tests_passed=s.passed,
             tests_failing=s.failing,
             problems=s.problems + s.lacking,
+            examples_failing=s.examples_failing,
         )
         return ok, report
 
@@ -174,6 +180,9 @@ class StepChecks:
             install = self._install()
             problems += install
             blocking = len(issues) + len(install)
+        examples = run_examples(self.examples, env.store, env.runner, env.python, env.test_timeout_s)
+        if examples is not None and examples.failed:
+            problems.append(examples.report())
         has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
         outcome: TestRun | None = None
         if self.run_tests and (self.instruction.requires_tests or has_tests):
@@ -194,7 +203,8 @@ class StepChecks:
             problems += served
         else:
             served = []
-        self.standing = self._standing(blocking, outcome, served=not served)
+        standing = self._standing(blocking, outcome, served=not served)
+        self.standing = replace(standing, examples_failing=len(examples.failed) if examples is not None else 0)
         return not problems, "\n\n".join(problems)
 
     def _standing(self, blocking: int, outcome: TestRun | None, *, served: bool) -> Standing:

@@ -1,0 +1,174 @@
+"""The examples a step's instruction gives, run as a check the model cannot edit.
+
+A task often shows what its code must do as doctest examples in the docstrings it gives (``>>> area(2)`` then
+``12.566370614359172``). Unlike the tests a small model writes itself, they are the task's own: right by
+definition, and out of the model's reach. Each docstring's examples are run as one doctest, in the globals of
+the project module that defines the function or class they belong to, inside the sandbox on the project's
+interpreter (``examples_driver.py``); those that fail are reported with what was expected and what came out, and
+count before the model's own tests in how close a step is to passing, so a step never keeps a state that breaks
+them for one that passes its own tests. Seen on HumanEval+: right first drafts rewritten to fit a wrong test
+the model wrote (``longest()`` lower-casing its answer), where the docstring's examples would have held them.
+
+A docstring is left out when its examples use a name that neither they, the task's code, its imports nor the
+builtins define (an instance made in another method's docstring), and an example of a function that is still
+a stub is not run yet: it is a later step's.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import doctest
+import json
+from dataclasses import dataclass
+from importlib.resources import files as package_files
+
+from l2mac.checks.demands import is_stub_definition
+from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.runner import Runner
+from l2mac.fenced import fenced_blocks
+from l2mac.store import FileStore
+
+#: characters of doctest's report kept per failing docstring
+REPORT_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Example:
+    """The examples of one docstring: whose they are (``Class.method`` or ``function``), the top-level name
+    they need (``Class``), and the docstring's text."""
+
+    name: str
+    owner: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    tried: int  # docstrings run
+    failed: tuple[tuple[str, str], ...]  # (name, doctest's report) of each that failed
+
+    def report(self) -> str:
+        lines = [f"{name}:\n{text}" for name, text in self.failed]
+        return (
+            f"Examples the task gives, {len(self.failed)} of {self.tried} failing (they are the task's own: "
+            "change the code, not them):\n" + "\n".join(lines)
+        )
+
+
+def given_examples(instruction: str) -> list[Example]:
+    """The doctest examples in the docstrings of the Python code ``instruction`` shows, one per docstring."""
+    found: list[Example] = []
+    for path, body in fenced_blocks(instruction):
+        if path is not None and not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(body)
+        except SyntaxError:
+            continue
+        known = _defined(tree) | set(dir(builtins))
+        for node, owner in _documented(tree):
+            text = ast.get_docstring(node, clean=True) or ""
+            name = node.name if owner is None else f"{owner.name}.{node.name}"
+            if ">>>" in text and _self_contained(text, known):
+                found.append(Example(name, (owner or node).name, text))
+    return found
+
+
+def run_examples(
+    examples: list[Example], store: FileStore, runner: Runner, python: str, timeout_s: float
+) -> ExampleRun | None:
+    """The examples whose function the project defines with a body, run; None when there are none to run."""
+    where, stubs = _definitions(store)
+    ready = [(e, where[e.owner]) for e in examples if e.owner in where and e.name not in stubs]
+    if not ready:
+        return None
+    spec = [{"module": module, "name": e.name, "text": e.text} for e, module in ready]
+    driver = package_files("l2mac.checks").joinpath("examples_driver.py").read_text(encoding="utf-8")
+    # -I: a project file named like a module the driver imports (json.py) must not stand in for it; -B, as
+    # PYTHONDONTWRITEBYTECODE (which -I ignores): a file rewritten within the second at the same size would
+    # otherwise be run from its stale bytecode
+    result = runner.run([python, "-I", "-B", "-c", driver, json.dumps(spec)], store.root, timeout_s)
+    try:
+        rows = json.loads(result.stdout.strip().splitlines()[-1])
+        failed = tuple((str(r["name"]), _short(str(r["report"]))) for r in rows if r["failed"])
+    except (IndexError, ValueError, KeyError, TypeError):  # the examples never finished (a loop, a crash)
+        said = "timed out" if result.timed_out else _short(result.output) or f"exit status {result.returncode}"
+        failed = (("the examples", f"could not be run: {said}"),)
+    return ExampleRun(len(ready), failed)
+
+
+_Node = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _documented(tree: ast.Module) -> list[tuple[_Node, ast.ClassDef | None]]:
+    """Top-level functions and classes, and the methods of the classes, each with its class (or None)."""
+    out: list[tuple[_Node, ast.ClassDef | None]] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((node, None))
+        if isinstance(node, ast.ClassDef):
+            out += [(m, node) for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return out
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    """The names the task's code binds at its top level: its functions, classes, imports and assignments."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _self_contained(text: str, known: set[str]) -> bool:
+    """Whether every name the examples read is known or bound by an earlier example of the same docstring."""
+    try:
+        examples = doctest.DocTestParser().get_examples(text)
+    except ValueError:  # malformed (an example's indentation)
+        return False
+    bound = set(known)
+    for example in examples:
+        try:
+            tree = ast.parse(example.source)
+        except SyntaxError:
+            return False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
+                return False
+    return bool(examples)
+
+
+def _definitions(store: FileStore) -> tuple[dict[str, str], set[str]]:
+    """Top-level name -> the module that defines it (where one module does), and the names (``f``,
+    ``Class.method``) still defined as stubs."""
+    where: dict[str, set[str]] = {}
+    stubs: set[str] = set()
+    for rel in store.list_files():
+        if not rel.endswith(".py") or is_test_file(rel):
+            continue
+        try:
+            tree = ast.parse(store.read_text(rel))
+        except (SyntaxError, ValueError, UnicodeError):
+            continue
+        module = module_name(rel)
+        for node, owner in _documented(tree):
+            if owner is None:
+                where.setdefault(node.name, set()).add(module)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_stub_definition(node, owner):
+                stubs.add(node.name if owner is None else f"{owner.name}.{node.name}")
+    return {n: next(iter(m)) for n, m in where.items() if len(m) == 1}, stubs
+
+
+def _short(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("*****")]
+    return "\n".join(lines)[-REPORT_CHARS:]

@@ -1,0 +1,108 @@
+"""The examples a task gives in its docstrings, run as a check the model cannot edit."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage
+from test_text_protocol import fenced, make_unit, run_step
+
+from l2mac.checks.examples import given_examples, run_examples
+from l2mac.checks.runner import SubprocessRunner
+from l2mac.models.scripted import last_user_text, text
+from l2mac.store import FileStore
+from l2mac.types import Instruction, StepStatus
+
+TASK_CODE = '''import math
+
+
+def double(x):
+    """Twice x.
+
+    >>> double(2)
+    4
+    >>> double(-1.5)
+    -3.0
+    """
+
+
+class Circle:
+    """A circle."""
+
+    def __init__(self, r):
+        self.r = r
+
+    def area(self):
+        """Its area.
+
+        >>> c = Circle(1)
+        >>> round(c.area(), 4)
+        3.1416
+        """
+
+    def scaled(self, k):
+        """A circle k times as large.
+
+        >>> c.scaled(2).r
+        2
+        """
+'''
+INSTRUCTION = f"Write geometry.py with these, and tests/test_geometry.py.\n\n```python\n{TASK_CODE}```\n"
+RIGHT = (
+    "import math\n\n\ndef double(x):\n    return 2 * x\n\n\nclass Circle:\n    def __init__(self, r):\n"
+    "        self.r = r\n\n    def area(self):\n        return math.pi * self.r**2\n\n"
+    "    def scaled(self, k):\n        return Circle(self.r * k)\n"
+)
+
+
+def test_the_examples_of_each_docstring_are_read_when_they_stand_on_their_own() -> None:
+    found = {e.name: e.owner for e in given_examples(INSTRUCTION)}
+    # scaled()'s example uses c, made in another docstring: left out
+    assert found == {"double": "double", "Circle.area": "Circle"}
+    assert given_examples("Write a function that doubles x, e.g. double(2) == 4.") == []
+    assert given_examples("notes.txt\n```python\ndef f():\n    '''>>> f()\n    1\n    '''\n```\n") == []
+
+
+def test_examples_run_against_the_project_module_that_defines_them(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    examples = given_examples(INSTRUCTION)
+
+    def run() -> object:
+        return run_examples(examples, store, SubprocessRunner(), sys.executable, 60)
+
+    store.write_text("geometry.py", TASK_CODE)
+    assert run() is None  # every function is still a stub: a later answer's
+    store.write_text("geometry.py", RIGHT)
+    result = run()
+    assert result is not None and (result.tried, result.failed) == (2, ())
+    store.write_text("geometry.py", RIGHT.replace("2 * x", "x + 2"))
+    result = run()
+    assert result is not None and [name for name, _ in result.failed] == ["double"]
+    report = result.report()
+    assert "1 of 2 failing" in report and "double(-1.5)" in report and "Expected:\n    -3.0\nGot:\n    0.5" in report
+    store.write_text("geometry.py", RIGHT + "\nraise SystemExit(3)\n")
+    result = run()
+    assert result is not None and len(result.failed) == 2 and "SystemExit" in result.report()
+
+
+def test_a_step_whose_own_tests_pass_does_not_pass_while_the_tasks_examples_fail(tmp_path: Path) -> None:
+    wrong = RIGHT.replace("2 * x", "3 * x")
+    bent = "from geometry import double\n\n\ndef test_double():\n    assert double(2) == 6\n"
+    right_tests = "from geometry import Circle, double\n\n\ndef test_double():\n    assert double(2) == 4\n\n\n"
+    right_tests += "def test_area():\n    assert Circle(2).scaled(3).r == 6\n"
+
+    def fix(messages: list[ModelMessage]):
+        told = last_user_text(messages)
+        assert "Examples the task gives, 1 of 2 failing" in told and "Expected:\n    4\nGot:\n    6" in told
+        return text(fenced(("geometry.py", RIGHT), ("tests/test_geometry.py", right_tests)))
+
+    replies = [
+        text(fenced(("geometry.py", wrong), ("tests/test_geometry.py", bent)) + "\nSTEP COMPLETE: geometry."),
+        fix,
+        text("STEP COMPLETE\ngeometry.py has double and Circle."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, Instruction(title="Geometry", instruction=INSTRUCTION, requires_tests=True))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("geometry.py") == RIGHT
