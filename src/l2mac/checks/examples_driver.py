@@ -3,6 +3,8 @@ docstring's as one doctest in the globals of the project module that defines its
 JSON line, per docstring its name, how many examples failed and doctest's report. Standard library only.
 """
 
+from __future__ import annotations
+
 import doctest
 import importlib
 import io
@@ -13,7 +15,7 @@ import sys
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
-def run(item):
+def run(item: dict[str, str]) -> dict[str, object]:
     out = io.StringIO()
     try:
         module = importlib.import_module(item["module"])
@@ -25,7 +27,7 @@ def run(item):
         return {"name": item["name"], "failed": 1, "report": f"{type(e).__name__}: {e}"}
 
 
-def main():
+def main() -> None:
     spec = json.loads(sys.argv[1])
     here = os.getcwd()
     sys.path[:0] = [here, os.path.join(here, "src")]  # the project's modules, as its tests import them

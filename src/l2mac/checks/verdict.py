@@ -43,7 +43,7 @@ from l2mac.types import Instruction
 _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Standing:
     """How far the project is from passing the step's checks, in stages: what the step still lacks and blocking
     problems (code problems, a failed install), then the examples the task gives, then its tests (whether they
@@ -215,7 +215,15 @@ class StepChecks:
             return Standing(problems=blocking, tests=digest, served=served)
         ran = outcome.status in ("passed", "failed") and outcome.passed + outcome.failed > 0
         failing = outcome.failed + outcome.errors
-        return Standing(0, blocking, outcome.ok, ran, outcome.passed, failing, digest, served)
+        return Standing(
+            problems=blocking,
+            green=outcome.ok,
+            ran=ran,
+            passed=outcome.passed,
+            failing=failing,
+            tests=digest,
+            served=served,
+        )
 
     def _serve(self) -> list[str]:
         """A program that serves, started as its user would start it and asked for the step's routes."""
