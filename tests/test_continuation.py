@@ -58,6 +58,23 @@ def test_the_opening_of_a_top_level_stub_keeps_the_rest_of_the_file_and_adds_new
     assert done.count("def spread") == 1
 
 
+def test_tests_written_after_a_body_stay_out_of_a_code_file_but_not_out_of_a_test_file() -> None:
+    after = (
+        "    return max(numbers) - min(numbers)\n\n\nimport pytest\n\n\ndef _top(xs):\n    return max(xs)\n\n\n"
+        "@pytest.fixture\ndef numbers():\n    return [1.0]\n\n\ndef test_spread():\n    assert spread([1.0]) == 0\n\n\n"
+        "class TestSpread:\n    def test_two(self):\n        assert spread([1.0, 2.0]) == 1.0\n```\n"
+    )
+    opening = find_opening("solution.py", STUB, ["spread"])
+    assert opening is not None
+    done = opening.complete(after)
+    assert done is not None and "def _top" in done  # a helper is kept
+    assert "pytest" not in done and "test_" not in done and "TestSpread" not in done
+    in_tests = find_opening("tests/test_solution.py", STUB, ["spread"])
+    assert in_tests is not None
+    kept = in_tests.complete(after)
+    assert kept is not None and "import pytest" in kept and "def test_spread" in kept
+
+
 def test_a_method_stub_is_completed_in_its_class_and_a_later_stub_is_left_for_its_own_turn() -> None:
     source = (
         "class Counter:\n"

@@ -22,6 +22,7 @@ from pydantic_ai.messages import ModelResponse, TextPart
 
 from l2mac.checks.autofix import import_line
 from l2mac.checks.demands import is_stub_definition, names_for_file
+from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import definition_span
 from l2mac.fenced import fenced_blocks
 
@@ -103,7 +104,10 @@ class Opening:
         lines, new_lines = text.splitlines(), source.splitlines()
         edits: list[tuple[int, int, list[str]]] = []  # lines[start:end] become the lines given
         after = anchor.end_lineno or anchor.lineno
+        code = not is_test_file(self.path)
         for node in wrote.body:
+            if code and _test_material(node):
+                continue
             if isinstance(node, _DEFINITIONS) and node.name != self.name:
                 start, stop = definition_span(node)
                 new = [pad + x if x.strip() else x for x in new_lines[start:stop]]
@@ -115,13 +119,31 @@ class Opening:
                 ):
                     edits.append((*definition_span(old), new))
         have = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
-        imports = [u for n in wrote.body if isinstance(n, (ast.Import, ast.ImportFrom)) if (u := ast.unparse(n))]
+        imports = [
+            u
+            for n in wrote.body
+            if isinstance(n, (ast.Import, ast.ImportFrom)) and not (code and _test_material(n))
+            if (u := ast.unparse(n))
+        ]
         if missing := [u for u in dict.fromkeys(imports) if u not in have]:
             edits.append((import_line(tree), import_line(tree), missing))
         for start, stop, new in sorted(edits, key=lambda e: e[0], reverse=True):
             lines[start:stop] = new
         result = "\n".join(lines) + "\n"
         return result if _parses(result) else text
+
+
+def _test_material(node: ast.stmt) -> bool:
+    """A test, a test class, a fixture or a pytest import: what a small model writes after a body it completed
+    (seen on HumanEval+: test functions and ``import pytest`` carried into solution.py, which the scorer, without
+    pytest, could not import); in a code file it is dropped, the tests belong in the test file."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        return any(m.split(".")[0] == "pytest" for m in modules)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
+        return node.name.startswith("test") or fixture
+    return isinstance(node, ast.ClassDef) and node.name.startswith("Test")
 
 
 def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
