@@ -85,7 +85,7 @@ def test_a_wrong_test_is_named_to_the_model_and_the_right_code_is_kept(tmp_path:
 
     def fix_tests(messages: list[ModelMessage]):
         feedback = last_user_text(messages)
-        assert "tests/test_stats.py::test_wrong: passed by 0 of them" in feedback
+        assert "tests/test_stats.py::test_wrong: every one of them fails it with `assert 2.0 == 3`" in feedback
         assert "test_mean" not in feedback.split("These tests fail with most of them:")[1].split("When")[0]
         return text(fenced(("tests/test_stats.py", RIGHT_TESTS)))
 
@@ -227,7 +227,7 @@ def test_remove_tests_takes_out_whole_functions_with_their_decorators() -> None:
 
 def test_a_wrong_test_kept_after_it_was_pointed_out_is_removed_and_recorded(tmp_path: Path) -> None:
     def keep_it(messages: list[ModelMessage]):
-        assert "test_wrong: passed by 0 of them" in last_user_text(messages)
+        assert "test_wrong: every one of them fails it with `assert 2.0 == 3`" in last_user_text(messages)
         return text(fenced(("tests/test_stats.py", WRONG_TEST)))  # the same wrong test again
 
     replies = [
@@ -280,8 +280,8 @@ def test_samples_are_tested_in_a_scratch_copy_inside_the_sandbox(tmp_path: Path)
     store.write_text("tests/test_stats.py", WRONG_TEST)
     ran = outcomes_with(unit.toolbox.env, unit.recover, store.snapshot(), "stats.py", MEAN)
     assert ran is not None
-    content, outcomes = ran
-    assert content == MEAN
+    content, outcomes, failures = ran
+    assert content == MEAN and failures == {"tests/test_stats.py::test_wrong": "assert 2.0 == 3"}
     assert outcomes == {
         "tests/test_stats.py::test_mean": True,
         "tests/test_stats.py::test_one": True,
@@ -384,7 +384,7 @@ def test_a_test_of_another_module_in_the_same_file_is_no_evidence(tmp_path: Path
 
     def keep_it(messages: list[ModelMessage]):
         told = last_user_text(messages)
-        assert "test_wrong: passed by 0 of them" in told and "test_f" not in told.partition("doubt")[2]
+        assert "test_wrong: every one of them fails it" in told and "test_f" not in told.partition("doubt")[2]
         return text(fenced(("tests/test_stats.py", copied)))
 
     replies = [
