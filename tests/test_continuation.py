@@ -68,6 +68,9 @@ def test_tests_written_after_a_body_stay_out_of_a_code_file_but_not_out_of_a_tes
     assert opening is not None
     done = opening.complete(after)
     assert done is not None and "def _top" in done  # a helper is kept
+    named_like_tests = "    return 1\n\n\ndef testing_mode():\n    return 0\n\n\nclass TestResult:\n    ok = True\n"
+    kept_code = opening.complete(named_like_tests + "```\n")
+    assert kept_code is not None and "def testing_mode" in kept_code and "class TestResult" in kept_code
     assert "pytest" not in done and "test_" not in done and "TestSpread" not in done
     in_tests = find_opening("tests/test_solution.py", STUB, ["spread"])
     assert in_tests is not None

@@ -284,3 +284,24 @@ def test_the_tool_protocols_examples_name_the_steps_own_file_not_a_fixed_one(tmp
     schemas = [t.parameters_json_schema for t in unit.toolbox.definitions()]
     assert "write_files" in {t.name for t in unit.toolbox.definitions()}
     assert "app/models.py" not in json.dumps(schemas)
+
+
+def test_a_rewritten_test_file_that_passes_more_counts_as_progress(tmp_path: Path) -> None:
+    code = "def f(x):\n    return x + 1\n"
+
+    def tests(*expected: int) -> str:
+        body = "".join(f"\n\ndef test_{i}():\n    assert f({i}) == {e}\n" for i, e in enumerate(expected))
+        return "from a import f\n" + body
+
+    replies: list = [call("write_files", {"files": [{"path": "a.py", "content": code}]})]
+    for expected in [(9, 9, 3), (1, 9, 3), (1, 2, 9), (1, 9, 9)]:  # 2 fail, 1, 1 (other tests), 2
+        replies += [
+            call("write_files", {"files": [{"path": "tests/test_a.py", "content": tests(*expected)}]}),
+            call("step_complete", {"summary": "a"}),
+        ]
+    needs_tests = Instruction(title="A", instruction="Write a.py with f and its tests.", requires_tests=True)
+    limits = StepLimits(max_turns=40, max_check_failures=8, max_stalled=1)
+    unit, _, _ = make_unit(tmp_path, [*replies, text("a.py")], limits=limits, run_tests=True)
+    outcome = run_step(unit, needs_tests)
+    # other tests with fewer failing are closer; the same count with other tests again is not
+    assert "no closer" in outcome.reason and outcome.check_failures == 3

@@ -79,11 +79,14 @@ def test_examples_run_against_the_project_module_that_defines_them(tmp_path: Pat
     store.write_text("geometry.py", RIGHT.replace("2 * x", "x + 2"))
     result = run()
     assert result is not None and [name for name, _ in result.failed] == ["double"]
-    report = result.report()
-    assert "1 of 2 failing" in report and "double(-1.5)" in report and "Expected:\n    -3.0\nGot:\n    0.5" in report
+    report = result.failures()
+    assert report.startswith("double:") and "double(-1.5)" in report and "Expected:\n    -3.0\nGot:\n    0.5" in report
     store.write_text("geometry.py", RIGHT + "\nraise SystemExit(3)\n")
     result = run()
-    assert result is not None and len(result.failed) == 2 and "SystemExit" in result.report()
+    assert result is not None and len(result.failed) == 2 and "SystemExit" in result.failures()
+    store.write_text("geometry.py", RIGHT + "\nwhile True:\n    pass\n")
+    result = run_examples(examples, store, SubprocessRunner(), sys.executable, 3)
+    assert result is not None and len(result.failed) == 2 and "timed out" in result.failures()  # all of them
 
 
 def test_a_step_whose_own_tests_pass_does_not_pass_while_the_tasks_examples_fail(tmp_path: Path) -> None:

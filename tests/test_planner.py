@@ -442,14 +442,34 @@ def test_a_specification_that_describes_its_files_is_the_plan_in_dependency_orde
     script = ScriptedModel([])  # any call would fail: there is no reply
     program = asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), SHOP))
     assert program.source == "the specification" and script.requests == []
-    assert [s.title for s in program.steps] == ["Write shop/cart.py", "Write shop/report.py", "Examples and scripts"]
+    assert [s.title for s in program.steps] == ["Write shop/cart.py", "Write shop/report.py", "The other files"]
     cart, report, scripts = program.steps
     # the module the other's description uses comes first, with its package's marker, its interface and its tests
     assert named_files(cart.instruction) == ["shop/cart.py", "shop/__init__.py", "tests/test_cart.py"]
     assert "class Cart:" in cart.instruction and "def load_cart(path):" in cart.instruction and cart.requires_tests
     assert "from shop.cart" in cart.instruction or "importing them from shop.cart" in cart.instruction
     assert named_files(report.instruction) == ["shop/report.py", "tests/test_report.py"]
-    assert named_files(scripts.instruction) == ["scripts/run_report.sh"] and not scripts.requires_tests
+    assert named_files(scripts.instruction) == ["scripts/run_report.sh", "README.md"] and not scripts.requires_tests
+
+
+def test_a_specification_that_leaves_a_module_undescribed_is_planned_by_the_model() -> None:
+    from l2mac import outline
+    from l2mac.spec_plan import spec_plan
+
+    partly = SHOP.replace("│   └── cart.py", "│   ├── cart.py\n│   └── storage.py")
+    assert "shop/storage.py" in outline.tree_paths(partly)
+    assert spec_plan(partly) == []  # what storage.py must do is the rest of the task's to say: the model plans
+    main = SHOP.replace("├── scripts", "├── main.py\n├── scripts")  # an entry point uses the rest: it comes last
+    assert spec_plan(main)[-1].instruction.startswith("Write main.py and write scripts/run_report.sh")
+
+
+def test_described_files_of_one_name_get_test_files_of_their_own() -> None:
+    from l2mac.spec_plan import spec_plan
+
+    twice = "```\n├── a\n│   └── util.py\n└── b\n    └── util.py\n```\n\n"
+    twice += "`a/util.py`:\n- f(x): one.\n\n`b/util.py`:\n- g(x): two.\n"
+    tests = [f for s in spec_plan(twice) for f in named_files(s.instruction) if f.startswith("tests/")]
+    assert tests == ["tests/test_a_util.py", "tests/test_b_util.py"]
 
 
 def test_the_model_plans_when_told_to_or_when_the_specification_describes_no_file() -> None:

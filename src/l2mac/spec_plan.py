@@ -21,30 +21,38 @@ from l2mac.types import Instruction
 
 #: files that use the rest of the project rather than define what it uses
 ENTRY_POINTS = ("main.py", "__main__.py", "cli.py", "app.py", "run.py", "manage.py")
-#: files of the tree other than Python modules that are code: scripts the examples and the README run
-SCRIPTS = (".sh", ".bash")
+#: files of the tree other than Python modules that the project's code, its users or its README need: scripts,
+#: web pages and their assets, the project's own documents (not data files: the task gives those, or they are
+#: the program's output)
+OTHER_FILES = (".sh", ".bash", ".html", ".css", ".js")
+PROJECT_FILES = ("README.md", "requirements.txt", "pyproject.toml")
+#: folders of files that use the project's code rather than make it up
+USERS = ("examples", "scripts", "demo", "demos", "bin")
 
 
 def spec_plan(task: str, *, tests: bool = True) -> list[Instruction]:
-    """The plan the specification in ``task`` gives, or ``[]`` when it describes none of its code files."""
+    """The plan the specification in ``task`` gives: ``[]`` unless it describes each of its code files but those
+    that use the rest (entry points, examples, scripts), which then come last."""
     specs = outline.code_files(task)
     described = _ordered([s for s in specs if s.description])
-    if not described:
+    if not described or any(not s.description and not _uses_the_rest(s.path) for s in specs):
         return []
     tree = outline.tree_paths(task)
     markers = [p for p in tree if p.endswith("/__init__.py")]
+    stems = [s.path.rsplit("/", 1)[-1] for s in described]
     steps = []
     for spec in described:
         package = spec.path.rsplit("/", 1)[0] + "/__init__.py" if "/" in spec.path else ""
         own_marker = [package] if package in markers else []
         markers = [m for m in markers if m not in own_marker]
-        steps.append(_file_step(spec, own_marker, tests))
+        unique = stems.count(spec.path.rsplit("/", 1)[-1]) == 1
+        steps.append(_file_step(spec, own_marker, tests, unique))
     rest = [s.path for s in specs if not s.description] + markers
-    rest += [p for p in tree if p.endswith(SCRIPTS)]
+    rest += [p for p in tree if p.endswith(OTHER_FILES) or p.rsplit("/", 1)[-1] in PROJECT_FILES]
     if rest:
         steps.append(
             Instruction(
-                title="Examples and scripts",
+                title="The other files",
                 instruction="W"
                 + " and ".join(f"write {p}" for p in rest)[1:]
                 + ", as the task's file tree names them. They use the code the earlier steps wrote, by the names"
@@ -55,8 +63,15 @@ def spec_plan(task: str, *, tests: bool = True) -> list[Instruction]:
     return steps
 
 
-def _file_step(spec: outline.SpecFile, markers: list[str], tests: bool) -> Instruction:
-    stem = spec.path.rsplit("/", 1)[-1].removesuffix(".py")
+def _uses_the_rest(path: str) -> bool:
+    parts = path.split("/")
+    return parts[-1] in ENTRY_POINTS or any(p in USERS for p in parts[:-1])
+
+
+def _file_step(spec: outline.SpecFile, markers: list[str], tests: bool, unique: bool) -> Instruction:
+    """A described file's step; its tests' file is named after it (after its module path when another described
+    file has the same name, so neither step writes over the other's tests)."""
+    stem = spec.path.rsplit("/", 1)[-1].removesuffix(".py") if unique else module_name(spec.path).replace(".", "_")
     parts = [f"Write {spec.path} as the task specifies.", file_detail(spec)]
     if markers:
         parts.append(f"Write {markers[0]} too: the package's marker (it may be empty).")
@@ -71,7 +86,11 @@ def _file_step(spec: outline.SpecFile, markers: list[str], tests: bool) -> Instr
 def _ordered(specs: list[outline.SpecFile]) -> list[outline.SpecFile]:
     """``specs`` with each file after those whose module or names its description uses (in tree order where
     nothing says), and entry points last."""
-    names = {s.path: _said(s) | {module_name(s.path).rsplit(".", 1)[-1]} for s in specs}
+    # an entry point's module name (main, app) is a common word: a description saying "the main loop" uses no main.py
+    names = {
+        s.path: _said(s) | ({module_name(s.path).rsplit(".", 1)[-1]} if not _uses_the_rest(s.path) else set())
+        for s in specs
+    }
 
     def uses(a: outline.SpecFile, b: outline.SpecFile) -> bool:
         words = set(re.findall(r"\b\w+\b", a.description))

@@ -66,15 +66,21 @@ def choose(outcomes: Sequence[Mapping[str, bool]], failures: Sequence[Mapping[st
 
 #: failure messages that state an expectation the code did not meet (not an error the test ran into)
 _EXPECTATION = re.compile(r"^(?:assert |AssertionError|Failed: DID NOT RAISE)")
+#: messages that say nothing of what the code did: no value (``assert False``), or code that returned nothing
+_SAYS_NOTHING = re.compile(r"^assert (?:False|not \w+)$|\bNone\b")
 
 
 def _failed_alike(test: str, failures: Sequence[Mapping[str, str]], implementations: int) -> str:
-    """The expectation message every implementation failed ``test`` with, when it is one and the same; else ""."""
+    """The expectation message every implementation failed ``test`` with, when it is one and the same and says
+    what the code did; else "". pytest cuts a long message to the terminal's width (ending it with ``...``):
+    two cut alike may differ after the cut, so they are no agreement."""
     messages = {f.get(test) for f in failures}
     if len(failures) != implementations or len(messages) != 1:
         return ""
     message = next(iter(messages))
-    return message if message is not None and _EXPECTATION.match(message) else ""
+    if message is None or not _EXPECTATION.match(message) or message.endswith("...") or _SAYS_NOTHING.search(message):
+        return ""
+    return message
 
 
 def test_functions(tree: ast.Module) -> dict[tuple[str, ...], ast.FunctionDef | ast.AsyncFunctionDef]:

@@ -25,6 +25,7 @@ from importlib.resources import files as package_files
 
 from l2mac.checks.demands import is_stub_definition
 from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.runner import Runner
 from l2mac.fenced import fenced_blocks
 from l2mac.store import FileStore
@@ -48,12 +49,9 @@ class ExampleRun:
     tried: int  # docstrings run
     failed: tuple[tuple[str, str], ...]  # (name, doctest's report) of each that failed
 
-    def report(self) -> str:
-        lines = [f"{name}:\n{text}" for name, text in self.failed]
-        return (
-            f"Examples the task gives, {len(self.failed)} of {self.tried} failing (they are the task's own: "
-            "change the code, not them):\n" + "\n".join(lines)
-        )
+    def failures(self) -> str:
+        """Each failing docstring's name and what doctest said."""
+        return "\n".join(f"{name}:\n{text}" for name, text in self.failed)
 
 
 def given_examples(instruction: str) -> list[Example]:
@@ -79,6 +77,8 @@ def run_examples(
     examples: list[Example], store: FileStore, runner: Runner, python: str, timeout_s: float
 ) -> ExampleRun | None:
     """The examples whose function the project defines with a body, run; None when there are none to run."""
+    if not examples:
+        return None
     where, stubs = _definitions(store)
     ready = [(e, where[e.owner]) for e in examples if e.owner in where and e.name not in stubs]
     if not ready:
@@ -92,9 +92,9 @@ def run_examples(
     try:
         rows = json.loads(result.stdout.strip().splitlines()[-1])
         failed = tuple((str(r["name"]), _short(str(r["report"]))) for r in rows if r["failed"])
-    except (IndexError, ValueError, KeyError, TypeError):  # the examples never finished (a loop, a crash)
+    except (IndexError, ValueError, KeyError, TypeError):  # they never finished (a loop, a crash): all failed
         said = "timed out" if result.timed_out else _short(result.output) or f"exit status {result.returncode}"
-        failed = (("the examples", f"could not be run: {said}"),)
+        failed = tuple((e.name, f"could not be run: {said}") for e, _ in ready)
     return ExampleRun(len(ready), failed)
 
 
@@ -113,16 +113,14 @@ def _documented(tree: ast.Module) -> list[tuple[_Node, ast.ClassDef | None]]:
 
 
 def _defined(tree: ast.Module) -> set[str]:
-    """The names the task's code binds at its top level: its functions, classes, imports and assignments."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    return names
+    """The names the task's code binds at its top level: its definitions, assignments and imports."""
+    imported = {
+        (a.asname or a.name).split(".")[0]
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for a in node.names
+    }
+    return defined_at_top_level(tree) | imported
 
 
 def _self_contained(text: str, known: set[str]) -> bool:

@@ -182,7 +182,14 @@ class StepChecks:
             blocking = len(issues) + len(install)
         examples = run_examples(self.examples, env.store, env.runner, env.python, env.test_timeout_s)
         if examples is not None and examples.failed:
-            problems.append(examples.report())
+            problems.append(
+                self.domain.render(
+                    "examples_failing",
+                    failing=len(examples.failed),
+                    tried=examples.tried,
+                    failures=examples.failures(),
+                ).strip()
+            )
         has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
         outcome: TestRun | None = None
         if self.run_tests and (self.instruction.requires_tests or has_tests):

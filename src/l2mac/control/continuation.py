@@ -142,8 +142,11 @@ def _test_material(node: ast.stmt) -> bool:
         return any(m.split(".")[0] == "pytest" for m in modules)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
-        return node.name.startswith("test") or fixture
-    return isinstance(node, ast.ClassDef) and node.name.startswith("Test")
+        return node.name == "test" or node.name.startswith("test_") or fixture  # not testing_mode()
+    if not isinstance(node, ast.ClassDef):
+        return False
+    tests = any(isinstance(m, ast.FunctionDef) and m.name.startswith("test_") for m in node.body)
+    return tests and re.match(r"Test[A-Z_]|Test$", node.name) is not None  # not Testimonial, nor a TestResult
 
 
 def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
