@@ -647,8 +647,11 @@ def test_failures_alike_need_every_implementation_and_an_expectation() -> None:
     passed = {"t::a": False}
     same = {"t::a": "assert 2 == 3"}
     assert choose([passed] * 3, [same] * 3).agreed == {"t::a": "assert 2 == 3"}
-    assert choose([passed] * 3, [same, same, {"t::a": "assert 4 == 3"}]).agreed == {}  # they differ
+    assert choose([passed] * 3, [same, same, {"t::a": "assert 4 == 3"}]).agreed == {}  # two alike: too few
     assert choose([passed] * 3, [same, same]).agreed == {}  # one implementation's messages are unknown
+    other = {"t::a": "TypeError: unsupported operand"}
+    assert choose([passed] * 4, [same, same, other, same]).agreed == {"t::a": "assert 2 == 3"}  # 3 of 4, with it
+    assert choose([passed] * 4, [other, same, same, same]).agreed == {}  # the current code fails otherwise
     error = {"t::a": "NameError: name 'helper' is not defined"}
     assert choose([passed] * 3, [error] * 3).agreed == {}  # an error the test ran into states no expectation
     for says_nothing in ("assert 14...", "assert None == 3", "assert False"):  # cut off by pytest, or no value

@@ -35,8 +35,8 @@ class Agreement:
     scores: tuple[int, ...]  # per implementation: supporters x tests passed (0 for one that ran no test)
     passes: Mapping[str, int]  # per test: how many implementations pass it
     implementations: int
-    #: tests every implementation fails on the same expectation with the same values (``assert 14 == 36``):
-    #: the implementations agree on what the code does, and the test expects something else
+    #: tests the current code and enough others fail on the same expectation with the same values (``assert 14
+    #: == 36``): the implementations agree on what the code does, and the test expects something else
     agreed: Mapping[str, str] = field(default_factory=dict)  # test: the message they all fail it with
 
 
@@ -64,6 +64,8 @@ def choose(outcomes: Sequence[Mapping[str, bool]], failures: Sequence[Mapping[st
     )
 
 
+#: implementations (the current one among them) that must fail a test with one message for it to be agreement
+MIN_ALIKE = 3
 #: failure messages that state an expectation the code did not meet (not an error the test ran into)
 _EXPECTATION = re.compile(r"^(?:assert |AssertionError|Failed: DID NOT RAISE)")
 #: messages that say nothing of what the code did: no value (``assert False``), or code that returned nothing
@@ -71,16 +73,17 @@ _SAYS_NOTHING = re.compile(r"^assert (?:False|not \w+)$|\bNone\b")
 
 
 def _failed_alike(test: str, failures: Sequence[Mapping[str, str]], implementations: int) -> str:
-    """The expectation message every implementation failed ``test`` with, when it is one and the same and says
-    what the code did; else "". pytest cuts a long message to the terminal's width (ending it with ``...``):
-    two cut alike may differ after the cut, so they are no agreement."""
-    messages = {f.get(test) for f in failures}
-    if len(failures) != implementations or len(messages) != 1:
+    """The expectation message ``test`` failed with in the current implementation (index 0) and in at least
+    :data:`MIN_ALIKE` implementations in all, when it says what the code did; else "". A small model's samples
+    are noisy (seen: three of four computing 14 where the test expected 36, the fourth raising a TypeError), so
+    a majority that includes the current code is the agreement, not every sample. pytest cuts a long message
+    to the terminal's width (ending it with ``...``): two cut alike may differ after the cut."""
+    if len(failures) != implementations or not failures:
         return ""
-    message = next(iter(messages))
+    message = failures[0].get(test)
     if message is None or not _EXPECTATION.match(message) or message.endswith("...") or _SAYS_NOTHING.search(message):
         return ""
-    return message
+    return message if sum(1 for f in failures if f.get(test) == message) >= MIN_ALIKE else ""
 
 
 def test_functions(tree: ast.Module) -> dict[tuple[str, ...], ast.FunctionDef | ast.AsyncFunctionDef]:
