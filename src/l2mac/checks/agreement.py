@@ -210,9 +210,9 @@ class Weigher:
         # the implementations pass it; when no implementation passes any test there is no evidence either way.
         # It is removed only on stronger evidence: the model was told and kept it, no implementation passes
         # it, and at least two implementations agree on the tests they pass.
-        # Implementations that all fail a test the same way (``assert 14 == 36`` from each) agree on what the code
-        # does, which is evidence too (seen: a sphere function's only test expecting 36 for [-1, -2, -3]; four
-        # implementations returned 14, and the step failed on the test).
+        # Implementations that fail a test the same way (``assert 14 == 36`` from the current code and two more)
+        # agree on what the code does, which is evidence too (seen: a sphere function's only test expecting 36
+        # for [-1, -2, -3]; the implementations returned 14, and the step failed on the test).
         evidence = bool(agreement.passed)
         enough = agreement.implementations >= MIN_IMPLEMENTATIONS_TO_QUESTION
         alike = [t for t in agreement.disputed if enough and t in agreement.agreed]
