@@ -741,3 +741,50 @@ def test_a_markdown_file_keeps_the_fenced_examples_it_holds() -> None:
         {"path": "notes.md", "content": "# Notes\n```sh\nls\n```\nend\n"}
     ]
     assert fenced_files("a.py\n```python\nX = 1\n```python\nY = 2\n```\n")[0]["content"] == "X = 1\n"
+
+
+HOSTED = '''import argparse
+
+
+class Global_functions:
+    """Hosts the tool's functions."""
+
+    @staticmethod
+    def get_args(argv=None):
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--name", default="world")
+        return parser.parse_args(argv)
+
+    def main(self, argv=None):
+        return "hello " + Global_functions.get_args(argv).name
+'''
+
+
+def test_a_class_that_only_hosts_the_functions_a_step_names_becomes_those_functions(tmp_path: Path) -> None:
+    # DevBench's diagrams draw a module's functions as a "fake class to host global functions"; the 1.5B model
+    # wrote it, and `from query_arxiv import get_args` could never work
+    from l2mac.checks.autofix import unwrap_namespace_classes
+
+    instruction = "Write tool.py as the task specifies.\n\nFrom the task, tool.py:\n- get_args(argv): parse.\n"
+    instruction += "- main(argv): greet.\n\nThen write tests/test_tool.py."
+    tests = "from tool import get_args, main\n\n\ndef test_main():\n    assert main(['--name', 'x']) == 'hello x'\n"
+    tests += "\n\ndef test_get_args():\n    assert get_args([]).name == 'world'\n"
+    replies = [
+        text(fenced(("tool.py", HOSTED))),
+        text(fenced(("tests/test_tool.py", tests))),
+        text("STEP COMPLETE\ntool.py has get_args and main."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, Instruction(title="Tool", instruction=instruction, requires_tests=True))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    code = store.read_text("tool.py")
+    assert (
+        "class Global_functions" not in code and "def get_args(argv=None):" in code and "def main(argv=None):" in code
+    )
+    assert "return 'hello ' + get_args(argv).name" in code
+    # a class that uses its instance, is made elsewhere, or is one the step names is a class
+    wanted = {"get_args", "main"}
+    uses_self = HOSTED.replace('return "hello', 'self.n = 1\n        return "hello')
+    assert "self.n" in uses_self and unwrap_namespace_classes(uses_self, wanted)[1] == []
+    assert unwrap_namespace_classes(HOSTED + "\nG = Global_functions()\n", wanted)[1] == []
+    assert unwrap_namespace_classes(HOSTED, {"Global_functions", "main"})[1] == []

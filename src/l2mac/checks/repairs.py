@@ -21,7 +21,9 @@ from l2mac.checks.autofix import (
     repair_fixture_misuse,
     repair_ignored_argv,
     undefined_names,
+    unwrap_namespace_classes,
 )
+from l2mac.checks.demands import names_for_file
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.errors import WorkspaceError
@@ -31,13 +33,26 @@ Log = Callable[..., None]
 
 
 def repair_written(
-    store: FileStore, check_files: Callable[[list[str]], list[CodeIssue]], paths: list[str], log: Log
+    store: FileStore,
+    check_files: Callable[[list[str]], list[CodeIssue]],
+    paths: list[str],
+    log: Log,
+    instruction: str = "",
 ) -> list[str]:
     """Repair the Python files just written; returns one note per repair, to tell the model what was done.
     ``log(recovery, **fields)`` records each. ``check_files`` is asked only for undefined names, so it need not
-    run the type check (callers pass one without it: mypy would run twice per write)."""
+    run the type check (callers pass one without it: mypy would run twice per write). ``instruction``, the
+    step's, says which functions a file must define at its top level."""
     python = [p for p in paths if p.endswith(".py")]
     notes = _repair_fixtures(store, paths, log)
+    for path in [p for p in python if instruction and not is_test_file(p)]:
+        wanted = set(names_for_file(instruction, path))
+        if unwrapped := rewrite(store, path, partial(unwrap_namespace_classes, wanted=wanted)):
+            notes.append(
+                f"Made the functions of {', '.join(unwrapped)} in {path} module-level functions, as the task names "
+                "them (a class that only hosts functions is a diagram's way of listing them)"
+            )
+            log("namespace_class_unwrapped", path=path, classes=unwrapped)
     for path in python:
         if functions := rewrite(store, path, repair_ignored_argv):
             which = ", ".join(f"{f}()" for f in functions)

@@ -198,7 +198,11 @@ class ControlUnit:
         paths = [p for p in paths if p.endswith(".py") and env.store.is_project_file(p)]
         log = partial(self.log, "recovered", step=step.index)
         added = repair_written(
-            env.store, partial(env.check_files, types=False), paths, lambda r, **f: log(recovery=r, **f)
+            env.store,
+            partial(env.check_files, types=False),
+            paths,
+            lambda r, **f: log(recovery=r, **f),
+            step.instruction.instruction,
         )
         if not added:
             return result
