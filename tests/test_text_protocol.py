@@ -492,17 +492,39 @@ def test_a_test_file_redefining_a_builtin_fixture_gets_pytests_own_back(tmp_path
     assert "def tmp_path" not in store.read_text("tests/test_stack.py")
 
 
-def test_a_file_cut_off_by_the_length_limit_is_not_saved_and_is_asked_for_again(tmp_path: Path) -> None:
+def test_a_file_cut_off_by_the_length_limit_keeps_its_whole_definitions_and_is_asked_for_again(
+    tmp_path: Path,
+) -> None:
     from pydantic_ai.messages import ModelResponse, TextPart
 
     cut = ModelResponse(parts=[TextPart(fenced(("stack.py", GOOD))[:-12])], finish_reason="length")
-    replies = [cut, text(fenced(("stack.py", GOOD))), text(fenced(("tests/test_stack.py", TEST))), text("Done.")]
+    seen: list[str] = []
+
+    def rest(messages: list[ModelMessage]):
+        seen.append(last_user_text(messages))
+        return text(fenced(("stack.py", GOOD)))
+
+    replies = [cut, rest, text(fenced(("tests/test_stack.py", TEST))), text("Done.")]
     instruction = Instruction(title="S", instruction="Write stack.py. Write tests/test_stack.py.", requires_tests=True)
-    unit, script, store = make_unit(tmp_path, replies)
+    unit, _, store = make_unit(tmp_path, replies)
     outcome = run_step(unit, instruction)
-    assert "cut off at the length limit" in last_user_text(script.requests[1])
-    assert "Write the complete file stack.py" in last_user_text(script.requests[1])
+    # push() was whole when the answer was cut inside pop(): it was saved, never half a function
+    assert "cut off at the length limit in stack.py. Its complete definitions (push) were saved" in seen[0]
+    assert "def push(s, x):" in seen[0].split("The project's files now:")[1]
     assert store.read_text("stack.py") == GOOD and outcome.status is StepStatus.PASSED
+
+
+def test_a_cut_off_rewrite_keeps_what_the_file_held_beyond_the_cut() -> None:
+    from l2mac.control.answers import salvage_cut_file
+
+    old = "import os\n\nX = 1\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n\n\nif X:\n    a()\n"
+    cut = "import os\nimport sys\n\nX = 1\n\n\ndef a():\n    return 10\n\n\ndef b():\n    return sum(\n        [1,"
+    kept = salvage_cut_file(old, cut)
+    assert kept is not None and kept[1] == ["a"]
+    namespace: dict[str, object] = {}
+    exec(kept[0], namespace)  # the new a(), the old b() and the old closing statement
+    assert (namespace["a"](), namespace["b"]()) == (10, 2) and "import sys" in kept[0] and "if X:" in kept[0]  # type: ignore[operator]
+    assert salvage_cut_file(None, "def a(:\n    pass\n\n\ndef b():\n") is None  # nothing whole to keep
 
 
 def test_a_path_differing_only_in_letter_case_means_the_existing_file(tmp_path: Path) -> None:

@@ -6,9 +6,10 @@ Pure functions of the answer and the file store; :mod:`l2mac.control.text` calls
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
-from l2mac.checks.repairs import merge_definitions, python_files
+from l2mac.checks.repairs import definition_span, merge_definitions, python_files
 from l2mac.errors import WorkspaceError
 from l2mac.fenced import unnamed_blocks
 from l2mac.store import FileStore
@@ -106,3 +107,48 @@ def one_at_a_time(
     if set_aside:
         log("recovered", recovery="rewrite_set_aside", paths=set_aside)
     return [f for f in files if f["path"] not in written], set_aside
+
+
+def salvage_cut_file(old: str | None, cut: str) -> tuple[str, list[str]] | None:
+    """What a Python file cut off at the answer's length limit still gives: its complete top-level statements,
+    with what the file already held after them (the definitions, imports and statements of ``old`` the cut
+    answer did not reach, in their order); and the definitions it kept from the answer. None when the answer
+    completed no definition, or the result would not parse. Seen on DevBench: a 1.5B model rewrote a
+    200-line module three times, cut off each time at 2,048 tokens, and each whole answer was dropped."""
+    lines = cut.splitlines()
+    starts = [i for i, line in enumerate(lines) if line[:1].strip() and not line.startswith((")", "]", "}"))]
+    prefix: ast.Module | None = None
+    for end in reversed(starts[1:]):  # the last statement begun may be the one cut
+        try:
+            prefix = ast.parse("\n".join(lines[:end]))
+        except SyntaxError:
+            continue
+        kept_text = "\n".join(lines[:end]).rstrip() + "\n"
+        break
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    kept = [n.name for n in prefix.body if isinstance(n, defs)] if prefix is not None else []
+    if prefix is None or not kept:
+        return None
+    if old is None:
+        return kept_text, kept
+    try:
+        old_tree = ast.parse(old)
+    except SyntaxError:
+        return kept_text, kept
+    have = {_key(n) for n in prefix.body}
+    old_lines = old.splitlines()
+    rest = [n for n in old_tree.body if _key(n) not in have]
+    imports = [n for n in rest if isinstance(n, (ast.Import, ast.ImportFrom))]
+    after = ["\n".join(old_lines[slice(*definition_span(n))]) for n in rest if n not in imports]
+    head = [ast.unparse(n) for n in imports]
+    result = "\n".join(head) + ("\n" if head else "") + kept_text + "".join(f"\n\n{block}\n" for block in after)
+    try:
+        ast.parse(result)
+    except SyntaxError:
+        return None
+    return result, kept
+
+
+def _key(node: ast.stmt) -> str:
+    """What makes two top-level statements the same: a definition's name, else the statement itself."""
+    return node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ast.unparse(node)

@@ -43,7 +43,14 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import python_files
 from l2mac.context import CHARS_PER_TOKEN
-from l2mac.control.answers import File, one_at_a_time, place_unnamed_blocks, resolve_bare_names, split_fragments
+from l2mac.control.answers import (
+    File,
+    one_at_a_time,
+    place_unnamed_blocks,
+    resolve_bare_names,
+    salvage_cut_file,
+    split_fragments,
+)
 from l2mac.control.arguments import json_files
 from l2mac.control.continuation import Opening, find_opening, step_opening
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
@@ -157,11 +164,13 @@ class TextConversation:
         if opening is not None:
             text = opening.prefill() + text  # the answer as a whole, begun as it was
             log("continued", path=opening.path, name=opening.name, body=completed is not None)
-        files = [{"path": opening.path, "content": completed}] if opening and completed else self._files(response, text)
         cut = cut_off(response) and not text.rstrip().endswith("```")
-        if cut and files:  # the last block was cut off mid-file: never save half a file
-            log("recovered", recovery="cut_off_file_dropped", path=files[-1]["path"])
-            files = files[:-1]
+        inside = cut and text.count("```") % 2 == 1  # the answer ends inside a file's block: that file was cut
+        if opening and completed:
+            files = [{"path": opening.path, "content": completed}]
+        else:  # a block the cut left open is closed, to be read as the file it began
+            files = self._files(response, text + ("\n```" if inside else ""))
+        cut_path, salvaged = (files[-1]["path"], self._salvage(files)) if inside and files else ("", [])
         requested = next((p for p in self.to_write if p not in self.written), None)
         if self.setting.recover:
             files = resolve_bare_names(store, files, self.to_write, log)
@@ -170,8 +179,10 @@ class TextConversation:
         files, notes = split_fragments(store, files)
         render = self.setting.domain.render
         notes += [render("text_already_saved", paths=", ".join(set_aside))] if set_aside else []
-        notes += [render("text_cut_off")] if cut else []
-        self.written.update(f["path"] for f in files)
+        if cut:
+            kept = ", ".join(salvaged)
+            notes.append(render("text_cut_off_kept", path=cut_path, names=kept) if kept else render("text_cut_off"))
+        self.written.update(f["path"] for f in files if f["path"] != cut_path)  # a cut file is asked for again
         declared = bool(_DONE.search(text))
         reads = [_view_call(m) for m in _READ.finditer(text)]
         last = self.last = _Reading(text, files, notes, requested, [p for p in self.to_write if p not in self.written])
@@ -187,6 +198,23 @@ class TextConversation:
         if declared or not files or last.unchanged:
             calls.append(_call(STEP_COMPLETE, {"summary": _summary(text, self.step, store.list_files())}))
         return Turn(calls, check=True)
+
+    def _salvage(self, files: list[File]) -> list[str]:
+        """The last of ``files`` was cut off mid-file: never save half a file. Its complete top-level statements
+        are kept, with the rest of the file as it was (a Python file, when recoveries are on), else it is dropped
+        (``files`` changed in place); returns the definitions kept."""
+        store, log = self.setting.toolbox.env.store, self.setting.log
+        path = files[-1]["path"]
+        kept = None
+        if path.endswith(".py") and self.setting.recover:
+            kept = salvage_cut_file(store.read_text(path) if store.exists(path) else None, files[-1]["content"])
+        if kept is None:
+            log("recovered", recovery="cut_off_file_dropped", path=path)
+            files.pop()
+            return []
+        files[-1] = {"path": path, "content": kept[0]}
+        log("recovered", recovery="cut_off_file_salvaged", path=path, kept=kept[1])
+        return kept[1]
 
     def _files(self, response: ModelResponse, text: str) -> list[File]:
         files = fenced_files(text) or (json_files(text) if self.setting.recover else [])
