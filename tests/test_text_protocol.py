@@ -785,7 +785,7 @@ class Global_functions:
 def test_a_class_that_only_hosts_the_functions_a_step_names_becomes_those_functions(tmp_path: Path) -> None:
     # DevBench's diagrams draw a module's functions as a "fake class to host global functions"; the 1.5B model
     # wrote it, and `from query_arxiv import get_args` could never work
-    from l2mac.checks.autofix import unwrap_namespace_classes
+    from l2mac.checks.namespaces import unwrap_namespace_classes
 
     instruction = "Write tool.py as the task specifies.\n\nFrom the task, tool.py:\n- get_args(argv): parse.\n"
     instruction += "- main(argv): greet.\n\nThen write tests/test_tool.py."

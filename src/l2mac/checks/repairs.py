@@ -21,11 +21,11 @@ from l2mac.checks.autofix import (
     repair_fixture_misuse,
     repair_ignored_argv,
     undefined_names,
-    unwrap_namespace_classes,
 )
 from l2mac.checks.demands import names_for_file
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.namespaces import unwrap_namespace_classes
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
