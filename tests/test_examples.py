@@ -81,6 +81,12 @@ def test_examples_run_against_the_project_module_that_defines_them(tmp_path: Pat
     assert result is not None and [name for name, _ in result.failed] == ["double"]
     report = result.failures()
     assert report.startswith("double:") and "double(-1.5)" in report and "Expected:\n    -3.0\nGot:\n    0.5" in report
+    store.write_text("geometry.py", RIGHT.replace("return 2 * x", "raise ValueError('no doubles here')"))
+    result = run()
+    assert result is not None
+    raised = result.failures()  # doctest's own frames left out: the example, and where the project raised
+    assert "double(2)" in raised and "geometry.py" in raised and "ValueError: no doubles here" in raised
+    assert "doctest.py" not in raised and "exec(compile" not in raised
     store.write_text("geometry.py", RIGHT + "\nraise SystemExit(3)\n")
     result = run()
     assert result is not None and len(result.failed) == 2 and "SystemExit" in result.failures()

@@ -20,6 +20,7 @@ import ast
 import builtins
 import doctest
 import json
+import re
 from dataclasses import dataclass
 from importlib.resources import files as package_files
 
@@ -167,6 +168,22 @@ def _definitions(store: FileStore) -> tuple[dict[str, str], set[str]]:
     return {n: next(iter(m)) for n, m in where.items() if len(m) == 1}, stubs
 
 
+#: lines of doctest's report that are doctest's own machinery, not the example's code
+_MACHINERY = re.compile(
+    r"^\s*(?:\*{5,}|Traceback \(most recent call last\)|exec\(compile|File \".*(?:doctest\.py|<doctest ))"
+)
+
+
 def _short(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("*****")]
-    return "\n".join(lines)[-REPORT_CHARS:]
+    """Doctest's report without its own frames (an exception's traceback through doctest.py), from the start:
+    which example, what it expected, and what came out or was raised where in the project."""
+    lines = text.splitlines()
+
+    def machinery(i: int) -> bool:  # its own line, or the source line shown under one of its frames
+        return bool(_MACHINERY.match(lines[i])) or (
+            i > 0 and "File" in lines[i - 1] and bool(_MACHINERY.match(lines[i - 1]))
+        )
+
+    kept = [line for i, line in enumerate(lines) if line.strip() and not machinery(i)]
+    out = "\n".join(kept)
+    return out if len(out) <= REPORT_CHARS else out[:REPORT_CHARS] + " ..."
