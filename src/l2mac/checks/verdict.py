@@ -76,6 +76,17 @@ class Standing:
                 return counts > others
         return self.served and not other.served
 
+    def closer_than(self, other: Standing) -> bool:
+        """Closer to passing, for whether a step is moving: better, or with the same code problems and examples
+        but other tests, of which more pass or fewer fail (:meth:`better_than` compares counts only between the
+        same tests, since a bent test passes too; a rewritten test file that passes more is still progress)."""
+        if self.better_than(other):
+            return True
+        stage = (self.lacking + self.problems, self.examples_failing)
+        if stage != (other.lacking + other.problems, other.examples_failing) or self.tests == other.tests:
+            return False
+        return self.passed > other.passed or self.failing < other.failing
+
 
 @dataclass(frozen=True)
 class Verdict:

@@ -374,22 +374,10 @@ def _note_progress(state: _State, ok: bool, standing: Standing) -> None:
     """Count failed checks in a row that come no closer to passing than the step ever came: a small model that
     rewrites the same file the same way would otherwise spend the run's time on one step (seen on DevBench:
     six identical rewrites of a file with the same two findings, 300 s each, while later steps never ran)."""
-    if ok or state.closest is None or _closer(standing, state.closest):
+    if ok or state.closest is None or standing.closer_than(state.closest):
         state.closest, state.stalled = standing, 0
     else:
         state.stalled += 1
-
-
-def _closer(standing: Standing, closest: Standing) -> bool:
-    """Closer to passing: better, or with the same code problems and examples but other tests, of which more
-    pass or fewer fail (``better_than`` compares counts only between the same tests: a bent test passes too;
-    for whether a step is moving, a rewritten test file that passes more is progress)."""
-    if standing.better_than(closest):
-        return True
-    stage = (standing.lacking + standing.problems, standing.examples_failing)
-    if stage != (closest.lacking + closest.problems, closest.examples_failing) or standing.tests == closest.tests:
-        return False
-    return standing.passed > closest.passed or standing.failing < closest.failing
 
 
 def _holds(files: dict[str, str], removed: str) -> bool:
