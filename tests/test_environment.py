@@ -110,25 +110,26 @@ def test_a_failed_install_keeps_the_installers_words_and_is_not_retried_unchange
 
 
 def test_a_step_told_its_install_failed_fixes_the_declaration_and_passes(tmp_path: Path) -> None:
-    code = "import yaml\n\n\ndef dump(data):\n    return yaml.safe_dump(data)\n"
-    test = "from app import dump\n\n\ndef test_dump():\n    assert dump({'a': 1}) == 'a: 1\\n'\n"
+    # pygments: a package l2mac does not declare by itself (well_known.yaml), so the declaration is the model's
+    code = "import pygments\n\n\ndef dump(data):\n    return pygments.__name__ + str(data)\n"
+    test = "from app import dump\n\n\ndef test_dump():\n    assert dump(1) == 'pygments1'\n"
     told: list[str] = []
 
     def fix(messages):  # reads the install failure, declares the right name
         told.append(last_tool_return(messages))
-        fixed = PYPROJECT.format(deps='"PyYAML"')
+        fixed = PYPROJECT.format(deps='"Pygments"')
         return call("write_files", {"files": [{"path": "pyproject.toml", "content": fixed}]})
 
-    files = [("app.py", code), ("tests/test_app.py", test), ("pyproject.toml", PYPROJECT.format(deps='"pyyaml-x"'))]
+    files = [("app.py", code), ("tests/test_app.py", test), ("pyproject.toml", PYPROJECT.format(deps='"pygments-x"'))]
     replies = [
         call("write_files", {"files": [{"path": p, "content": c} for p, c in files]}),
         call("step_complete", {"summary": "dump written"}),
         fix,
-        call("step_complete", {"summary": "dump written, PyYAML declared"}),
+        call("step_complete", {"summary": "dump written, Pygments declared"}),
     ]
     script = ScriptedModel(replies)
     store = FileStore(tmp_path / "proj")
-    installer = FakeInstaller(unknown=("pyyaml-x",))
+    installer = FakeInstaller(unknown=("pygments-x",))
     environment = ProjectEnvironment(store.root, install=installer, uv="")
     domain = load_domain("codebase")
     env = ToolEnv(store=store, runner=SubprocessRunner(), environment=environment)
@@ -137,9 +138,9 @@ def test_a_step_told_its_install_failed_fixes_the_declaration_and_passes(tmp_pat
     step = Instruction(title="Dump", instruction="Write app.py with dump(data) returning YAML.", requires_tests=True)
     outcome = asyncio.run(unit.run_step(Step("YAML dumps", 1, 1, step, "")))
     assert "Installing the project's declared dependencies with pip failed" in told[0]
-    assert "No matching distribution found for pyyaml-x" in told[0]
+    assert "No matching distribution found for pygments-x" in told[0]
     assert outcome.status is StepStatus.PASSED, outcome.reason
-    assert installer.installs == [["pytest", "pyyaml-x"], ["pytest", "PyYAML"]]
+    assert installer.installs == [["pytest", "pygments-x"], ["pytest", "Pygments"]]
     assert env.python == str(store.root / VENV / "bin" / "python")  # the tests ran on the project's venv
 
 

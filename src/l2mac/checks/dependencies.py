@@ -17,6 +17,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import tomlkit
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -49,6 +50,17 @@ def distribution_for(module: str) -> str:
         if (name := ".".join(parts[:end])) in known:
             return known[name]
     return parts[0]
+
+
+@cache
+def _well_known() -> frozenset[str]:
+    text = files("l2mac.checks").joinpath("well_known.yaml").read_text(encoding="utf-8")
+    return frozenset(str(name) for name in yaml.safe_load(text))
+
+
+def is_well_known(module: str) -> bool:
+    """Whether l2mac declares ``module``'s distribution by itself (``well_known.yaml``)."""
+    return module.split(".")[0] in _well_known()
 
 
 def is_third_party(module: str) -> bool:
@@ -118,6 +130,53 @@ class Declared:
             f"imports {top!r} (the package {dist}), which {' and '.join(self.sources)} does not declare: add "
             f'"{dist}" to the [project] dependencies (or to a test group when only the tests use it)'
         )
+
+
+def declaring(root: Path, runtime: Iterable[str], test: Iterable[str] = ()) -> tuple[str, str]:
+    """The declaration file and its new text with the distributions of the modules ``runtime`` (the code's) and
+    ``test`` (imported by tests only) added: the project's ``pyproject.toml`` (``[project] dependencies``, and the
+    ``test`` extra), edited in place with its formatting and comments kept, or made when the project has none;
+    its ``requirements.txt`` when that is all it has. ``("", "")`` when nothing is new, or when the project's
+    pyproject.toml cannot be read (the dependency check reports that)."""
+    declared = Declared.read(root)
+    new_runtime = _new_distributions(declared, runtime)
+    new_test = [d for d in _new_distributions(declared, test) if d not in new_runtime]
+    if not (new_runtime or new_test):
+        return "", ""
+    path = root / PYPROJECT
+    if not path.is_file() and (root / REQUIREMENTS).is_file():
+        return REQUIREMENTS, with_requirements(root, new_runtime + new_test)
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError):
+        return "", ""
+    project = document.get("project")
+    if project is None:
+        project = tomlkit.table()
+        project.update({"name": canonicalize_name(root.name) or "project", "version": "0.1.0"})
+        document["project"] = project
+    if not isinstance(project, dict):
+        return "", ""
+    if new_runtime:
+        _extend(project, "dependencies", new_runtime)
+    if new_test:
+        extras = project.setdefault("optional-dependencies", tomlkit.table())
+        if not isinstance(extras, dict):
+            return "", ""
+        _extend(extras, "test", new_test)
+    return PYPROJECT, tomlkit.dumps(document)
+
+
+def _new_distributions(declared: Declared, modules: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(distribution_for(m) for m in sorted(modules) if not declared.covers(m)))
+
+
+def _extend(table: dict[str, Any], key: str, distributions: list[str]) -> None:
+    array = table.get(key)
+    if not isinstance(array, list):
+        array = tomlkit.array()
+        table[key] = array
+    array.extend(distributions)
 
 
 def with_requirements(root: Path, dependencies: list[str]) -> str:

@@ -152,6 +152,8 @@ class _ImportChecker:
         self.declared = declared
         self.modules, self.packages = _module_names(all_files)
         self.local_tops = {n.split(".")[0] for n in self.modules | self.packages}
+        #: file -> the third-party modules it imports that the project does not declare
+        self.undeclared: dict[str, set[str]] = {}
         self.trees: dict[str, ast.Module] = {}
         self.files: dict[str, str] = {}
         for rel, tree in trees.items():
@@ -186,6 +188,7 @@ class _ImportChecker:
                 return [CodeIssue(rel, line, "import", f"no local module {name!r}")]
             return []
         if is_third_party(name) and not self.declared.covers(name):
+            self.undeclared.setdefault(rel, set()).add(name)
             return [CodeIssue(rel, line, "dependency", self._undeclared(rel, name, set(imported)))]
         return []
 
@@ -239,6 +242,21 @@ class _ImportChecker:
             and alias.name not in defined
             and not self.exists(f"{target}.{alias.name}" if target else alias.name)
         ]
+
+
+def undeclared_imports(root: Path, all_files: list[str], only: list[str]) -> dict[str, set[str]]:
+    """The third-party modules each file of ``only`` imports (outside ``try``) that the project does not
+    declare; nothing when its declarations cannot be read."""
+    py_all = [f for f in all_files if f.endswith(".py")]
+    _, trees = _syntax_issues(root, py_all)
+    declared = Declared.read(root)
+    if declared.problem:
+        return {}
+    checker = _ImportChecker(py_all, trees, declared)
+    for rel in only:
+        if rel in trees:
+            checker.check(rel, trees[rel])
+    return checker.undeclared
 
 
 def find_code_issues(

@@ -2,7 +2,8 @@
 strategy that writes files from a model's answer (the text protocol's control unit, the self-organised agents):
 imports forgotten for names whose module is certain, pytest fixtures imported from pytest or redefined, a
 ``main(argv)`` that parses the runner's command line instead of its ``argv``, imports that the file's own
-definitions replace, exact copies of functions of a module the file imports from."""
+definitions replace, exact copies of functions of a module the file imports from, well-known third-party
+packages imported but not declared."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ from l2mac.checks.autofix import (
     undefined_names,
 )
 from l2mac.checks.demands import names_for_file
+from l2mac.checks.dependencies import declaring, distribution_for, is_well_known
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.namespaces import unwrap_namespace_classes
+from l2mac.checks.python import undeclared_imports
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -63,7 +66,8 @@ def repair_written(
             log("argv_passed_to_parse_args", path=path, functions=functions)
     trees: dict[str, ast.Module] = {}
     notes += _repair_copies(store, python, trees, log)
-    return notes + _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
+    notes += _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
+    return notes + _declare_well_known(store, python, log)
 
 
 def _repair_fixtures(store: FileStore, paths: list[str], log: Log) -> list[str]:
@@ -148,6 +152,27 @@ def _add_missing_imports(
             notes.append(f"Added the missing imports to {path}: {'; '.join(added)}")
             log("missing_imports_added", path=path, imports=added)
     return notes
+
+
+def _declare_well_known(store: FileStore, paths: list[str], log: Log) -> list[str]:
+    """Well-known packages (``well_known.yaml``) the files import without the project declaring them, declared
+    as ``uv add`` would: in ``[project] dependencies``, or the ``test`` extra when only tests import them. Seen:
+    a 1.5B model told to declare flask spent the rest of its budget without writing pyproject.toml."""
+    if not paths:
+        return []
+    found = undeclared_imports(store.root, store.list_files(), paths)
+    code = {m for rel, modules in found.items() if not is_test_file(rel) for m in modules if is_well_known(m)}
+    tests = {m for rel, modules in found.items() if is_test_file(rel) for m in modules if is_well_known(m)}
+    target, text = declaring(store.root, code, tests - code)
+    if not target:
+        return []
+    try:
+        store.write_text(target, text)
+    except (OSError, WorkspaceError):
+        return []
+    added = sorted({distribution_for(m) for m in code | tests})
+    log("dependencies_declared", path=target, dependencies=added)
+    return [f"Declared {', '.join(added)} in {target}, which the code imports (it is installed for the checks)"]
 
 
 def rewrite(store: FileStore, path: str, transform: Callable[[str], tuple[str, list[str]]]) -> list[str]:
