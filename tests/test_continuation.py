@@ -170,6 +170,23 @@ def test_a_step_given_a_stub_gets_its_body_by_continuation_where_the_model_echoe
     assert len(script.requests) == 2
 
 
+def test_a_body_that_ended_before_the_length_limit_is_whole_though_the_answer_was_cut(tmp_path: Path) -> None:
+    # Seen on HumanEval/1: a correct body, then "# tests/test_solution.py" and copies of the function until the
+    # length limit. Read as a cut-off file, the completed file kept no definition and was dropped, and the model,
+    # told it was incomplete, rewrote it wrong.
+    looping = "    return max(numbers) - min(numbers)\n\n# tests/test_solution.py\n" + (
+        "def spread(numbers):\n    return max(numbers) - min(numbers)\n\n" * 3
+    )
+    cut = ModelResponse(parts=[TextPart(looping + "def spread(num")], finish_reason="length")
+    unit, script, store = _unit(tmp_path, [lambda messages: cut, text("STEP COMPLETE")], continues=True)
+    outcome = _run(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    code = store.read_text("solution.py")
+    assert "return max(numbers) - min(numbers)" in code and code.count("def spread") == 1
+    assert "cut off" not in str(script.requests[-1][-1])  # the model is not told its file was cut
+    assert len(script.requests) == 2
+
+
 def test_without_continuation_the_same_echoing_model_never_gets_past_the_stub(tmp_path: Path) -> None:
     echo = text(f"solution.py\n```python\n{STUB}```\n")
     unit, script, store = _unit(tmp_path, [echo] * 6, continues=False)

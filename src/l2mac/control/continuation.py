@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic_ai.messages import ModelResponse, TextPart
 
@@ -30,6 +31,16 @@ _FENCE_END = re.compile(r"^\s*```")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: a line that starts a definition: the model wrote the function (or another) whole, not a body
 _DEFINITION = re.compile(r"(?:async\s+def|def|class)\s|@")
+
+
+class Completed(NamedTuple):
+    """A stub completed by a continuation: the file, and whether its body ``ended`` before the answer did (a line
+    back at the ``def``'s indentation, or the block's closing fence). An ended body is whole even when the answer
+    was cut off later, in what the model went on to write (seen: a correct body, then copies of it and of its
+    tests until the length limit)."""
+
+    text: str
+    ended: bool
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,11 @@ class Opening:
         return ModelResponse(parts=[TextPart(self.prefill())])
 
     def complete(self, continuation: str) -> str | None:
+        """The file with the stub completed by ``continuation`` (see :meth:`completion`), or None."""
+        completed = self.completion(continuation)
+        return completed.text if completed else None
+
+    def completion(self, continuation: str) -> Completed | None:
         """The file with the stub completed by ``continuation`` (what the model wrote after the prefill): its
         indented lines are the body; what follows them is kept where it completes the file (``_with``). None
         when the continuation holds no body, or the file would not parse (the answer is then read as usual)."""
@@ -77,7 +93,8 @@ class Opening:
         top = next((i for i, x in enumerate(rest) if x.strip() and _column(x) == 0), len(rest))
         if self.owner is not None:  # the class's members first, then what the model wrote at the module level
             text = self._with(text, rest[:top], in_class=True)
-        return self._with(text, rest[top:] if self.owner is not None else rest, in_class=False)
+        text = self._with(text, rest[top:] if self.owner is not None else rest, in_class=False)
+        return Completed(text, ended=cut < len(lines))
 
     @property
     def _gap(self) -> str:

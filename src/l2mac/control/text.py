@@ -160,14 +160,15 @@ class TextConversation:
     def read(self, response: ModelResponse) -> Turn:
         text, log, store = response.text or "", self.setting.log, self.setting.toolbox.env.store
         opening, self.opening = self.opening, None
-        completed = opening.complete(text) if opening is not None else None
+        completed = opening.completion(text) if opening is not None else None
         if opening is not None:
             text = opening.prefill() + text  # the answer as a whole, begun as it was
             log("continued", path=opening.path, name=opening.name, body=completed is not None)
-        cut = cut_off(response) and not text.rstrip().endswith("```")
+        # a body that ended before the cut is whole: what the model went on to write is what was cut
+        cut = cut_off(response) and not text.rstrip().endswith("```") and not (completed and completed.ended)
         inside = cut and text.count("```") % 2 == 1  # the answer ends inside a file's block: that file was cut
         if opening and completed:
-            files = [{"path": opening.path, "content": completed}]
+            files = [{"path": opening.path, "content": completed.text}]
         else:  # a block the cut left open is closed, to be read as the file it began
             files = self._files(response, text + ("\n```" if inside else ""))
         cut_path, salvaged = (files[-1]["path"], self._salvage(files)) if inside and files else ("", [])
