@@ -515,3 +515,25 @@ def test_a_name_the_projects_other_files_import_one_way_is_imported_that_way(tmp
     check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
     repair_written(store, check, ["tests/test_h.py"], lambda r, **f: None)
     assert store.read_text("tests/test_h.py").startswith("from scipy import ndimage as nd\nimport numpy as np\n")
+
+
+def test_a_database_opened_at_a_folder_or_without_its_table_gets_a_hint(tmp_path: Path) -> None:
+    # Seen on issue 20's notes API: tests passed tmp_path itself as the database path, and called add_note
+    # before any table existed; the code was right, and three attempts changed nothing.
+    write(
+        tmp_path,
+        {
+            "store.py": (
+                "import sqlite3\n\n\ndef add(path, title):\n    con = sqlite3.connect(str(path))\n"
+                "    con.execute('INSERT INTO notes (title) VALUES (?)', (title,))\n"
+            ),
+            "tests/test_store.py": (
+                "from store import add\n\n\ndef test_folder(tmp_path):\n    add(tmp_path, 'a')\n\n\n"
+                "def test_no_table(tmp_path):\n    add(tmp_path / 'n.db', 'a')\n"
+            ),
+        },
+    )
+    hints = [line for line in run_tests(SubprocessRunner(), tmp_path, 60).report(3000).splitlines() if "Hint" in line]
+    assert len(hints) == 2, hints
+    assert any("tmp_path is a folder: pass a file inside it" in h for h in hints)
+    assert any("has no table notes yet" in h for h in hints)
