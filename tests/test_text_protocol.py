@@ -645,6 +645,21 @@ def test_a_function_echoed_as_its_stub_is_shown_back_to_be_completed(tmp_path: P
     assert len(script.requests) == 3
 
 
+def test_an_answer_repeated_after_a_repair_changed_its_file_is_still_a_repeat(tmp_path: Path) -> None:
+    # Seen on issue 20's notes API: l2mac added an import the model forgot, so the file differed from the
+    # model's answer, and the same answer came 8 times at the same temperature, each told only that the call
+    # was made before.
+    buggy = "def push(s, x):\n    s.append(x)\n\n\ndef pop(s):\n    return s.pop(0) + 1\n\n\nROOT = Path('.')\n"
+    same = text(fenced(("stack.py", buggy), ("tests/test_stack.py", TEST)))
+    replies = [same, same, text(fenced(("stack.py", GOOD))), text("STEP COMPLETE: fixed.")]
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "repeated the files exactly" in last_user_text(script.requests[2])
+    assert script.temperatures[:3] == [None, None, 0.5]
+    assert store.read_text("stack.py") == GOOD
+
+
 def test_a_named_file_sent_again_unchanged_while_it_still_lacks_functions_is_sampled_more_freely(
     tmp_path: Path,
 ) -> None:

@@ -131,6 +131,7 @@ class TextConversation:
     written: set[str] = field(default_factory=set)
     lacking: dict[str, set[str]] = field(default_factory=dict)  # per named file, the functions it lacked last time
     wrote_any: bool = False
+    sent: dict[str, str] = field(default_factory=dict)  # per file, the content the model last sent for it
     last: _Reading = field(default_factory=_Reading)
     opening: Opening | None = None  # the stub the next answer is begun inside (see control.continuation)
 
@@ -187,7 +188,11 @@ class TextConversation:
         declared = bool(_DONE.search(text))
         reads = [_view_call(m) for m in _READ.finditer(text)]
         last = self.last = _Reading(text, files, notes, requested, [p for p in self.to_write if p not in self.written])
-        last.unchanged = bool(files) and all(store.has_text(f["path"], f["content"]) for f in files)
+        # the files as they are, or as the model sent them last (a repair may have changed them since)
+        last.unchanged = bool(files) and all(
+            store.has_text(f["path"], f["content"]) or self.sent.get(f["path"]) == f["content"] for f in files
+        )
+        self.sent.update({f["path"]: f["content"] for f in files})
         calls = [*([_call("write_files", {"files": files})] if files and not last.unchanged else []), *reads]
         last.nudge = not (files or declared or self.wrote_any or notes or last.pending or reads)
         last.only_reads = bool(reads) and not files and not declared
