@@ -9,6 +9,7 @@ from pathlib import Path
 from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
 from l2mac.checks.autofix import drop_shadowed_imports, repair_ignored_argv
 from l2mac.checks.repairs import repair_written
+from l2mac.checks.tests import failure_messages
 from l2mac.store import FileStore
 
 
@@ -537,3 +538,12 @@ def test_a_database_opened_at_a_folder_or_without_its_table_gets_a_hint(tmp_path
     assert len(hints) == 2, hints
     assert any("tmp_path is a folder: pass a file inside it" in h for h in hints)
     assert any("has no table notes yet" in h for h in hints)
+
+
+def test_each_tests_failure_message_comes_whole_not_cut_to_the_terminals_width(tmp_path: Path) -> None:
+    # Seen on HumanEval/38: a wrong test every implementation failed alike was no evidence, since pytest's
+    # summary had cut its message to "assert 'b..." and a cut message is never taken for agreement.
+    long = "x" * 150
+    write(tmp_path, {"tests/test_long.py": f"def test_long():\n    assert 'b' == '{long}'\n"})
+    messages = failure_messages(run_tests(SubprocessRunner(), tmp_path, 60, each=True).output)
+    assert messages["tests/test_long.py::test_long"].endswith(f"assert 'b' == '{long}'"), messages

@@ -82,7 +82,9 @@ def run_tests(
         python,
         "-m",
         "pytest",
-        "-q",
+        # with each test's outcome, its failure message whole: at -q pytest cuts it to the terminal's width
+        # (``assert 'b...``), and failures alike across implementations are then no evidence (agreement.py)
+        "-vv" if each else "-q",
         "--no-header",
         "-p",
         "no:cacheprovider",
