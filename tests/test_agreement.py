@@ -280,9 +280,8 @@ def test_samples_are_tested_in_a_scratch_copy_inside_the_sandbox(tmp_path: Path)
     store.write_text("tests/test_stats.py", WRONG_TEST)
     ran = outcomes_with(unit.toolbox.env, unit.recover, store.snapshot(), "stats.py", MEAN)
     assert ran is not None
-    content, outcomes, failures = ran
-    assert content == MEAN and failures == {"tests/test_stats.py::test_wrong": "assert 2.0 == 3"}
-    assert outcomes == {
+    assert ran.content == MEAN and ran.failures == {"tests/test_stats.py::test_wrong": "assert 2.0 == 3"}
+    assert ran.outcomes == {
         "tests/test_stats.py::test_mean": True,
         "tests/test_stats.py::test_one": True,
         "tests/test_stats.py::test_wrong": False,
@@ -656,3 +655,48 @@ def test_failures_alike_need_every_implementation_and_an_expectation() -> None:
     assert choose([passed] * 3, [error] * 3).agreed == {}  # an error the test ran into states no expectation
     for says_nothing in ("assert 14...", "assert None == 3", "assert False"):  # cut off by pytest, or no value
         assert choose([passed] * 3, [{"t::a": says_nothing}] * 3).agreed == {}
+
+
+def test_the_tasks_own_examples_outrank_the_tests_in_choosing_an_implementation(tmp_path: Path) -> None:
+    # Seen on HumanEval/1: the task's example failed, and agreement never ran, since a report with failing
+    # examples was not "the tests failing". Here the model's tests agree with its wrong code and so do two of
+    # three samples: by the tests alone the wrong code stays; the task's example picks the right one.
+    stub = 'def mean(xs):\n    """The average of xs.\n    >>> mean([1, 2, 6])\n    3.0\n    """\n'
+    step = Instruction(
+        title="Stats",
+        instruction=f"Write stats.py with this function, and tests/test_stats.py:\n```python\n{stub}```",
+        requires_tests=True,
+    )
+    agreeing_tests = (
+        "from stats import mean\n\n\ndef test_three():\n    assert mean([1, 2, 3]) == 1.5\n\n\n"
+        "def test_one():\n    assert mean([4]) == 4\n"
+    )
+    seen: list[str] = []
+
+    def fixed(messages: list[ModelMessage]):
+        seen.append(last_user_text(messages))
+        return text(fenced(("tests/test_stats.py", RIGHT_TESTS)))
+
+    replies = [
+        text(fenced(("stats.py", MEAN_BUGGY), ("tests/test_stats.py", agreeing_tests))),
+        text("```python\n" + MEAN + "```"),
+        text(fenced(("stats.py", MEAN_BUGGY))),
+        text(fenced(("stats.py", MEAN_BUGGY))),
+        fixed,
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, step, "")))
+    assert "replaced yours" in seen[0]
+    assert store.read_text("stats.py") == MEAN
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+
+
+def test_choose_ranks_by_the_tasks_examples_before_the_tests() -> None:
+    a, b = {"t1": True, "t2": False}, {"t1": False, "t2": True}
+    assert choose([a, a, a, b]).chosen == 0  # three agree on a
+    assert choose([a, a, a, b], rank=[0, 0, 0, 1]).chosen == 3  # but only b passes the task's example
+    assert choose([a, a, b, b], rank=[1, 1, 1, 1]).chosen == 0  # ranked alike: the tests choose
+    assert weighable("Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed", [], "") is False
+    report = "Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed"
+    assert weighable(report, [], "Examples the task gives, 1 of 1 failing:\nx")

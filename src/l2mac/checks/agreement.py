@@ -32,6 +32,7 @@ from l2mac.checks.consensus import (
 )
 from l2mac.checks.demands import missing_definitions, named_files, names_for_file, untested_functions
 from l2mac.checks.env import ToolEnv
+from l2mac.checks.examples import Example, given_examples, run_examples
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import find_code_issues
@@ -39,7 +40,7 @@ from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes, run_tests
 from l2mac.domains import Domain
 from l2mac.models.client import ContextOverflow, ModelClient
-from l2mac.store import scratch_copy
+from l2mac.store import FileStore, scratch_copy
 
 #: the messages that ask for ``target`` from the step alone, (target, request, files to hide) -> messages, and
 #: what makes the file from the answer when the asking begins the answer itself (else None: the answer's block)
@@ -128,12 +129,15 @@ class Weigher:
         if not base or all(base.values()):
             return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
         self.rounds += 1
-        candidates, outcomes, failures = await self._implementations(snapshot, target)
+        examples = given_examples(instruction)
+        candidates, outcomes, failures, shown = await self._implementations(snapshot, target, examples)
         if not candidates:
             self.log("agreement", target=target, samples=self.limits.samples, usable=0)
             return None
         messages = [evidence(failure_messages(current.output)), *map(evidence, failures)]
-        agreement = choose([base, *map(evidence, outcomes)], messages)
+        # the task's own examples outrank the model's tests: an implementation that passes more of them is kept
+        rank = [examples_passed(env, store, examples), *shown] if examples else []
+        agreement = choose([base, *map(evidence, outcomes)], messages, rank)
         self.verdicts[key] = (target, agreement)
         self.log(
             "agreement",
@@ -148,11 +152,11 @@ class Weigher:
         return await self._apply(target, agreement, candidates, base)
 
     async def _implementations(
-        self, snapshot: dict[str, str], target: str
-    ) -> tuple[list[str], list[dict[str, bool]], list[dict[str, str]]]:
+        self, snapshot: dict[str, str], target: str, examples: list[Example]
+    ) -> tuple[list[str], list[dict[str, bool]], list[dict[str, str]], list[int]]:
         """Sampled implementations of ``target`` written from the step alone (the file and the tests hidden) that
-        define what the step gives it, each (repaired as a written file is) with the tests' outcomes with it and
-        the failed tests' messages."""
+        define what the step gives it, each (repaired as a written file is) with the tests' outcomes with it, the
+        failed tests' messages, and how many of ``examples`` it passes."""
 
         def hide(path: str) -> bool:
             return path == target or is_test_file(path)
@@ -173,16 +177,18 @@ class Weigher:
         candidates: list[str] = []
         outcomes: list[dict[str, bool]] = []
         failures: list[dict[str, str]] = []
+        shown: list[int] = []
         for answer in answers:
             content = finish(answer) if finish is not None else sampled_file(answer, target)
             if content is None or set(owned) & set(missing_definitions(self.instruction, {target: content})):
                 continue
-            run = await asyncio.to_thread(outcomes_with, self.env, self.recover, snapshot, target, content)
+            run = await asyncio.to_thread(outcomes_with, self.env, self.recover, snapshot, target, content, examples)
             if run is not None:
-                candidates.append(run[0])
-                outcomes.append(run[1])
-                failures.append(run[2])
-        return candidates, outcomes, failures
+                candidates.append(run.content)
+                outcomes.append(run.outcomes)
+                failures.append(run.failures)
+                shown.append(run.examples_passed)
+        return candidates, outcomes, failures, shown
 
     async def _apply(
         self, target: str, agreement: Agreement, candidates: list[str], base: dict[str, bool]
@@ -345,12 +351,33 @@ def _relevant(snapshot: dict[str, str], target: str) -> set[str]:
     return {t for p, src in snapshot.items() if is_test_file(p) for t in relevant_tests(src, p, module, defined)}
 
 
+@dataclass(frozen=True)
+class Sampled:
+    """An implementation as the tests and the task's examples found it."""
+
+    content: str  # as repaired
+    outcomes: dict[str, bool]
+    failures: dict[str, str]  # the failed tests' messages
+    examples_passed: int = 0
+
+
+def examples_passed(env: ToolEnv, store: FileStore, examples: list[Example]) -> int:
+    """How many of the task's ``examples`` (docstrings) the project in ``store`` passes."""
+    run = run_examples(examples, store, env.runner, env.python, env.test_timeout_s)
+    return run.tried - len(run.failed) if run is not None else 0
+
+
 def outcomes_with(
-    env: ToolEnv, recover: bool, snapshot: dict[str, str], target: str, content: str
-) -> tuple[str, dict[str, bool], dict[str, str]] | None:
-    """The tests run, one by one, in a scratch copy of the project whose ``target`` is ``content`` (after the
-    same repairs a written file gets, when ``recover``); the repaired content, the outcomes and the failed tests'
-    messages, or None if no test ran. The project itself is untouched."""
+    env: ToolEnv,
+    recover: bool,
+    snapshot: dict[str, str],
+    target: str,
+    content: str,
+    examples: list[Example] | None = None,
+) -> Sampled | None:
+    """The tests (and the task's ``examples``) run, one by one, in a scratch copy of the project whose
+    ``target`` is ``content`` (after the same repairs a written file gets, when ``recover``), or None if no test
+    ran. The project itself is untouched."""
     with scratch_copy({**snapshot, target: content}, "l2mac-sample-") as scratch:
 
         def check(paths: list[str]) -> list[CodeIssue]:
@@ -360,4 +387,7 @@ def outcomes_with(
             repair_written(scratch, check, [target], lambda recovery, **fields: None)
         output = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python).output
         outcome = per_test_outcomes(output)
-        return (scratch.read_text(target), outcome, failure_messages(output)) if outcome else None
+        if not outcome:
+            return None
+        shown = examples_passed(env, scratch, examples) if examples else 0
+        return Sampled(scratch.read_text(target), outcome, failure_messages(output), shown)

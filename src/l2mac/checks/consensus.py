@@ -40,18 +40,23 @@ class Agreement:
     agreed: Mapping[str, str] = field(default_factory=dict)  # test: the message they all fail it with
 
 
-def choose(outcomes: Sequence[Mapping[str, bool]], failures: Sequence[Mapping[str, str]] = ()) -> Agreement:
+def choose(
+    outcomes: Sequence[Mapping[str, bool]], failures: Sequence[Mapping[str, str]] = (), rank: Sequence[int] = ()
+) -> Agreement:
     """The implementation to keep: the one whose set of passed tests has the highest CodeT score (how many
     implementations pass exactly that set, times its size). Ties go to the current implementation (index 0),
     then to the earliest, so an equal alternative never churns the code. ``failures``, per implementation, the
-    message of each test it failed, tell which tests they all fail the same way."""
+    message of each test it failed, tell which tests they all fail the same way. ``rank``, per implementation,
+    is evidence that outranks the tests (how many of the task's own examples it passes): the best ranked is
+    kept, the tests choosing among those."""
     if not outcomes:
         raise ValueError("no implementations to choose from")
     tests = list(dict.fromkeys(t for o in outcomes for t in o))
     passed = [frozenset(t for t, ok in o.items() if ok) for o in outcomes]
     support = {s: sum(1 for p in passed if p == s) for s in passed}
     scores = tuple(support[p] * len(p) if outcomes[i] else 0 for i, p in enumerate(passed))
-    best = max(range(len(outcomes)), key=lambda i: (scores[i], i == 0, -i))
+    ranks = list(rank) if len(rank) == len(outcomes) else [0] * len(outcomes)
+    best = max(range(len(outcomes)), key=lambda i: (ranks[i], scores[i], i == 0, -i))
     return Agreement(
         chosen=best,
         supporters=support[passed[best]],
@@ -220,13 +225,14 @@ def remove_statement(source: str, test_id: str, line: int) -> tuple[str, str] | 
 _TESTS_FAILED = re.compile(r"^Tests: \d+ passed, [1-9]\d* failed", re.MULTILINE)
 
 
-def weighable(report: str, step_code: list[str]) -> bool:
+def weighable(report: str, step_code: list[str], examples: str = "") -> bool:
     """Whether a failed check is the tests failing one by one, with code problems, if any, only in the test files
     (a lint error in a test file is the tests' own fault and no reason not to weigh them) or in one of the step's
     own code files, which sampled implementations may replace (seen: a CLI whose helpers used ``main()``'s
     local ``args``, rewritten the same way four times); a step that still lacks files or definitions, or has a
-    problem in code it does not own, has something else to fix first."""
-    head, _, _ = report.partition("Tests:")
+    problem in code it does not own, has something else to fix first. ``examples``, the report's part on the
+    task's failing examples, is no reason not to weigh: samples are judged by them first."""
+    head, _, _ = (report.replace(examples, "", 1).strip() if examples else report).partition("Tests:")
     if not _TESTS_FAILED.search(report) or (head.strip() and not head.startswith("Code problems:")):
         return False
     broken = broken_code(head)

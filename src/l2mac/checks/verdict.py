@@ -131,6 +131,7 @@ class StepChecks:
         self.removed: list[str] = []  # tests agreement removed in this step: not missed as regressions
         self.examples = given_examples(instruction.instruction) if env.python_checks and run_tests else []
         self.standing = Standing()  # of the project when the checks last ran
+        self.examples_report = ""  # the part of the last report on the task's failing examples
 
     async def verdict(self) -> Verdict:
         """Run every check; put back what the step broke, and weigh failing tests, before judging."""
@@ -139,7 +140,8 @@ class StepChecks:
         if restored:
             ok, report = await self._run_logged()
         agreed: Settled | None = None
-        if not ok and self.weigher is not None and self.run_tests and weighable(report, self.named):
+        weigh = weighable(report, self.named, self.examples_report)
+        if not ok and self.weigher is not None and self.run_tests and weigh:
             agreed = await self.weigher.seek(report)
             if agreed is not None and agreed.changed:  # a file was changed: check again
                 ok, report = await self._run_logged()
@@ -192,15 +194,15 @@ class StepChecks:
             problems += install
             blocking = len(issues) + len(install)
         examples = run_examples(self.examples, env.store, env.runner, env.python, env.test_timeout_s)
+        self.examples_report = ""
         if examples is not None and examples.failed:
-            problems.append(
-                self.domain.render(
-                    "examples_failing",
-                    failing=len(examples.failed),
-                    tried=examples.tried,
-                    failures=examples.failures(),
-                ).strip()
-            )
+            self.examples_report = self.domain.render(
+                "examples_failing",
+                failing=len(examples.failed),
+                tried=examples.tried,
+                failures=examples.failures(),
+            ).strip()
+            problems.append(self.examples_report)
         has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
         outcome: TestRun | None = None
         if self.run_tests and (self.instruction.requires_tests or has_tests):
