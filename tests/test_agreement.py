@@ -651,8 +651,13 @@ def test_failures_alike_need_every_implementation_and_an_expectation() -> None:
     other = {"t::a": "TypeError: unsupported operand"}
     assert choose([passed] * 4, [same, same, other, same]).agreed == {"t::a": "assert 2 == 3"}  # 3 of 4, with it
     assert choose([passed] * 4, [other, same, same, same]).agreed == {}  # the current code fails otherwise
-    error = {"t::a": "NameError: name 'helper' is not defined"}
-    assert choose([passed] * 3, [error] * 3).agreed == {}  # an error the test ran into states no expectation
+    error = {"t::a": "IndexError: list index out of range"}
+    some_pass = {"t::a": False, "t::b": True}
+    assert choose([some_pass] * 3, [error] * 3).agreed == {}  # where tests pass, an error alike may be a shared bug
+    # where none passes, an error raised alike is the tests' (seen: a folder passed as a database's path)
+    opened = {"t::a": "sqlite3.OperationalError: unable to open database file"}
+    assert choose([passed] * 3, [opened] * 3).agreed == opened
+    assert choose([passed] * 3, [{"t::a": "Failed: Timeout"}] * 3).agreed == {}  # no error with a message
     for says_nothing in ("assert 14...", "assert None == 3", "assert False"):  # cut off by pytest, or no value
         assert choose([passed] * 3, [{"t::a": says_nothing}] * 3).agreed == {}
 

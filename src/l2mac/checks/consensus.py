@@ -65,7 +65,7 @@ def choose(
         scores=scores,
         passes={t: sum(1 for p in passed if t in p) for t in tests},
         implementations=len(outcomes),
-        agreed={t: m for t in tests if (m := _failed_alike(t, failures, len(outcomes)))},
+        agreed={t: m for t in tests if (m := _failed_alike(t, failures, len(outcomes), errors=not any(passed)))},
     )
 
 
@@ -73,20 +73,27 @@ def choose(
 MIN_ALIKE = 3
 #: failure messages that state an expectation the code did not meet (not an error the test ran into)
 _EXPECTATION = re.compile(r"^(?:assert |AssertionError|Failed: DID NOT RAISE)")
+#: an error raised with a message of its own (``sqlite3.OperationalError: unable to open database file``)
+_ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): \S")
 #: messages that say nothing of what the code did: no value (``assert False``), or code that returned nothing
 _SAYS_NOTHING = re.compile(r"^assert (?:False|not \w+)$|\bNone\b")
 
 
-def _failed_alike(test: str, failures: Sequence[Mapping[str, str]], implementations: int) -> str:
+def _failed_alike(test: str, failures: Sequence[Mapping[str, str]], implementations: int, errors: bool) -> str:
     """The expectation message ``test`` failed with in the current implementation (index 0) and in at least
     :data:`MIN_ALIKE` implementations in all, when it says what the code did; else "". A small model's samples
     are noisy (seen: three of four computing 14 where the test expected 36, the fourth raising a TypeError), so
     a majority that includes the current code is the agreement, not every sample. pytest cuts a long message
-    to the terminal's width (ending it with ``...``): two cut alike may differ after the cut."""
+    to the terminal's width (ending it with ``...``): two cut alike may differ after the cut. With ``errors``
+    (no implementation passes any test), one error raised alike counts too: every implementation of a store
+    failed every test with ``unable to open database file``, for the tests passed a folder as its path; where
+    some tests pass, an error alike is as likely a bug they share (an empty list indexed)."""
     if len(failures) != implementations or not failures:
         return ""
     message = failures[0].get(test)
-    if message is None or not _EXPECTATION.match(message) or message.endswith("...") or _SAYS_NOTHING.search(message):
+    if message is None or message.endswith("...") or _SAYS_NOTHING.search(message):
+        return ""
+    if not (_EXPECTATION.match(message) or (errors and _ERROR.match(message))):
         return ""
     return message if sum(1 for f in failures if f.get(test) == message) >= MIN_ALIKE else ""
 
