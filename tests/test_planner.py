@@ -482,3 +482,23 @@ def test_the_model_plans_when_told_to_or_when_the_specification_describes_no_fil
     script = ScriptedModel([call("submit_plan", plan)])
     asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), "Build a shopping cart with totals."))
     assert len(script.requests) == 1
+
+
+def test_a_planned_project_without_a_readme_step_gets_one_last_without_tests() -> None:
+    # Seen on the Flask notes API: the planner, told never to plan a README-only step, planned none, so the
+    # project had no README whose install and run commands could be checked.
+    steps = [
+        {"title": "Store", "instruction": "Write notes/store.py with add_note(path, title)."},
+        {"title": "App", "instruction": "Write notes/app.py with create_app(path)."},
+    ]
+    program, _ = plan_with([call("submit_plan", {"steps": steps})], readme=True)
+    assert [s.title for s in program.steps] == ["Store", "App", "README"]
+    last = program.steps[-1]
+    assert not last.requires_tests and "README.md" in last.instruction and "python -m pytest" in last.instruction
+    with_one = [*steps[:1], {"title": "App", "instruction": "Write notes/app.py and a README.md on using it."}]
+    program, _ = plan_with([call("submit_plan", {"steps": with_one})], readme=True)
+    assert [s.title for s in program.steps] == ["Store", "App"]  # the plan has one already
+    program, _ = plan_with([call("submit_plan", {"steps": steps})], readme=True, max_steps=2)
+    assert [s.title for s in program.steps] == ["Store", "App"]  # no room left
+    program, _ = plan_with([call("submit_plan", {"steps": steps})])
+    assert [s.title for s in program.steps] == ["Store", "App"]  # benchmarks and the library default: none

@@ -53,6 +53,19 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
     return out or steps
 
 
+_README = re.compile(r"\breadme\b", re.IGNORECASE)
+
+
+def with_readme(steps: list[Instruction], limit: int, instruction: str) -> list[Instruction]:
+    """``steps`` and, when none of them mentions a README and ``limit`` leaves room, a last step writing one,
+    without tests. The planner is told never to plan a step that only writes a README (seen: one failing "no
+    tests were collected" nine times), so a planned project had none, and its README's install and run commands,
+    which l2mac checks, did not exist (seen on a Flask notes API)."""
+    if len(steps) >= limit or any(_README.search(f"{s.title} {s.instruction}") for s in steps):
+        return steps
+    return [*steps, Instruction(title="README", instruction=instruction, requires_tests=False)]
+
+
 #: a title about setting up rather than writing, and an instruction that installs packages or makes folders
 _SETUP_TITLE = re.compile(
     r"\b(?:install\w*|set\s?up|setup|structure|director(?:y|ies)|folders?|scaffold\w*|dependenc(?:y|ies)|"

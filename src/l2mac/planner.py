@@ -24,6 +24,7 @@ from l2mac.plan_rules import (
     fit_steps,
     follow_spec,
     repair,
+    with_readme,
     without_setup,
 )
 from l2mac.spec_plan import spec_plan
@@ -130,7 +131,11 @@ async def make_plan(
     reflect: bool = False,
     *,
     from_spec: bool = True,
+    readme: bool = False,
 ) -> PromptProgram:
+    """The task's prompt program: the specification's files when it describes them (``from_spec``), else the
+    model's plan, checked and repaired; with ``readme``, a model's plan of code that writes no README gets a last
+    step writing one, when the step limit leaves room."""
     limit = max_steps or DEFAULT_MAX_STEPS
     if limit == 1:  # a one-step plan is the task itself: asked to restate it, a small model drops details or fails
         return task_as_one_step(task, domain, "a one-step plan")
@@ -177,6 +182,8 @@ async def make_plan(
     if domain.python_checks:  # a plan of code: no setup-only steps, and the specified files' steps
         steps = follow_spec(without_setup(dedupe(steps)), task, tests=domain.tests)
     steps = fit_steps(dedupe(steps), limit)
+    if readme and domain.python_checks and "readme_step" in domain.prompts:
+        steps = with_readme(steps, limit, domain.render("readme_step").strip())
     return PromptProgram(task=task, steps=repair(carry_task_details(steps, task)))
 
 

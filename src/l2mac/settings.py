@@ -132,6 +132,11 @@ class RunSettings(BaseModel):
     )
     context_margin: float = Field(default=0.2, gt=0, lt=1, description="Share of the window kept free.")
     recoveries: bool = Field(default=True, description="Turn code blocks that name a file into writes.")
+    readme_step: bool = Field(
+        default=True,
+        description="When a planned project's steps write no README.md, a last step writes one (what it does, how "
+        "to install, test and run it), whose commands verify_readme then runs.",
+    )
     verify_readme: bool = Field(
         default=True,
         description="At the end, run the README's commands as written in a fresh copy with a fresh venv, and "

@@ -23,6 +23,7 @@ class SequentialStrategy:
     step_budget: int | None = None
     reflect: bool = False
     plan_from_spec: bool = True
+    readme: bool = False  # a last step writes the README when the plan has none
     name: str = "l2mac"
 
     @classmethod
@@ -45,13 +46,20 @@ class SequentialStrategy:
             step_budget=rs.max_steps,
             reflect=rs.reflect,
             plan_from_spec=rs.plan_from_spec,
+            readme=rs.readme_step,
         )
 
     async def run(self, ctx: RunContext) -> StrategyResult:
         result = StrategyResult(ctx.program)
         try:
             result.program = ctx.program or await make_plan(
-                ctx.client, ctx.domain, ctx.task, self.plan_steps, self.reflect, from_spec=self.plan_from_spec
+                ctx.client,
+                ctx.domain,
+                ctx.task,
+                self.plan_steps,
+                self.reflect,
+                from_spec=self.plan_from_spec,
+                readme=self.readme,
             )
             await self._run_program(ctx, result.program, result)
         except (BudgetExceeded, ProviderError) as e:
