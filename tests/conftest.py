@@ -36,6 +36,7 @@ def make_settings(tmp_path: Path, llm: dict[str, Any] | None = None, **run: Any)
     run.setdefault("project_name", "proj")
     run.setdefault("project_env", False)  # offline: a run never installs (tests/test_environment*.py do)
     run.setdefault("verify_readme", False)  # nor runs a README's pip install (tests/test_readme.py does)
+    run.setdefault("readme_step", False)  # nor adds a README step the script has no answers for
     run.setdefault("report_page", False)  # nor draws its page (tests/test_visual_report.py does)
     return load_settings(
         config_path=tmp_path / "none.yaml", environ={}, llm={"context_window": 16000, **(llm or {})}, run=run

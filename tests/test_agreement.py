@@ -6,6 +6,7 @@ import asyncio
 import threading
 from pathlib import Path
 
+import pytest
 from pydantic_ai.messages import ModelMessage
 from test_text_protocol import fenced, make_unit
 
@@ -658,6 +659,12 @@ def test_failures_alike_need_every_implementation_and_an_expectation() -> None:
     opened = {"t::a": "sqlite3.OperationalError: unable to open database file"}
     assert choose([passed] * 3, [opened] * 3).agreed == opened
     assert choose([passed] * 3, [{"t::a": "Failed: Timeout"}] * 3).agreed == {}  # no error with a message
+    for where_it_ran in (
+        "ModuleNotFoundError: No module named 'flask'",
+        "requests.exceptions.ConnectionError: no network",
+        "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'",
+    ):  # the sandbox's, not the test's: no evidence against the test
+        assert choose([passed] * 3, [{"t::a": where_it_ran}] * 3).agreed == {}, where_it_ran
     for says_nothing in ("assert 14...", "assert None == 3", "assert False"):  # cut off by pytest, or no value
         assert choose([passed] * 3, [{"t::a": says_nothing}] * 3).agreed == {}
 
@@ -702,6 +709,8 @@ def test_choose_ranks_by_the_tasks_examples_before_the_tests() -> None:
     assert choose([a, a, a, b]).chosen == 0  # three agree on a
     assert choose([a, a, a, b], rank=[0, 0, 0, 1]).chosen == 3  # but only b passes the task's example
     assert choose([a, a, b, b], rank=[1, 1, 1, 1]).chosen == 0  # ranked alike: the tests choose
+    with pytest.raises(ValueError):
+        choose([a, b], rank=[1])
     assert weighable("Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed", [], "") is False
     report = "Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed"
     assert weighable(report, [], "Examples the task gives, 1 of 1 failing:\nx")

@@ -189,6 +189,14 @@ def test_declaring_edits_the_projects_own_declaration_and_keeps_what_it_holds(tm
     assert declaring(tmp_path, {"flask"}, {"numpy"}) == ("", "")  # nothing new: nothing to write
     (tmp_path / "pyproject.toml").write_text("[project\n")
     assert declaring(tmp_path, {"flask"}) == ("", "")  # unreadable: left to the dependency check's report
+    # shapes tomlkit cannot edit faithfully, and dependencies a build backend computes, are left as they are
+    for shape in (
+        'project = {name = "app", version = "1"}\n',
+        'project.name = "app"\nproject.version = "1"\n',
+        '[project]\nname = "app"\ndynamic = ["dependencies", "version"]\n',
+    ):
+        (tmp_path / "pyproject.toml").write_text(shape)
+        assert declaring(tmp_path, {"flask"}, {"numpy"}) == ("", ""), shape
     (tmp_path / "pyproject.toml").unlink()
     (tmp_path / "requirements.txt").write_text("requests\n")
     assert declaring(tmp_path, {"yaml"}) == ("requirements.txt", "requests\nPyYAML\n")  # all it has

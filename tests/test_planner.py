@@ -502,3 +502,25 @@ def test_a_planned_project_without_a_readme_step_gets_one_last_without_tests() -
     assert [s.title for s in program.steps] == ["Store", "App"]  # no room left
     program, _ = plan_with([call("submit_plan", {"steps": steps})])
     assert [s.title for s in program.steps] == ["Store", "App"]  # benchmarks and the library default: none
+
+
+def test_a_run_with_the_readme_step_writes_the_readme_last(tmp_path: Path) -> None:
+    from conftest import run_scripted
+
+    code = "def double(x):\n    return 2 * x\n"
+    test = "from app import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+    readme = "# app\n\nDoubles.\n\n```bash\npython -m pytest\n```\n"
+    replies = [
+        call("submit_plan", {"steps": [{"title": "Double", "instruction": "Write app.py with double(x)."}]}),
+        call(
+            "write_files",
+            {"files": [{"path": "app.py", "content": code}, {"path": "tests/test_app.py", "content": test}]},
+        ),
+        call("step_complete", {"summary": "double written"}),
+        call("write_files", {"files": [{"path": "README.md", "content": readme}]}),
+        call("step_complete", {"summary": "README written"}),
+    ]
+    result, script = run_scripted(tmp_path, replies, protocol="tools", readme_step=True)
+    assert script.remaining == 0 and result.ok, result.report
+    assert [o.title for o in result.outcomes] == ["Double", "README"]
+    assert (tmp_path / "ws" / "proj" / "README.md").read_text() == readme

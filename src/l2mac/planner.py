@@ -181,10 +181,10 @@ async def make_plan(
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
     if domain.python_checks:  # a plan of code: no setup-only steps, and the specified files' steps
         steps = follow_spec(without_setup(dedupe(steps)), task, tests=domain.tests)
-    steps = fit_steps(dedupe(steps), limit)
-    if readme and domain.python_checks and "readme_step" in domain.prompts:
+    steps = repair(carry_task_details(fit_steps(dedupe(steps), limit), task))
+    if readme and domain.python_checks and "readme_step" in domain.prompts:  # after the task's code is placed
         steps = with_readme(steps, limit, domain.render("readme_step").strip())
-    return PromptProgram(task=task, steps=repair(carry_task_details(steps, task)))
+    return PromptProgram(task=task, steps=steps)
 
 
 def task_as_one_step(task: str, domain: Domain, why: str) -> PromptProgram:

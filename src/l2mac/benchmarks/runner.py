@@ -264,9 +264,7 @@ def engine_generation(
     from l2mac.run import run_l2mac
 
     # no page per task: drawing it would count in the task's wall time
-    # scored by hidden tests or a judge: no run page, and no README step spending a task's budget
-    update = {"workspace": workspace, "project_name": project, "report_page": False, "readme_step": False}
-    rs = settings.run.model_copy(update=update)
+    rs = settings.run.model_copy(update={"workspace": workspace, "project_name": project, "report_page": False})
     result = run_l2mac(prompt, settings.model_copy(update={"run": rs}), model=model)
     candidates = sorted(
         (p for p, text in result.files.items() if p.endswith(".py") and "test" not in p and defines(text)),

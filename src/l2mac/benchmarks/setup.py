@@ -67,7 +67,8 @@ def bench_model(
 
     settings = load_settings(
         llm={"model": model, "base_url": base_url, "llama_server": llama_server, "local_slots": slots},
-        run={"max_tokens": task_tokens, "max_turns": 12, **(run or {})},
+        # scored by hidden tests or a judge: no README step spending a task's budget
+        run={"max_tokens": task_tokens, "max_turns": 12, "readme_step": False, **(run or {})},
     )
     info, _ = resolve_model(settings, None)
     ms = model_settings(settings.llm)

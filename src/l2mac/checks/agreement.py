@@ -136,7 +136,7 @@ class Weigher:
             return None
         messages = [evidence(failure_messages(current.output)), *map(evidence, failures)]
         # the task's own examples outrank the model's tests: an implementation that passes more of them is kept
-        rank = [examples_passed(env, store, examples), *shown] if examples else []
+        rank = [await asyncio.to_thread(examples_passed, env, store, examples), *shown] if examples else []
         agreement = choose([base, *map(evidence, outcomes)], messages, rank)
         self.verdicts[key] = (target, agreement)
         self.log(

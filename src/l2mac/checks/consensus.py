@@ -55,7 +55,9 @@ def choose(
     passed = [frozenset(t for t, ok in o.items() if ok) for o in outcomes]
     support = {s: sum(1 for p in passed if p == s) for s in passed}
     scores = tuple(support[p] * len(p) if outcomes[i] else 0 for i, p in enumerate(passed))
-    ranks = list(rank) if len(rank) == len(outcomes) else [0] * len(outcomes)
+    if rank and len(rank) != len(outcomes):
+        raise ValueError(f"{len(rank)} ranks for {len(outcomes)} implementations")
+    ranks = list(rank) or [0] * len(outcomes)
     best = max(range(len(outcomes)), key=lambda i: (ranks[i], scores[i], i == 0, -i))
     return Agreement(
         chosen=best,
@@ -75,6 +77,10 @@ MIN_ALIKE = 3
 _EXPECTATION = re.compile(r"^(?:assert |AssertionError|Failed: DID NOT RAISE)")
 #: an error raised with a message of its own (``sqlite3.OperationalError: unable to open database file``)
 _ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): \S")
+#: errors from where the code runs rather than from the test: a missing package or file, no network, a timeout
+_ENVIRONMENT = re.compile(
+    r"^(?:[\w.]*\.)?(?:ModuleNotFound|Import|\w*Connection\w*|Timeout|FileNotFound|Permission|OS)Error\b"
+)
 #: messages that say nothing of what the code did: no value (``assert False``), or code that returned nothing
 _SAYS_NOTHING = re.compile(r"^assert (?:False|not \w+)$|\bNone\b")
 
@@ -93,7 +99,7 @@ def _failed_alike(test: str, failures: Sequence[Mapping[str, str]], implementati
     message = failures[0].get(test)
     if message is None or message.endswith("...") or _SAYS_NOTHING.search(message):
         return ""
-    if not (_EXPECTATION.match(message) or (errors and _ERROR.match(message))):
+    if not (_EXPECTATION.match(message) or (errors and _ERROR.match(message) and not _ENVIRONMENT.match(message))):
         return ""
     return message if sum(1 for f in failures if f.get(test) == message) >= MIN_ALIKE else ""
 

@@ -9,6 +9,8 @@ module is taken to be installed under its own name.
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -147,24 +149,61 @@ def declaring(root: Path, runtime: Iterable[str], test: Iterable[str] = ()) -> t
     if not path.is_file() and (root / REQUIREMENTS).is_file():
         return REQUIREMENTS, with_requirements(root, new_runtime + new_test)
     try:
-        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
-    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError):
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        edited = _declared_in(tomlkit.parse(text), _project_name(root), new_runtime, new_test)
+        # an edit tomlkit cannot make faithfully (dotted keys, an inline [project]) is not made
+        if edited is None or tomllib.loads(edited) != _expected(tomllib.loads(text), edited, new_runtime, new_test):
+            return "", ""
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, tomlkit.exceptions.TOMLKitError):
         return "", ""
-    project = document.get("project")
+    return PYPROJECT, edited
+
+
+def _declared_in(document: Any, name: str, runtime: list[str], test: list[str]) -> str | None:
+    """``document`` with ``runtime`` and ``test`` declared, as text; None when its dependencies are dynamic (a
+    build backend computes them: a static list beside would make the file invalid)."""
+    project, new = document.get("project"), not document
     if project is None:
         project = tomlkit.table()
-        project.update({"name": canonicalize_name(root.name) or "project", "version": "0.1.0"})
+        project.update({"name": name, "version": "0.1.0"})
         document["project"] = project
-    if not isinstance(project, dict):
-        return "", ""
-    if new_runtime:
-        _extend(project, "dependencies", new_runtime)
-    if new_test:
+    if not isinstance(project, dict) or "dependencies" in project.get("dynamic", []):
+        return None
+    if runtime:
+        _extend(project, "dependencies", runtime)
+    if test:
         extras = project.setdefault("optional-dependencies", tomlkit.table())
         if not isinstance(extras, dict):
-            return "", ""
-        _extend(extras, "test", new_test)
-    return PYPROJECT, tomlkit.dumps(document)
+            return None
+        _extend(extras, "test", test)
+    if new:  # a new file's project installs (pip install -e .) whatever its folders hold: no flat-layout refusal
+        packages = tomlkit.table(is_super_table=True)
+        packages["setuptools"] = {"packages": {"find": {"exclude": ["tests*"]}}}
+        document["tool"] = packages
+    return str(tomlkit.dumps(document))
+
+
+def _expected(before: dict[str, Any], edited: str, runtime: list[str], test: list[str]) -> dict[str, Any]:
+    """What the project's data must be after the edit: as it was, with the declarations added (and, for a new
+    [project], the name and version the edit gave it)."""
+    after: dict[str, Any] = json.loads(json.dumps(before))
+    if not before:  # a new file, with the packaging it was given
+        after["tool"] = tomllib.loads(edited)["tool"]
+    project = after.setdefault("project", {})
+    for key in ("name", "version"):
+        if key not in project:
+            project[key] = tomllib.loads(edited).get("project", {}).get(key)
+    if runtime:
+        project["dependencies"] = [*project.get("dependencies", []), *runtime]
+    if test:
+        extras = project.setdefault("optional-dependencies", {})
+        extras["test"] = [*extras.get("test", []), *test]
+    return after
+
+
+def _project_name(root: Path) -> str:
+    """A valid distribution name from the project folder's name (``notes_api`` -> ``notes-api``)."""
+    return canonicalize_name(re.sub(r"[^A-Za-z0-9._-]+", "-", root.name).strip("-._")) or "project"
 
 
 def _new_distributions(declared: Declared, modules: Iterable[str]) -> list[str]:

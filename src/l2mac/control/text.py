@@ -131,7 +131,10 @@ class TextConversation:
     written: set[str] = field(default_factory=set)
     lacking: dict[str, set[str]] = field(default_factory=dict)  # per named file, the functions it lacked last time
     wrote_any: bool = False
-    sent: dict[str, str] = field(default_factory=dict)  # per file, the content the model last sent for it
+    #: per file the model's last answer wrote, what it sent and what the file held once written and repaired
+    sent: dict[str, tuple[str, str]] = field(default_factory=dict)
+    sending: dict[str, str] = field(default_factory=dict)  # the files of the answer being acted on
+    sent_at: int = 0  # the store's revision when that answer was read
     last: _Reading = field(default_factory=_Reading)
     opening: Opening | None = None  # the stub the next answer is begun inside (see control.continuation)
 
@@ -188,11 +191,8 @@ class TextConversation:
         declared = bool(_DONE.search(text))
         reads = [_view_call(m) for m in _READ.finditer(text)]
         last = self.last = _Reading(text, files, notes, requested, [p for p in self.to_write if p not in self.written])
-        # the files as they are, or as the model sent them last (a repair may have changed them since)
-        last.unchanged = bool(files) and all(
-            store.has_text(f["path"], f["content"]) or self.sent.get(f["path"]) == f["content"] for f in files
-        )
-        self.sent.update({f["path"]: f["content"] for f in files})
+        last.unchanged = bool(files) and all(self._as_before(f["path"], f["content"]) for f in files)
+        self.sending, self.sent_at = {f["path"]: f["content"] for f in files}, store.revision
         calls = [*([_call("write_files", {"files": files})] if files and not last.unchanged else []), *reads]
         last.nudge = not (files or declared or self.wrote_any or notes or last.pending or reads)
         last.only_reads = bool(reads) and not files and not declared
@@ -229,9 +229,22 @@ class TextConversation:
                 files += json_files(call.args if isinstance(call.args, str) else json.dumps(call.args or {}))
         return files
 
+    def _as_before(self, path: str, content: str) -> bool:
+        """Whether writing ``content`` to ``path`` changes nothing: the file holds it, or the model sent it last
+        time and the file still holds what that write (and its repairs) made of it."""
+        store = self.setting.toolbox.env.store
+        if store.has_text(path, content):
+            return True
+        sent = self.sent.get(path)
+        return sent is not None and sent[0] == content and store.has_text(path, sent[1])
+
     # -- answering it ------------------------------------------------------------------------------------
     def feed(self, done: Done) -> str | None:
         last, render = self.last, self.setting.domain.render
+        store = self.setting.toolbox.env.store
+        written = set(store.changed_since(self.sent_at))  # a file whose write failed is not remembered as sent
+        self.sent.update({p: (c, store.read_text(p)) for p, c in self.sending.items() if p in written})
+        self.sending = {}
         self.reads += [r.content for c, r in done.results if c.tool_name == "view_files"]
         if last.nudge:
             self.feedback = render("text_no_files")
