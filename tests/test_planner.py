@@ -524,3 +524,6 @@ def test_a_run_with_the_readme_step_writes_the_readme_last(tmp_path: Path) -> No
     assert script.remaining == 0 and result.ok, result.report
     assert [o.title for o in result.outcomes] == ["Double", "README"]
     assert (tmp_path / "ws" / "proj" / "README.md").read_text() == readme
+    # before the README step, the project was made installable with what its tests need
+    pyproject = (tmp_path / "ws" / "proj" / "pyproject.toml").read_text()
+    assert 'name = "proj"' in pyproject and 'test = ["pytest"]' in pyproject

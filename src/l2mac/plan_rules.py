@@ -54,6 +54,7 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
 
 
 _README = re.compile(r"\breadme\b", re.IGNORECASE)
+README_STEP = "README"
 
 
 def with_readme(steps: list[Instruction], limit: int, instruction: str) -> list[Instruction]:
@@ -63,7 +64,12 @@ def with_readme(steps: list[Instruction], limit: int, instruction: str) -> list[
     which l2mac checks, did not exist (seen on a Flask notes API)."""
     if len(steps) >= limit or any(_README.search(f"{s.title} {s.instruction}") for s in steps):
         return steps
-    return [*steps, Instruction(title="README", instruction=instruction, requires_tests=False)]
+    return [*steps, Instruction(title=README_STEP, instruction=instruction, requires_tests=False)]
+
+
+def is_readme_step(step: Instruction) -> bool:
+    """Whether ``step`` is the README step :func:`with_readme` adds (before it, the project is made installable)."""
+    return step.title == README_STEP and not step.requires_tests
 
 
 #: a title about setting up rather than writing, and an instruction that installs packages or makes folders

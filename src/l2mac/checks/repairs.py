@@ -175,6 +175,24 @@ def _declare_well_known(store: FileStore, paths: list[str], log: Log) -> list[st
     return [f"Declared {', '.join(added)} in {target}, which the code imports (it is installed for the checks)"]
 
 
+def make_installable(store: FileStore, log: Log) -> list[str]:
+    """Before the README is written: a project with tests declares pytest for them (in a ``test`` extra of its
+    pyproject.toml, made when it has none, or in its requirements.txt when that is all it has), so that the
+    README's install and test commands work in a fresh environment. Seen: a README's ``python -m pytest`` failing
+    "No module named pytest" after its own ``pip install -e .``."""
+    if not any(is_test_file(p) for p in store.list_files()):
+        return []
+    target, text = declaring(store.root, (), {"pytest"})
+    if not target:
+        return []
+    try:
+        store.write_text(target, text)
+    except (OSError, WorkspaceError):
+        return []
+    log("dependencies_declared", path=target, dependencies=["pytest"])
+    return [f"Declared pytest for the tests in {target}"]
+
+
 def rewrite(store: FileStore, path: str, transform: Callable[[str], tuple[str, list[str]]]) -> list[str]:
     """Apply ``transform`` (source -> the new source and what it changed) to the file at ``path``, and save the
     result when it changed anything; returns what it changed (nothing when the file cannot be read)."""

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from l2mac.checks.repairs import make_installable
 from l2mac.control import ControlUnit, Step, StepLimits, StepProtocol
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import PlanReady, StepFinished, StepStarted
+from l2mac.plan_rules import is_readme_step
 from l2mac.planner import make_plan
+from l2mac.record import RunRecord
 from l2mac.settings import RunSettings
 from l2mac.strategies.base import RunContext, StrategyResult
 from l2mac.types import PromptProgram
@@ -88,9 +93,20 @@ class SequentialStrategy:
                 raise BudgetExceeded(f"step budget: {self.step_budget} steps run (raise --max-steps to go further)")
             ctx.client.check_budget()  # the wall-time limit, between steps too
             ctx.emit(StepStarted(index, total, instruction.title))
+            if self.readme and ctx.domain.python_checks and is_readme_step(instruction):
+                make_installable(ctx.toolbox.env.store, _recovered(ctx.record, index))
             outcome = await unit.run_step(Step(program.task, index, total, instruction, summary))
             ctx.history.commit(f"step {index}/{total}: {instruction.title} [{outcome.status.value}]")
             ctx.record.save_step(outcome)
             ctx.emit(StepFinished(outcome, total))
             result.outcomes.append(outcome)
             summary = outcome.summary
+
+
+def _recovered(record: RunRecord, step: int) -> Callable[..., None]:
+    """Logs a repair l2mac made itself (``recovered`` in the run log), in step ``step``."""
+
+    def log(recovery: str, **fields: Any) -> None:
+        record.log("recovered", step=step, recovery=recovery, **fields)
+
+    return log
