@@ -15,6 +15,7 @@ from l2mac.models.scripted import ScriptedModel, call
 
 def use_script(monkeypatch: pytest.MonkeyPatch, replies: list) -> ScriptedModel:
     script = ScriptedModel(list(replies))
+    monkeypatch.setenv("L2MAC_README_STEP", "0")  # the scripts answer the planned steps only
     monkeypatch.setattr(l2mac.run, "build_model", lambda llm: ModelInfo(script.model, "scripted", "scripted", 16000))
     return script
 

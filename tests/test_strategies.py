@@ -25,7 +25,9 @@ def test_step_limits_left_unset_are_the_protocols_own() -> None:
 def test_step_limits_the_user_set_win_over_the_protocols() -> None:
     rs = RunSettings(max_check_failures=2, samples=0, max_turns=7, steps=3, max_steps=2, reflect=True)
     strategy = strategy_for(rs, TEXT)
-    assert strategy == SequentialStrategy(StepLimits(7, 2, 3, samples=0), plan_steps=3, step_budget=2, reflect=True)
+    assert strategy == SequentialStrategy(
+        StepLimits(7, 2, 3, samples=0), plan_steps=3, step_budget=2, reflect=True, readme=True
+    )
 
 
 def test_soa_takes_its_agent_limits_from_the_settings() -> None:

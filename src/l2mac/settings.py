@@ -227,6 +227,7 @@ _ENV_RUN = {
     "L2MAC_MAX_WALL_TIME": "max_wall_time_s",
     "L2MAC_KEEP_BEST": "keep_best",
     "L2MAC_PLAN_FROM_SPEC": "plan_from_spec",
+    "L2MAC_README_STEP": "readme_step",
 }
 
 
