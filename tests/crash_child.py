@@ -72,7 +72,8 @@ def settings(workspace: Path) -> Any:
         config_path=workspace / "none.yaml",
         environ={},
         llm={"context_window": 16000},
-        run={"workspace": workspace, "project_name": "proj", "sandbox": "subprocess"},
+        # the script answers the planned steps only: no README step
+        run={"workspace": workspace, "project_name": "proj", "sandbox": "subprocess", "readme_step": False},
     )
 
 
