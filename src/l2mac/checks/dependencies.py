@@ -151,8 +151,11 @@ def declaring(root: Path, runtime: Iterable[str], test: Iterable[str] = ()) -> t
     try:
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
         edited = _declared_in(tomlkit.parse(text), _project_name(root), new_runtime, new_test)
+        if edited is None:
+            return "", ""
+        after = tomllib.loads(edited)
         # an edit tomlkit cannot make faithfully (dotted keys, an inline [project]) is not made
-        if edited is None or tomllib.loads(edited) != _expected(tomllib.loads(text), edited, new_runtime, new_test):
+        if after != _expected(tomllib.loads(text), after, new_runtime, new_test):
             return "", ""
     except (OSError, UnicodeDecodeError, ValueError, TypeError, tomlkit.exceptions.TOMLKitError):
         return "", ""
@@ -183,16 +186,16 @@ def _declared_in(document: Any, name: str, runtime: list[str], test: list[str]) 
     return str(tomlkit.dumps(document))
 
 
-def _expected(before: dict[str, Any], edited: str, runtime: list[str], test: list[str]) -> dict[str, Any]:
+def _expected(before: dict[str, Any], edited: dict[str, Any], runtime: list[str], test: list[str]) -> dict[str, Any]:
     """What the project's data must be after the edit: as it was, with the declarations added (and, for a new
     [project], the name and version the edit gave it)."""
     after: dict[str, Any] = json.loads(json.dumps(before))
     if not before:  # a new file, with the packaging it was given
-        after["tool"] = tomllib.loads(edited)["tool"]
+        after["tool"] = edited.get("tool")
     project = after.setdefault("project", {})
     for key in ("name", "version"):
         if key not in project:
-            project[key] = tomllib.loads(edited).get("project", {}).get(key)
+            project[key] = edited.get("project", {}).get(key)
     if runtime:
         project["dependencies"] = [*project.get("dependencies", []), *runtime]
     if test:

@@ -160,18 +160,14 @@ def _declare_well_known(store: FileStore, paths: list[str], log: Log) -> list[st
     a 1.5B model told to declare flask spent the rest of its budget without writing pyproject.toml."""
     if not paths:
         return []
-    found = undeclared_imports(store.root, store.list_files(), paths)
-    code = {m for rel, modules in found.items() if not is_test_file(rel) for m in modules if is_well_known(m)}
-    tests = {m for rel, modules in found.items() if is_test_file(rel) for m in modules if is_well_known(m)}
-    target, text = declaring(store.root, code, tests - code)
+    code: set[str] = set()
+    tests: set[str] = set()
+    for rel, modules in undeclared_imports(store.root, store.list_files(), paths).items():
+        (tests if is_test_file(rel) else code).update(m for m in modules if is_well_known(m))
+    added = sorted({distribution_for(m) for m in code | tests})
+    target = _declare(store, code, tests - code, added, log)
     if not target:
         return []
-    try:
-        store.write_text(target, text)
-    except (OSError, WorkspaceError):
-        return []
-    added = sorted({distribution_for(m) for m in code | tests})
-    log("dependencies_declared", path=target, dependencies=added)
     return [f"Declared {', '.join(added)} in {target}, which the code imports (it is installed for the checks)"]
 
 
@@ -182,15 +178,22 @@ def make_installable(store: FileStore, log: Log) -> list[str]:
     "No module named pytest" after its own ``pip install -e .``."""
     if not any(is_test_file(p) for p in store.list_files()):
         return []
-    target, text = declaring(store.root, (), {"pytest"})
+    target = _declare(store, set(), {"pytest"}, ["pytest"], log)
+    return [f"Declared pytest for the tests in {target}"] if target else []
+
+
+def _declare(store: FileStore, code: set[str], tests: set[str], added: list[str], log: Log) -> str:
+    """Declares the modules ``code`` and ``tests`` import (see ``declaring``) and logs ``added``; returns the file
+    written, or "" when nothing was."""
+    target, text = declaring(store.root, code, tests)
     if not target:
-        return []
+        return ""
     try:
         store.write_text(target, text)
     except (OSError, WorkspaceError):
-        return []
-    log("dependencies_declared", path=target, dependencies=["pytest"])
-    return [f"Declared pytest for the tests in {target}"]
+        return ""
+    log("dependencies_declared", path=target, dependencies=added)
+    return target
 
 
 def rewrite(store: FileStore, path: str, transform: Callable[[str], tuple[str, list[str]]]) -> list[str]:
