@@ -322,7 +322,7 @@ def test_the_run_summary_names_removed_tests() -> None:
     from rich.console import Console
 
     from l2mac.cli import summary_table
-    from l2mac.report import RunReport
+    from l2mac.report import RunReport, StepDetail
 
     report = RunReport.model_validate(
         {
@@ -357,7 +357,15 @@ def test_the_run_summary_names_removed_tests() -> None:
     assert "tests/test_cli.py::test_main" in console.export_text()
     console = Console(width=200, record=True)
     console.print(summary_table(report.model_copy(update={"tests_removed": []})))
-    assert "removed" not in console.export_text()
+    assert "removed" not in console.export_text() and "earlier failures" not in console.export_text()
+    # a step that passed while an earlier step's test still failed says so
+    step = {"index": 3, "title": "README", "status": "passed", "reason": "", "turns": 1, "context_restarts": 0}
+    step |= {"check_failures": 0, "tests_removed": [], "inherited": ["tests/test_core.py::test_add"]}
+    steps = report.steps.model_copy(update={"detail": [StepDetail.model_validate(step)]})
+    console = Console(width=200, record=True)
+    console.print(summary_table(report.model_copy(update={"steps": steps})))
+    shown = console.export_text()
+    assert "passed over earlier failures" in shown and "step 3: 1 (tests/test_core.py::test_add)" in shown
 
 
 def test_each_module_a_step_writes_must_be_imported_by_a_test() -> None:

@@ -825,3 +825,74 @@ def test_a_class_that_only_hosts_the_functions_a_step_names_becomes_those_functi
     assert "self.n" in uses_self and unwrap_namespace_classes(uses_self, wanted)[1] == []
     assert unwrap_namespace_classes(HOSTED + "\nG = Global_functions()\n", wanted)[1] == []
     assert unwrap_namespace_classes(HOSTED, {"Global_functions", "main"})[1] == []
+
+
+CORE_TEST = "from core import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+CLI = "from core import add\n\n\ndef main(argv):\n    print(add(*map(int, argv)))\n    return 0\n"
+CLI_TEST = "from cli import main\n\n\ndef test_main():\n    assert main(['2', '3']) == 0\n"
+CLI_STEP = Instruction(
+    title="Command line",
+    instruction="Write cli.py with main(argv) printing the sum of its two numbers. Write tests/test_cli.py.",
+    requires_tests=True,
+)
+
+
+def earlier_step_left_failing(store: FileStore) -> None:
+    """What an earlier step that ran out of budget leaves: a wrong add, its failing test, a file with a lint
+    error, and a test file that does not import."""
+    store.write_text("core.py", "def add(a, b):\n    return a - b\n")
+    store.write_text("tests/test_core.py", CORE_TEST)
+    store.write_text("old.py", "def f():\n    return undefined_name\n")
+    store.write_text("tests/test_old.py", "from nowhere import g\n\n\ndef test_g():\n    assert g()\n")
+
+
+@pytest.mark.parametrize("held_by_own", [True, False])
+def test_a_step_is_held_only_by_what_it_made_worse(tmp_path: Path, held_by_own: bool) -> None:
+    """Seen on the notes API: an earlier step ran out of budget with its tests failing, and every later step (the
+    README step too) was held by them and failed. What failed when a step began (another file's failing test, a
+    test file that does not import, a lint error) no longer holds it; it is in the step's outcome."""
+    replies = [text(fenced(("cli.py", CLI))), text(fenced(("tests/test_cli.py", CLI_TEST)))]
+    replies += [text("STEP COMPLETE\nThe CLI adds.")] * 8
+    limits = StepLimits(max_check_failures=2, held_by_own=held_by_own)
+    unit, _, store = make_unit(tmp_path, replies, limits=limits)
+    earlier_step_left_failing(store)
+    outcome = run_step(unit, CLI_STEP)
+    if not held_by_own:
+        assert outcome.status is StepStatus.FAILED
+        return
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert outcome.inherited[:2] == ["tests/test_core.py::test_add", "tests/test_old.py"]
+    assert any(p.startswith("old.py:2:") and "undefined_name" in p for p in outcome.inherited[2:])
+
+
+def test_a_step_is_still_held_by_its_own_new_problems_and_its_own_files_failing_tests(tmp_path: Path) -> None:
+    """Only what failed before is left out: a lint error the step adds holds it, and a failing test in a file the
+    step names holds it even when it failed before the step began (the step is there to make it pass)."""
+    fix = Instruction(
+        title="Fix add",
+        instruction="Make add in core.py return the sum; tests/test_core.py tests it.",
+        requires_tests=True,
+    )
+    new_problem = "def add(a, b):\n    return a + b + missing\n"
+    replies = [text("STEP COMPLETE\nDone."), text(fenced(("core.py", new_problem)))] + [text("STEP COMPLETE")] * 6
+    unit, _, store = make_unit(tmp_path, replies, limits=StepLimits(max_check_failures=1))
+    unit.record = RunRecord(store.root)
+    earlier_step_left_failing(store)
+    outcome = run_step(unit, fix)
+    assert outcome.status is StepStatus.FAILED
+    events = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    first, second = [e["report"] for e in events if e["kind"] == "checks"][:2]
+    assert "test_core.py::test_add" in first and "tests/test_old.py" not in first and "old.py:2" not in first
+    assert "core.py:2: lint: F821 Undefined name `missing`" in second and "old.py:2" not in second
+
+
+def test_a_step_that_requires_no_tests_is_not_held_when_every_test_there_is_failed_before(tmp_path: Path) -> None:
+    """The README step writes no code and requires no tests; the project's only tests failed before it began."""
+    readme = Instruction(title="README", instruction="Write README.md.", requires_tests=False)
+    replies = [text("README.md\n```markdown\n# Adder\n\nAdds numbers.\n```\n\nSTEP COMPLETE\nWritten.")]
+    unit, _, store = make_unit(tmp_path, replies, limits=StepLimits(max_check_failures=1))
+    store.write_text("core.py", "def add(a, b):\n    return a - b\n")
+    store.write_text("tests/test_core.py", CORE_TEST)
+    outcome = run_step(unit, readme)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert outcome.inherited == ["tests/test_core.py::test_add"]

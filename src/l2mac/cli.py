@@ -37,7 +37,7 @@ from l2mac.settings import default_config_path, init_config, load_settings
 from l2mac.terminal import make_console
 
 if TYPE_CHECKING:
-    from l2mac.report import EnvironmentSummary, RunReport
+    from l2mac.report import EnvironmentSummary, RunReport, StepsSummary
     from l2mac.run import RunResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
@@ -119,6 +119,13 @@ class Progress:
         self.live.stop()
 
 
+def _passed_over(steps: StepsSummary) -> str:
+    """The steps that passed while what failed when they began (another step's tests, code problems) still did:
+    said, since a step is held only by what it made worse."""
+    over = [s for s in steps.detail if s.status == "passed" and s.inherited]
+    return "; ".join(f"step {s.index}: {len(s.inherited)} ({', '.join(s.inherited[:2])})" for s in over)
+
+
 def summary_table(report: RunReport) -> Table:
     t = Table(title="l2mac run", show_header=False, title_style="bold")
     tests, steps = report.tests, report.steps
@@ -139,6 +146,7 @@ def summary_table(report: RunReport) -> Table:
             if report.tests_removed
             else []
         ),
+        *([("passed over earlier failures", over)] if (over := _passed_over(steps)) else []),
         *([("files the tests wrote into the project", ", ".join(tests.left_files))] if tests.left_files else []),
         ("tokens", f"{report.tokens.total:,} ({report.requests} requests)"),
         ("generated code ran in", report.isolation),

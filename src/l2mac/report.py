@@ -47,6 +47,8 @@ class StepDetail(BaseModel):
     context_restarts: int
     check_failures: int
     tests_removed: list[str]
+    #: what failed when the step began, not held against it (tests of other files, code problems)
+    inherited: list[str] = []
 
     @classmethod
     def of(cls, o: StepOutcome) -> StepDetail:
@@ -59,6 +61,7 @@ class StepDetail(BaseModel):
             context_restarts=o.context_restarts,
             check_failures=o.check_failures,
             tests_removed=o.tests_removed,
+            inherited=o.inherited,
         )
 
 

@@ -98,6 +98,11 @@ class RunSettings(BaseModel):
         default=True,
         description="A step that fails ends with its files as they were when its checks came closest to passing.",
     )
+    held_by_own: bool = Field(
+        default=True,
+        description="A step is held only by what it made worse: tests of other files that failed when it began, "
+        "and code problems the project had then, are recorded in its outcome, not held against it.",
+    )
     prompt_program: Path | None = Field(default=None, description="A plan file (YAML or JSON); skips planning.")
     run_tests: bool = Field(default=True, description="Run the project's tests as a check at every step.")
     workspace: Path = Field(default=Path("workspace"), description="Folder holding one sub-folder per project.")
@@ -226,6 +231,7 @@ _ENV_RUN = {
     "L2MAC_MAX_STEPS": "max_steps",
     "L2MAC_MAX_WALL_TIME": "max_wall_time_s",
     "L2MAC_KEEP_BEST": "keep_best",
+    "L2MAC_HELD_BY_OWN": "held_by_own",
     "L2MAC_PLAN_FROM_SPEC": "plan_from_spec",
     "L2MAC_README_STEP": "readme_step",
 }

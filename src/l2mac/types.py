@@ -87,6 +87,9 @@ class StepOutcome:
     files_written: list[str] = field(default_factory=list)
     #: the model's own tests removed because every implementation failed them, after it was told and kept them
     tests_removed: list[str] = field(default_factory=list)
+    #: what failed when the step began, left out of its checks: tests of other files (ids, or files that did not
+    #: import), and code problems the project still had when the checks last ran
+    inherited: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:

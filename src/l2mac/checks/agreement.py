@@ -124,7 +124,9 @@ class Weigher:
         def evidence(outcomes: dict[str, _T]) -> dict[str, _T]:
             return {t: ok for t, ok in outcomes.items() if t.split("[")[0] in relevant}
 
-        current = await asyncio.to_thread(run_tests, env.runner, store.root, env.test_timeout_s, each=True)
+        current = await asyncio.to_thread(
+            run_tests, env.runner, store.root, env.test_timeout_s, each=True, python=env.python
+        )
         base = evidence(per_test_outcomes(current.output))
         if not base or all(base.values()):
             return None  # the tests did not run one by one (collection error, timeout): nothing to weigh

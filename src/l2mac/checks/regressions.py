@@ -1,41 +1,88 @@
-"""The regression guard: a step cannot silently break what earlier steps made work.
+"""What a step found, and the regression guard: a step cannot silently break what earlier steps made work.
 
 A small model shown every file sends them all back, and rewrites working code of an earlier step along the way
 (seen: the CLI step broke todo/core.py's save_todos, then dropped its Todo class). The project is recorded as
 each step finds it; when the step's checks fail, :func:`find_regression` says which earlier files to put back.
+What failed when the step began is measured from the same record, so a step is held only by what it made worse
+(``verdict.py``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from l2mac.checks.env import ToolEnv
+from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import find_code_issues
-from l2mac.checks.tests import per_test_outcomes, problem_files, run_tests
-from l2mac.store import scratch_copy
+from l2mac.checks.tests import per_test_outcomes, problem_files, run_tests, uncollected_files
+from l2mac.store import FileStore, scratch_copy
+
+
+@dataclass(frozen=True)
+class Tests:
+    """The project's tests as measured once: the ids that passed, and what failed (test ids, and test files that
+    did not import)."""
+
+    passing: frozenset[str] = frozenset()
+    failing: frozenset[str] = frozenset()
 
 
 @dataclass
 class Baseline:
-    """The project as a step found it; what worked then is measured only if the step changes it."""
+    """The project as a step found it; what worked then, and what did not, is measured only when asked (once)."""
 
     snapshot: dict[str, str]
     own: set[str]  # the files the step names: its own to write
-    measured: tuple[frozenset[str], frozenset[str]] | None = None  # tests that passed, files with problems
+    _tests: Tests | None = None
+    _issues: tuple[CodeIssue, ...] | None = None
+
+    def tests(self, env: ToolEnv) -> Tests:
+        """The tests that passed and failed when the step began, run in a scratch copy of the project as it was."""
+        if self._tests is None:
+            self._tests = Tests()
+            if any(is_test_file(p) for p in self.snapshot):
+                with scratch_copy(self.snapshot, "l2mac-before-") as scratch:
+                    run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python)
+                outcomes = per_test_outcomes(run.output)
+                failing = {t for t, ok in outcomes.items() if not ok} | set(uncollected_files(run.output))
+                self._tests = Tests(frozenset(t for t, ok in outcomes.items() if ok), frozenset(failing))
+        return self._tests
+
+    def issues(self) -> tuple[CodeIssue, ...]:
+        """The blocking code problems the project had when the step began."""
+        if self._issues is None:
+            with scratch_copy(self.snapshot, "l2mac-before-") as scratch:
+                self._issues = tuple(i for i in find_code_issues(scratch.root, scratch.list_files()) if i.blocking)
+        return self._issues
 
     def what_worked(self, env: ToolEnv, with_tests: bool) -> tuple[frozenset[str], frozenset[str]]:
-        """The tests that passed when the step began and the files that had code problems then, measured in a
-        scratch copy of the project as it was (once per step)."""
-        if self.measured is None:
-            with scratch_copy(self.snapshot, "l2mac-before-") as scratch:
-                troubled = frozenset(i.path for i in find_code_issues(scratch.root, scratch.list_files()) if i.blocking)
-                passing: frozenset[str] = frozenset()
-                if with_tests and any(is_test_file(p) for p in self.snapshot):
-                    run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python)
-                    passing = frozenset(t for t, ok in per_test_outcomes(run.output).items() if ok)
-            self.measured = (passing, troubled)
-        return self.measured
+        """The tests that passed when the step began (when ``with_tests``) and the files that had code problems
+        then."""
+        passing = self.tests(env).passing if with_tests else frozenset()
+        return passing, frozenset(i.path for i in self.issues())
+
+    def new_issues(self, issues: list[CodeIssue], store: FileStore) -> tuple[list[CodeIssue], list[CodeIssue]]:
+        """``issues`` split into those the project did not have when the step began and those it had: in a file
+        the step left as it was, a problem of the same kind on the same line (its words may name what changed
+        elsewhere: the project's modules, its declared packages); in a changed file, the same kind and words, as
+        often as then (its lines moved)."""
+
+        def key(issue: CodeIssue) -> tuple[str, str, str | int]:
+            same = issue.path in self.snapshot and store.has_text(issue.path, self.snapshot[issue.path])
+            return issue.path, issue.kind, issue.line if same else issue.message
+
+        before = Counter(key(i) for i in self.issues())
+        new: list[CodeIssue] = []
+        old: list[CodeIssue] = []
+        for issue in issues:
+            if before[key(issue)] > 0:
+                before[key(issue)] -= 1
+                old.append(issue)
+            else:
+                new.append(issue)
+        return new, old
 
 
 @dataclass(frozen=True)

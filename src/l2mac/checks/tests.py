@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
@@ -74,10 +75,14 @@ def run_tests(
     *,
     each: bool = False,
     python: str = sys.executable,
+    skip: Sequence[str] = (),
 ) -> TestRun:
     """pytest in ``root`` on ``python`` (the project's environment, or l2mac's interpreter, whose own pytest
-    plugins are then left out); with ``each``, the output ends with every test's outcome (``-rA``)."""
-    skip = [arg for name in own_plugins() for arg in ("-p", f"no:{name}")] if python == sys.executable else []
+    plugins are then left out); with ``each``, the output ends with every test's outcome (``-rA``), and a test
+    file that fails to import does not stop the others. ``skip``: test ids left out, and test files not
+    collected at all."""
+    plugins = [arg for name in own_plugins() for arg in ("-p", f"no:{name}")] if python == sys.executable else []
+    left_out = [arg for s in skip for arg in (("--deselect", s) if "::" in s else ("--ignore", s))]
     argv = [
         python,
         "-m",
@@ -88,13 +93,14 @@ def run_tests(
         "--no-header",
         "-p",
         "no:cacheprovider",
-        *skip,
+        *plugins,
         "--color=no",
         "-o",
         "addopts=",
         "--rootdir",
         str(root),
-        *(["-rA"] if each else []),
+        *(["-rA", "--continue-on-collection-errors"] if each else []),
+        *left_out,
         *(targets or []),
     ]
     before = _project_files(root)
@@ -169,6 +175,15 @@ def per_test_outcomes(output: str) -> dict[str, bool]:
     for kind, test in _OUTCOME.findall(output):
         out[test] = out.get(test, True) and kind in _PASSING
     return out
+
+
+#: pytest -rA's line for a test file that failed to import: "ERROR tests/test_x.py" (maybe " - <message>")
+_UNCOLLECTED = re.compile(r"^ERROR ([^\s:]+\.py)(?: - .*)?$", re.MULTILINE)
+
+
+def uncollected_files(output: str) -> list[str]:
+    """The test files pytest could not collect (an import error, a syntax error), from its ``-rA`` summary."""
+    return sorted(set(_UNCOLLECTED.findall(output)))
 
 
 #: pytest -rA's line for a failed test, with its message: "FAILED tests/test_x.py::test_b - assert 14 == 36"

@@ -22,6 +22,7 @@ from l2mac.checks.agreement import Settled, Weigher
 from l2mac.checks.consensus import weighable
 from l2mac.checks.demands import (
     invented_attributes,
+    mentioned_files,
     missing_definitions,
     named_files,
     stubbed,
@@ -122,9 +123,11 @@ class StepChecks:
         save: Callable[[str, str, str], Awaitable[None]],
         log: Callable[..., None],
         weigher: Weigher | None = None,
+        held_by_own: bool = True,
     ) -> None:
         self.env, self.domain, self.instruction = env, domain, instruction
         self.run_tests, self.recover = run_tests and domain.tests, recover
+        self.held_by_own = held_by_own  # held only by what the step made worse (see _new_failures)
         self.save, self.log, self.weigher = save, log, weigher
         self.named = named_files(instruction.instruction)
         self.baseline = Baseline(env.store.snapshot(), set(self.named))
@@ -132,6 +135,10 @@ class StepChecks:
         self.examples = given_examples(instruction.instruction) if env.python_checks and run_tests else []
         self.standing = Standing()  # of the project when the checks last ran
         self.examples_report = ""  # the part of the last report on the task's failing examples
+        #: tests (ids, or files that did not import) of other files that failed when the step began, left out
+        #: of its test runs once measured; None until a run fails
+        self.inherited_tests: tuple[str, ...] | None = None
+        self.inherited_problems: list[str] = []  # code problems the project had when the step began, as found
 
     async def verdict(self) -> Verdict:
         """Run every check; put back what the step broke, and weigh failing tests, before judging."""
@@ -186,8 +193,12 @@ class StepChecks:
         env = self.env
         problems: list[str] = []
         blocking = 0
+        self.inherited_problems = []
         if env.python_checks:
             issues = [i for i in env.check_files(env.store.list_files()) if i.blocking]
+            if issues and self.held_by_own:
+                issues, old = self.baseline.new_issues(issues, env.store)
+                self.inherited_problems = [str(i) for i in old]
             if issues:
                 problems.append("Code problems:\n" + "\n".join(str(i) for i in issues[:30]))
             install = self._install()
@@ -206,15 +217,16 @@ class StepChecks:
         has_tests = any(is_test_file(f) and not f.endswith("conftest.py") for f in env.store.list_files())
         outcome: TestRun | None = None
         if self.run_tests and (self.instruction.requires_tests or has_tests):
-            outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
+            outcome = self._tests()
             if outcome.litter and self.recover and self._move_litter_under_tmp_path(list(outcome.litter)):
-                outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
+                outcome = self._tests()
             if outcome.status == "no_tests":
-                blocking += 1
-                problems.append(
-                    "No tests were collected, but this step must leave pytest tests "
-                    "(files named tests/test_*.py with functions named test_*)."
-                )
+                if self.instruction.requires_tests or not self.inherited_tests:  # else: all there are failed before
+                    blocking += 1
+                    problems.append(
+                        "No tests were collected, but this step must leave pytest tests "
+                        "(files named tests/test_*.py with functions named test_*)."
+                    )
             elif not outcome.ok:
                 blame, outcome = self._blame_hard_coded_files(outcome)
                 problems.append(blame + outcome.report(env.max_output_chars))
@@ -226,6 +238,28 @@ class StepChecks:
         standing = self._standing(blocking, outcome, served=not served)
         self.standing = replace(standing, examples_failing=len(examples.failed) if examples is not None else 0)
         return not problems, "\n\n".join(problems)
+
+    def _tests(self) -> TestRun:
+        """The project's tests, but for those of other files that failed when the step began: a step is held by
+        what it made worse, not by what an earlier step left failing (seen: a README step that could never pass
+        because an earlier step's tests failed). The first failing run measures what failed then, and the runs
+        after it leave those tests out; tests in the files the step mentions always count."""
+        env = self.env
+        skip = self.inherited_tests or ()
+        outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python, skip=skip)
+        if outcome.ok or not self.held_by_own or self.inherited_tests is not None:
+            return outcome
+        failing = self.baseline.tests(env).failing
+        mentioned = set(mentioned_files(self.instruction.instruction))
+        self.inherited_tests = tuple(sorted(t for t in failing if t.split("::")[0] not in mentioned))
+        if not self.inherited_tests:
+            return outcome
+        self.log("inherited", tests=list(self.inherited_tests[:20]), count=len(self.inherited_tests))
+        return run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python, skip=self.inherited_tests)
+
+    def inherited(self) -> list[str]:
+        """What failed when the step began and was not held against it, as last found."""
+        return [*(self.inherited_tests or ()), *self.inherited_problems]
 
     def _standing(self, blocking: int, outcome: TestRun | None, *, served: bool) -> Standing:
         store = self.env.store

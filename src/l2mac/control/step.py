@@ -18,6 +18,8 @@ class StepLimits:
     max_agreement_rounds: int = 2
     #: a failing step's files are put back as they were when its checks came closest to passing
     keep_best: bool = True
+    #: a step is held only by what it made worse, not by tests and code problems it found failing
+    held_by_own: bool = True
     #: failed checks in a row that come no closer to passing than the step's best before it ends (0: off)
     max_stalled: int = 3
 

@@ -253,6 +253,7 @@ class ControlUnit:
             save=save,
             log=log,
             weigher=weigher,
+            held_by_own=self.limits.held_by_own,
         )
 
     def _ask_sample(
@@ -305,6 +306,7 @@ class ControlUnit:
             check_failures=state.check_failures,
             files_written=self.toolbox.env.store.changed_since(state.start_revision),
             tests_removed=list(state.tests_removed),
+            inherited=state.checks.inherited() if state.checks is not None else [],
         )
 
     def _remember(self, state: _State, standing: Standing) -> None:

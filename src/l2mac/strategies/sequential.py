@@ -43,6 +43,7 @@ class SequentialStrategy:
             rs.max_context_restarts,
             samples=samples,
             keep_best=rs.keep_best,
+            held_by_own=rs.held_by_own,
             max_stalled=rs.max_stalled_attempts,
         )
         return cls(
