@@ -37,7 +37,7 @@ from l2mac.settings import default_config_path, init_config, load_settings
 from l2mac.terminal import make_console
 
 if TYPE_CHECKING:
-    from l2mac.report import EnvironmentSummary, RunReport, StepsSummary
+    from l2mac.report import ChangeSummary, EnvironmentSummary, RunReport, StepsSummary
     from l2mac.run import RunResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Automatic Computer.")
@@ -126,6 +126,22 @@ def _passed_over(steps: StepsSummary) -> str:
     return "; ".join(f"step {s.index}: {len(s.inherited)} ({', '.join(s.inherited[:2])})" for s in over)
 
 
+def _change_rows(change: ChangeSummary) -> list[tuple[str, str]]:
+    """A change to a repository: where, and its checks before and after."""
+    b, a = change.before, change.after or change.before
+    rows = [
+        ("branch", f"{change.branch} (from {change.base_ref}, {change.base[:12]})"),
+        (
+            "tests before → after",
+            f"{b.tests_passed} passed, {b.tests_failing} failing → {a.tests_passed}, {a.tests_failing}",
+        ),
+        ("code problems before → after", f"{b.problems} → {a.problems}"),
+    ]
+    if change.broken:
+        rows.append(("passed before, fail now", ", ".join(change.broken[:5])))
+    return rows
+
+
 def summary_table(report: RunReport) -> Table:
     t = Table(title="l2mac run", show_header=False, title_style="bold")
     tests, steps = report.tests, report.steps
@@ -147,6 +163,7 @@ def summary_table(report: RunReport) -> Table:
             else []
         ),
         *([("passed over earlier failures", over)] if (over := _passed_over(steps)) else []),
+        *(_change_rows(report.change) if report.change is not None else []),
         *([("files the tests wrote into the project", ", ".join(tests.left_files))] if tests.left_files else []),
         ("tokens", f"{report.tokens.total:,} ({report.requests} requests)"),
         ("generated code ran in", report.isolation),
@@ -204,6 +221,16 @@ def run_command(
     max_wall_time: Annotated[float | None, typer.Option(help="Stop after this many seconds.", min=1)] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Write into --project-name even if that folder holds files.")
+    ] = False,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            help="Change this git repository instead: the prompt is the change, made on a new branch "
+            "l2mac/<slug> in a worktree under --workspace; your branch, index and files stay as they are."
+        ),
+    ] = None,
+    allow_dirty: Annotated[
+        bool, typer.Option("--allow-dirty", help="With --repo: start from the last commit despite uncommitted changes.")
     ] = False,
     reflect: Annotated[bool, typer.Option(help="Review and refine the plan once before running it.")] = False,
     strategy: Annotated[
@@ -278,6 +305,8 @@ def run_command(
                 "max_steps": max_steps,
                 "max_wall_time_s": max_wall_time,
                 "force": force or None,
+                "repo": repo,
+                "allow_dirty": allow_dirty or None,
                 "reflect": reflect,
                 "strategy": strategy,
                 "max_agents": max_agents,
@@ -324,6 +353,10 @@ def _finish(console: Console, err: Console, progress: Progress, go: Callable[[],
     console.print(f"Report: {record / 'run_report.json'}", soft_wrap=True)
     if (record / PAGE_FILE).exists():
         console.print(f"Page: {record / PAGE_FILE} (open it in a browser)", soft_wrap=True)
+    if (change := result.report.change) is not None:
+        console.print(f"The change is on branch {change.branch}. Review it, merge it, then remove the worktree:")
+        for command in change.review:
+            console.print(f"  {command}", soft_wrap=True, highlight=False)
     status = result.report.status
     if status == "stopped":
         err.print(f"[yellow]stopped[/]: {result.report.stopped_reason}", highlight=False)

@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from l2mac.errors import WorkspaceError
+from l2mac.repo.map import rank
 from l2mac.store import FileStore
 
 _FENCE = re.compile(r"```[\w+-]*[^\n]*\n(.*?)```", re.DOTALL)
@@ -145,26 +145,34 @@ def fenced_file(path: str, text: str) -> str:
     return f"{path}\n```{fence_lang(path)}\n{text.rstrip()}\n```"
 
 
-def show_files(store: FileStore, budget_chars: int, hide: Callable[[str], bool] | None = None) -> str:
+#: files named without their content, at most, when the project does not fit: the most relevant first
+MAX_LISTED = 60
+
+
+def show_files(
+    store: FileStore, budget_chars: int, hide: Callable[[str], bool] | None = None, request: str = ""
+) -> str:
     """Each project file as its path and a fenced block, in order, until ``budget_chars`` is spent; the rest are
     named with their length (a model reads them with a ranged read). Files for which ``hide`` is true are left
-    out."""
+    out. When they do not all fit (a repository l2mac did not write), the files most relevant to ``request``
+    come first, and at most :data:`MAX_LISTED` are named."""
+    files = {p: t for p, t in store.snapshot().items() if hide is None or not hide(p)}
+    unreadable = [p for p in store.list_files() if p not in files and (hide is None or not hide(p))]
+    order = sorted(files)
+    if sum(len(fenced_file(p, t)) for p, t in files.items()) > budget_chars:
+        order = rank(files, request)
     shown: list[str] = []
     listed: list[str] = []
     used = 0
-    for path in store.list_files():
-        if hide is not None and hide(path):
-            continue
-        try:
-            text = store.read_text(path)
-        except (OSError, UnicodeError, ValueError, WorkspaceError):
-            listed.append(path)
-            continue
-        block = fenced_file(path, text)
+    for path in order:
+        block = fenced_file(path, files[path])
         if used + len(block) > budget_chars:
-            listed.append(f"{path} ({len(text.splitlines())} lines, not shown)")
+            listed.append(f"{path} ({len(files[path].splitlines())} lines, not shown)")
             continue
         shown.append(block)
         used += len(block)
+    listed += unreadable
+    if len(listed) > MAX_LISTED:
+        listed = [*listed[:MAX_LISTED], f"... and {len(listed) - MAX_LISTED} more files"]
     parts = shown + ([("Other files:\n" + "\n".join(f"- {p}" for p in listed))] if listed else [])
     return "\n\n".join(parts) or "(no files yet)"

@@ -132,25 +132,24 @@ async def make_plan(
     *,
     from_spec: bool = True,
     readme: bool = False,
+    repository: str = "",
 ) -> PromptProgram:
     """The task's prompt program: the specification's files when it describes them (``from_spec``), else the
     model's plan, checked and repaired; with ``readme``, a model's plan of code that writes no README gets a last
-    step writing one, when the step limit leaves room."""
+    step writing one, when the step limit leaves room. With ``repository`` (the map of the repository the task
+    changes), the plan is of that change."""
     limit = max_steps or DEFAULT_MAX_STEPS
     if limit == 1:  # a one-step plan is the task itself: asked to restate it, a small model drops details or fails
         return task_as_one_step(task, domain, "a one-step plan")
     if from_spec and domain.python_checks and (steps := spec_plan(task, tests=domain.tests)):
         steps = fit_steps(steps, limit)
         return PromptProgram(task=task, steps=repair(carry_task_details(steps, task)), source="the specification")
+    if repository and "plan_change_request" in domain.prompts:
+        request = domain.render("plan_change_request", task=task, max_steps=limit, repository=repository)
+    else:
+        request = domain.render("plan_request", task=task, max_steps=limit, example=domain.plan_example(task))
     messages: list[ModelMessage] = [
-        ModelRequest(
-            parts=[
-                SystemPromptPart(domain.render("planner_system")),
-                UserPromptPart(
-                    domain.render("plan_request", task=task, max_steps=limit, example=domain.plan_example(task))
-                ),
-            ]
-        )
+        ModelRequest(parts=[SystemPromptPart(domain.render("planner_system")), UserPromptPart(request)])
     ]
     try:
         steps = await _ask_plan(client, messages, domain)
@@ -162,11 +161,7 @@ async def make_plan(
             ModelRequest(
                 parts=[
                     SystemPromptPart(domain.render("planner_system")),
-                    UserPromptPart(
-                        domain.render("plan_request", task=task, max_steps=limit, example=domain.plan_example(task))
-                        + "\n\n"
-                        + domain.render("reflect", plan=plan_text)
-                    ),
+                    UserPromptPart(request + "\n\n" + domain.render("reflect", plan=plan_text)),
                 ]
             )
         ]

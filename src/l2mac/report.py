@@ -99,6 +99,31 @@ class ReadmeCheck(BaseModel):
     detail: str = ""
 
 
+class Measured(BaseModel):
+    """A repository's checks at one moment: its tests one by one, and its blocking code problems."""
+
+    tests_passed: int = 0
+    tests_failing: int = 0  # failed, or in a test file that did not import
+    problems: int = 0
+    test_s: float = 0.0  # how long its tests took
+
+
+class ChangeSummary(BaseModel):
+    """A change to a repository l2mac did not write: where it was made, how to review it, and the repository's
+    checks before the first step and after the last."""
+
+    repository: str
+    branch: str
+    base: str  # the commit the branch began from
+    base_ref: str  # the user's branch then (or the commit, when detached)
+    worktree: str
+    review: list[str]
+    before: Measured
+    after: Measured | None = None
+    #: tests that passed before the change and fail after it
+    broken: list[str] = Field(default_factory=list)
+
+
 class JournalSummary(BaseModel):
     """Whether the run was resumed, and how much of it was replayed from the journal."""
 
@@ -138,6 +163,7 @@ class RunReport(BaseModel):
     journal: JournalSummary = Field(default_factory=JournalSummary)
     environment: EnvironmentSummary | None = None  # None for a book, or a report from before it was recorded
     readme: list[ReadmeCheck] = Field(default_factory=list)  # empty: no README commands, or not verified
+    change: ChangeSummary | None = None  # a change to a repository l2mac did not write (--repo)
 
     @property
     def ok(self) -> bool:
@@ -160,6 +186,7 @@ def build_report(
     stopped: str | None,
     journal: JournalSummary,
     readme: list[ReadmeCommand] | None = None,
+    change: ChangeSummary | None = None,
 ) -> RunReport:
     files = env.store.snapshot()
     issues = find_code_issues(env.store.root, list(files)) if domain.python_checks else []
@@ -208,6 +235,7 @@ def build_report(
         journal=journal,
         environment=_environment(env) if domain.python_checks else None,
         readme=[ReadmeCheck(command=c.command, outcome=c.outcome, detail=c.detail) for c in readme or []],
+        change=change,
     )
 
 

@@ -15,7 +15,7 @@ from l2mac.checks.environment import ProjectEnvironment
 from l2mac.checks.readme import verify_readme
 from l2mac.checks.runner import Runner
 from l2mac.checks.sandbox import choose_runner
-from l2mac.context import ContextBudget, estimate_tokens
+from l2mac.context import CHARS_PER_TOKEN, ContextBudget, estimate_tokens
 from l2mac.control import protocol_named
 from l2mac.domains import Domain, load_domain
 from l2mac.errors import ConfigError, WorkspaceError
@@ -26,7 +26,11 @@ from l2mac.models.local.catalog import DEFAULT_LOCAL_MODEL
 from l2mac.models.registry import DEFAULT_WINDOW, ModelInfo, build_model, given_model_info, model_settings
 from l2mac.planner import load_prompt_program
 from l2mac.record import RECORD_DIR, RunRecord
-from l2mac.report import JournalSummary, RunReport, build_report
+from l2mac.repo.map import repository_map
+from l2mac.repo.protected import refusal
+from l2mac.repo.state import measure
+from l2mac.repo.worktree import Worktree, open_worktree
+from l2mac.report import ChangeSummary, JournalSummary, RunReport, build_report
 from l2mac.settings import RunSettings, Settings, load_settings
 from l2mac.store import FileStore, GitHistory
 from l2mac.strategies import RunContext, StrategyResult, strategy_for
@@ -93,6 +97,7 @@ class _Start:
     program: PromptProgram | None
     replay: list[JournaledCall] = field(default_factory=list)
     resumed: bool = False
+    worktree: Worktree | None = None  # the task is a change to this repository, made here
 
 
 async def arun_l2mac(
@@ -109,6 +114,12 @@ async def arun_l2mac(
     settings = settings or load_settings()
     rs = settings.run
     program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
+    if rs.repo is not None:
+        if rs.strategy != "l2mac" or rs.domain != "codebase":
+            raise ConfigError("--repo changes a codebase with the l2mac strategy; soa and books come later")
+        worktree = open_worktree(rs.repo, task, rs.workspace, allow_dirty=rs.allow_dirty)
+        start = _Start(worktree.path, program, worktree=worktree)
+        return await _execute(task.strip(), settings, start, model=model, runner=runner, emit=emit)
     try:
         root = project_dir(rs.workspace, rs.project_name or project_name_for(task), force=rs.force)
     except OSError as e:
@@ -130,6 +141,11 @@ async def aresume_l2mac(
     change run settings (e.g. a larger ``max_tokens``)."""
     root = project.resolve()
     task, llm, run, program = load_run(root)
+    if run.get("repo"):
+        raise ConfigError(
+            f"{root} is a change to {run['repo']}, and resuming one is not supported yet: its branch holds a commit "
+            "for every finished step (git log there); run l2mac again with --repo on that branch to go on"
+        )
     replay = load_journal(root / RECORD_DIR / JOURNAL_FILE)  # before anything moves: a damaged journal stops here
     run.update({k: v for k, v in (overrides or {}).items() if v is not None})
     settings = load_settings(config_path=config_path, llm=llm, run=run)
@@ -207,15 +223,15 @@ async def _execute_with(
     _check_prompt_fits(task, info)
     runner = runner or choose_runner(rs.sandbox, config_path=settings.config_path)
     try:
-        store = FileStore(start.root)
+        store = FileStore(start.root, guard=refusal if start.worktree is not None else None)
         record = RunRecord(store.root)
     except OSError as e:
         raise WorkspaceError(f"cannot write to the project folder {start.root}: {e.strerror}") from e
     save_run_file(store.root, task, settings, start.program)
     journal = Journal(record.dir / JOURNAL_FILE, start.replay)
     history = GitHistory(store.root)
-    if not start.resumed and store.list_files():  # --force into a folder with files: keep them in the history
-        history.commit("files present before the run")
+    if not start.resumed and not start.worktree and store.list_files():  # --force into a folder with files
+        history.commit("files present before the run")  # kept in the history
     budget = ContextBudget(
         info.context_window, min(settings.llm.max_output_tokens, info.context_window // 4), rs.context_margin
     )
@@ -243,7 +259,13 @@ async def _execute_with(
         recoveries=rs.recoveries,
         protocol=protocol,
         program=start.program,
+        repository=repository_map(store.snapshot(), task, int(budget.limit * CHARS_PER_TOKEN * 0.4))
+        if start.worktree
+        else "",
     )
+    change, passing = _change_before(start.worktree, env, rs.run_tests and domain.tests)
+    if change is not None:
+        record.log("repository_before", **change.model_dump(mode="json"))
     emit(RunStarted(store.root.name, str(store.root), info.label, strategy.name, note, env.runner.isolation))
     record.log(
         "run_started",
@@ -265,7 +287,7 @@ async def _execute_with(
         if rs.report_page:
             write_page(store.root, record)
         raise
-    report = _finish(ctx, done, env, info, rs, start, journal, time.monotonic() - began)
+    report = _finish(ctx, done, env, info, rs, start, journal, time.monotonic() - began, (change, passing))
     if rs.report_page:
         write_page(store.root, record)
     emit(RunFinished(report))
@@ -291,13 +313,20 @@ def _finish(
     start: _Start,
     journal: Journal,
     wall_time_s: float,
+    before: tuple[ChangeSummary | None, frozenset[str]] = (None, frozenset()),
 ) -> RunReport:
-    """Record a stop (with how to resume), then build and save the report."""
+    """Record a stop (with how to resume), then build and save the report; for a change to a repository, with
+    its checks after the last step beside ``before`` (and the tests that passed then)."""
+    change, passing = before
     stopped = f"{done.stopped}; {RESUME_HINT.format(path=env.store.root)}" if done.stopped else None
     if done.stopped:
         ctx.history.commit(f"stopped: {done.stopped}")
         ctx.record.log("run_stopped", reason=done.stopped)
-    verify = rs.verify_readme and ctx.domain.python_checks and rs.run_tests
+    if change is not None:
+        after, passing_now = measure(env, with_tests=rs.run_tests and ctx.domain.tests)
+        change = change.model_copy(update={"after": after, "broken": sorted(passing - passing_now)})
+    # a repository's README is its authors': its commands are theirs to vouch for
+    verify = rs.verify_readme and ctx.domain.python_checks and rs.run_tests and change is None
     readme = verify_readme(env.runner, env.store.snapshot(), rs.command_timeout_s) if verify else []
     if readme:
         ctx.record.log("readme", commands=[asdict(c) for c in readme])
@@ -318,9 +347,30 @@ def _finish(
             resumed=start.resumed, replayed_calls=journal.replayed, diverged_at_call=journal.diverged_at
         ),
         readme=readme,
+        change=change,
     )
     ctx.record.save_report(report)
     return report
+
+
+def _change_before(
+    worktree: Worktree | None, env: ToolEnv, with_tests: bool
+) -> tuple[ChangeSummary | None, frozenset[str]]:
+    """For a change to a repository: where it is made, the repository's checks before the first step, and the
+    tests that passed then."""
+    if worktree is None:
+        return None, frozenset()
+    before, passing = measure(env, with_tests=with_tests)
+    change = ChangeSummary(
+        repository=str(worktree.repo),
+        branch=worktree.branch,
+        base=worktree.base,
+        base_ref=worktree.base_ref,
+        worktree=str(worktree.path),
+        review=worktree.review_commands(),
+        before=before,
+    )
+    return change, passing
 
 
 def run_l2mac(

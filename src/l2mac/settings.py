@@ -114,6 +114,15 @@ class RunSettings(BaseModel):
         default=None, gt=0, description="Stop the run after this many seconds (per invocation; resume goes on)."
     )
     force: bool = Field(default=False, description="Write into the named project folder even if it holds files.")
+    repo: Path | None = Field(
+        default=None,
+        description="A git repository to change instead of starting a project: the task is the change, made on a "
+        "new branch l2mac/<slug> in a worktree under the workspace; the repository's own branch, index and "
+        "files are left as they are.",
+    )
+    allow_dirty: bool = Field(
+        default=False, description="With repo: start from its last commit even when it has uncommitted changes."
+    )
     max_check_failures: int = Field(
         default=4,
         ge=0,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -19,6 +19,8 @@ from l2mac.errors import PathOutsideWorkspace, WorkspaceError
 RESERVED_DIRS = frozenset({".git", ".l2mac"})
 IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".venv", "node_modules"})
 MAX_FILE_BYTES = 2_000_000
+#: why a project path may not be read (second argument False) or written (True), or None when it may
+Guard = Callable[[str, bool], str | None]
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,14 @@ class FileSlice:
 
 
 class FileStore:
-    """Files of one project, rooted at ``root``. ``revision`` grows with every change."""
+    """Files of one project, rooted at ``root``. ``revision`` grows with every change. ``guard`` refuses paths
+    the model must not read or write (a repository's secrets, its lockfiles); a file it refuses to read is not
+    listed either."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, guard: Guard | None = None) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
+        self.guard = guard
         self.revision = 0
         self.changes: list[tuple[int, str, str]] = []  # (revision, "create" | "write" | "delete", path)
 
@@ -61,6 +66,10 @@ class FileStore:
         if real != self.root and self.root not in real.parents:
             raise PathOutsideWorkspace(f"{path!r}: resolves outside the workspace (through a symlink)")
         return candidate
+
+    def _allowed(self, target: Path, write: bool) -> None:
+        if self.guard is not None and (why := self.guard(self.relative(target), write)):
+            raise WorkspaceError(why)
 
     def _changed(self, op: str, target: Path) -> None:
         self.revision += 1
@@ -95,7 +104,7 @@ class FileStore:
             dirnames[:] = sorted(d for d in dirnames if d not in RESERVED_DIRS | IGNORED_DIRS)
             for name in filenames:
                 p = Path(dirpath) / name
-                if p.is_symlink():
+                if p.is_symlink() or (self.guard is not None and self.guard(self.relative(p), False)):
                     continue
                 out.append(self.relative(p))
         return sorted(out)
@@ -122,6 +131,7 @@ class FileStore:
         p = self.resolve(path)
         if not p.is_file():
             raise FileNotFoundError(f"{path}: no such file")
+        self._allowed(p, write=False)
         data = p.read_bytes()
         if b"\x00" in data[:8192]:
             raise WorkspaceError(f"{path}: binary file, cannot be shown as text")
@@ -149,6 +159,7 @@ class FileStore:
     def write_text(self, path: str, content: str) -> bool:
         """Write a whole file atomically. Returns True if it was new."""
         target = self.resolve(path)
+        self._allowed(target, write=True)
         data = content.encode("utf-8")
         if len(data) > MAX_FILE_BYTES:
             raise WorkspaceError(f"{path}: {len(data)} bytes is over the {MAX_FILE_BYTES}-byte limit for one file")
@@ -193,6 +204,7 @@ class FileStore:
         target = self.resolve(path)
         if not target.is_file() and not target.is_symlink():
             raise FileNotFoundError(f"{path}: no such file")
+        self._allowed(target, write=True)
         target.unlink()
         self._changed("delete", target)
         parent = target.parent
@@ -201,13 +213,20 @@ class FileStore:
             parent = parent.parent
 
 
+#: what is never committed: l2mac's records, the project's environment, caches
+_NOT_COMMITTED = (".l2mac/", ".venv/", "__pycache__/", ".pytest_cache/", ".ruff_cache/", ".mypy_cache/", "*.pyc")
+
+
 class GitHistory:
-    """A git repository inside the workspace with one commit per step, so any step can be diffed or undone.
+    """A git repository inside the workspace with one commit per step, so any step can be diffed or undone. In a
+    git worktree (a change to a repository l2mac did not write) the commits go to the worktree's branch.
 
     If git is not installed the history is disabled (``enabled`` is False) and the run goes on.
     """
 
     _IDENTITY = ("-c", "user.name=l2mac", "-c", "user.email=l2mac@localhost", "-c", "commit.gpgsign=false")
+    #: the same as pathspecs, for ``git add``: a repository's own .gitignore need not list them
+    _PATHSPEC = tuple(f":(exclude,glob)**/{p}**" if p.endswith("/") else f":(exclude){p}" for p in _NOT_COMMITTED)
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -223,11 +242,12 @@ class GitHistory:
             fresh = not (self.root / ".git").exists()
             if fresh and self._git("init", "-q", "-b", "main").returncode and self._git("init", "-q").returncode:
                 return False
+            if not (self.root / ".git").is_dir():  # a worktree: its repository's settings are the user's
+                return True
             exclude = self.root / ".git" / "info" / "exclude"
             exclude.parent.mkdir(parents=True, exist_ok=True)
-            wanted = [".l2mac/", ".venv/", "__pycache__/", ".pytest_cache/", ".ruff_cache/", "*.pyc"]
             current = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
-            missing = [w for w in wanted if w not in current]
+            missing = [w for w in _NOT_COMMITTED if w not in current]
             if missing:
                 exclude.write_text("\n".join([*current, *missing]) + "\n", encoding="utf-8")
             return True
@@ -238,7 +258,7 @@ class GitHistory:
         """Commit everything (even an empty change, so every step has its commit). Returns the hash."""
         if not self.enabled:
             return None
-        self._git("add", "-A")
+        self._git("add", "-A", "--", ".", *self._PATHSPEC)
         done = self._git("commit", "-q", "--allow-empty", "-m", message)
         if done.returncode != 0:
             return None

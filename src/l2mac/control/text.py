@@ -84,7 +84,7 @@ def text_messages(
     format example shows ``focus`` (the file asked for), since a small model writes whatever path it shows."""
     domain = setting.domain
     budget_chars = int(setting.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
-    files = show_files(setting.toolbox.env.store, budget_chars, hide)
+    files = show_files(setting.toolbox.env.store, budget_chars, hide, step.instruction.instruction)
     hidden = _NOT_SHOWN.search(files)
     if hidden and "text_read_hint" in domain.prompts:  # said only when it is of use, with a file it is of use for
         files += "\n" + domain.render("text_read_hint", path=hidden.group(1))

@@ -22,8 +22,12 @@ from l2mac.checks.demands import example_values
 from l2mac.control.arguments import recover_arguments, recover_tool_calls
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
+from l2mac.repo.map import rank
 from l2mac.tools import STEP_COMPLETE, Tool
 from l2mac.types import ToolResult
+
+#: files the fresh context names; a larger project's most relevant to the step
+MAX_LISTED = 300
 
 
 @dataclass
@@ -41,8 +45,15 @@ class ToolConversation:
 
     def _fresh(self, progress: str) -> list[ModelMessage]:
         domain = self.setting.domain
-        files = self.setting.toolbox.env.store.list_files()
-        listing = "\n".join(f"- {f}" for f in files[:300]) or "(none yet)"
+        store = self.setting.toolbox.env.store
+        files = store.list_files()
+        if len(files) > MAX_LISTED:  # a repository l2mac did not write: the files most relevant to the step
+            files = rank(store.snapshot(), self.step.instruction.instruction)
+        listing = "\n".join(f"- {f}" for f in files[:MAX_LISTED])
+        listing += (
+            f"\n- ... and {len(files) - MAX_LISTED} more (list_files lists them)" if len(files) > MAX_LISTED else ""
+        )
+        listing = listing or "(none yet)"
         shown = domain.render("progress", summary=progress) if progress else ""
         prompt = domain.render("step", **self.step.values(shown), files=listing)
         system = domain.render("step_system", **example_values(self.step.instruction.instruction, domain.name))

@@ -36,6 +36,8 @@ class RunContext:
     recoveries: bool = True
     protocol: StepProtocol = TOOL_CALLS
     program: PromptProgram | None = None  # a prompt program the user gave, instead of planning one
+    #: the task is a change to a repository l2mac did not write: its map, ranked by relevance to the change
+    repository: str = ""
 
 
 @dataclass

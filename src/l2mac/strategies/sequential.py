@@ -64,8 +64,9 @@ class SequentialStrategy:
                 ctx.task,
                 self.plan_steps,
                 self.reflect,
-                from_spec=self.plan_from_spec,
-                readme=self.readme,
+                from_spec=self.plan_from_spec and not ctx.repository,
+                readme=self.readme and not ctx.repository,
+                repository=ctx.repository,
             )
             await self._run_program(ctx, result.program, result)
         except (BudgetExceeded, ProviderError) as e:

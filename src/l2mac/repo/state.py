@@ -1,0 +1,25 @@
+"""A repository's checks at one moment, for the report's before and after: its tests one by one (how many pass,
+which, how long they take) and its blocking code problems."""
+
+from __future__ import annotations
+
+import time
+
+from l2mac.checks.env import ToolEnv
+from l2mac.checks.tests import per_test_outcomes, run_tests, uncollected_files
+from l2mac.report import Measured
+
+
+def measure(env: ToolEnv, *, with_tests: bool = True) -> tuple[Measured, frozenset[str]]:
+    """The repository's checks now, and the ids of the tests that passed."""
+    problems = sum(1 for i in env.check_files(env.store.list_files()) if i.blocking)
+    if not with_tests:
+        return Measured(problems=problems), frozenset()
+    env.sync()
+    began = time.monotonic()
+    run = run_tests(env.runner, env.store.root, env.test_timeout_s, each=True, python=env.python)
+    took = round(time.monotonic() - began, 2)
+    outcomes = per_test_outcomes(run.output)
+    passing = frozenset(t for t, ok in outcomes.items() if ok)
+    failing = len(outcomes) - len(passing) + len(uncollected_files(run.output))
+    return Measured(tests_passed=len(passing), tests_failing=failing, problems=problems, test_s=took), passing

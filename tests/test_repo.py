@@ -1,0 +1,196 @@
+"""Growing a repository l2mac did not write: a branch in a worktree, the user's work untouched, steps held only by
+what they made worse, files it leaves alone, and a map that fits at any size."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from l2mac.errors import ConfigError, WorkspaceError
+from l2mac.models.scripted import call
+from l2mac.repo.map import rank, repository_map
+from l2mac.repo.protected import refusal
+from l2mac.repo.worktree import open_worktree
+from l2mac.store import FileStore
+
+from conftest import run_scripted
+
+CORE = "def add(a, b):\n    return a + b\n"
+LEGACY = "def old():\n    return undefined_name\n"  # a lint error the repository already has
+CORE_TEST = "from calc.core import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+OLD_TEST = "from calc.core import add\n\n\ndef test_known_bug():\n    assert add(0.1, 0.2) == 0.3\n"  # fails, known
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def make_repo(root: Path) -> Path:
+    """A small repository with a package, its tests (one failing), a lint error, a secret it tracks, a file
+    git ignores, and an untracked file of the user's."""
+    repo = root / "calc-repo"
+    files = {
+        "calc/__init__.py": "",
+        "calc/core.py": CORE,
+        "calc/legacy.py": LEGACY,
+        "tests/test_core.py": CORE_TEST,
+        "tests/test_old.py": OLD_TEST,
+        "README.md": "# calc\n\nAdds numbers.\n",
+        ".env": "API_TOKEN=do-not-read\n",
+        ".gitignore": "local.cfg\n",
+    }
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "calc")
+    (repo / "notes.txt").write_text("my own notes, untracked\n")
+    (repo / "local.cfg").write_text("ignored=1\n")
+    return repo
+
+
+def fingerprint(repo: Path) -> dict[str, str]:
+    """The user's side of the repository: branch, HEAD, index, status, and every file outside .git."""
+    files = sorted(p for p in repo.rglob("*") if p.is_file() and ".git" not in p.relative_to(repo).parts)
+    return {
+        "branch": git(repo, "symbolic-ref", "HEAD"),
+        "head": git(repo, "rev-parse", "HEAD"),
+        "index": hashlib.sha256((repo / ".git" / "index").read_bytes()).hexdigest(),
+        "status": git(repo, "status", "--porcelain", "--ignored"),
+        **{str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files},
+    }
+
+
+SUBTRACT = CORE + "\n\ndef subtract(a, b):\n    return a - b\n"
+SUBTRACT_TEST = "from calc.core import subtract\n\n\ndef test_subtract():\n    assert subtract(5, 3) == 2\n"
+PLAN = {
+    "steps": [
+        {
+            "title": "Subtract",
+            "instruction": "Add subtract(a, b) to calc/core.py, returning a - b. Test it in tests/test_subtract.py.",
+        }
+    ]
+}
+
+
+def test_a_change_is_made_on_a_new_branch_and_the_users_work_is_untouched(tmp_path: Path) -> None:
+    """The acceptance's main case: a feature with its tests, in a repository with a lint error and a failing
+    test of its own that the step adds nothing to (so it passes); the user's branch, index, working tree and
+    untracked files byte-identical after the run; the planner saw the repository's map, never its secret."""
+    repo = make_repo(tmp_path)
+    before = fingerprint(repo)
+    seen: list[str] = []
+
+    def plan(messages: list) -> object:
+        seen.append(str(messages))
+        return call("submit_plan", PLAN)
+
+    replies = [
+        plan,
+        call(
+            "write_files",
+            {
+                "files": [
+                    {"path": "calc/core.py", "content": SUBTRACT},
+                    {"path": "tests/test_subtract.py", "content": SUBTRACT_TEST},
+                ]
+            },
+        ),
+        call("step_complete", {"summary": "subtract added"}),
+    ]
+    result, script = run_scripted(
+        tmp_path, replies, "Add a subtract function", protocol="tools", repo=repo, project_name=None
+    )
+    assert script.remaining == 0
+    assert result.outcomes[0].passed, result.outcomes[0].reason
+    assert "tests/test_old.py::test_known_bug" in result.outcomes[0].inherited
+    assert fingerprint(repo) == before  # branch, index, status, every file of the user's
+    change = result.report.change
+    assert change is not None and change.branch == "l2mac/add-a-subtract-function" and change.base_ref == "main"
+    assert (change.before.tests_passed, change.before.tests_failing) == (1, 1)
+    assert change.after is not None and (change.after.tests_passed, change.after.tests_failing) == (2, 1)
+    assert change.broken == [] and change.before.problems == change.after.problems == 1
+    assert change.review[0] == f"git -C {repo} diff main...l2mac/add-a-subtract-function"
+    # the branch holds the step's commit; l2mac's records and the environment are not committed
+    assert git(repo, "show", f"{change.branch}:calc/core.py") == SUBTRACT
+    committed = git(repo, "ls-tree", "-r", "--name-only", change.branch).split()
+    assert "tests/test_subtract.py" in committed and not any(p.startswith(".l2mac") for p in committed)
+    # the planner saw the map of the repository, and never the secret it tracks
+    assert "calc/core.py" in seen[0] and "def add(a, b)" in seen[0] and "do-not-read" not in seen[0]
+
+
+def test_a_repository_with_uncommitted_changes_is_refused_unless_allowed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    (repo / "calc" / "core.py").write_text(CORE + "# mine\n")
+    before = fingerprint(repo)
+    with pytest.raises(ConfigError, match=r"uncommitted changes \(calc/core.py\).*--allow-dirty"):
+        open_worktree(repo, "Add subtract", tmp_path / "ws")
+    assert fingerprint(repo) == before and git(repo, "branch", "--list", "l2mac/*") == ""
+    made = open_worktree(repo, "Add subtract", tmp_path / "ws", allow_dirty=True)
+    assert (made.path / "calc" / "core.py").read_text() == CORE  # from the last commit
+    assert fingerprint(repo) == before
+    again = open_worktree(repo, "Add subtract", tmp_path / "ws", allow_dirty=True)
+    assert again.branch == "l2mac/add-subtract-2" and again.path != made.path
+
+
+def test_a_folder_that_is_not_a_repository_gets_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not in a git repository"):
+        open_worktree(tmp_path, "Add subtract", tmp_path / "ws")
+    repo = make_repo(tmp_path)
+    with pytest.raises(ConfigError, match="soa and books come later"):
+        run_scripted(tmp_path, [], "Add subtract", repo=repo, strategy="soa")
+    assert git(repo, "branch", "--list", "l2mac/*") == ""
+
+
+def test_secrets_are_neither_listed_read_nor_written_and_lockfiles_not_written(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "p", guard=refusal)
+    (store.root / ".env").write_text("TOKEN=x\n")
+    (store.root / "uv.lock").write_text("version = 1\n")
+    (store.root / ".env.example").write_text("TOKEN=\n")
+    assert store.list_files() == [".env.example", "uv.lock"]
+    with pytest.raises(WorkspaceError, match="secrets"):
+        store.read_text(".env")
+    with pytest.raises(WorkspaceError, match="secrets"):
+        store.write_text("keys/server.pem", "x")
+    with pytest.raises(WorkspaceError, match="lockfile"):
+        store.write_text("uv.lock", "version = 2\n")
+    assert store.read_text("uv.lock") == "version = 1\n"
+
+
+def test_the_map_of_two_thousand_files_fits_its_budget_with_the_relevant_files_first(tmp_path: Path) -> None:
+    files = {f"pkg/mod{i:04d}.py": f"def helper_{i}(x):\n    return x + {i}\n" for i in range(2000)}
+    files["pkg/export.py"] = "import pkg.csv_writer\n\n\ndef export_rows(rows, path):\n    pass\n"
+    files["pkg/csv_writer.py"] = "class CsvWriter:\n    def write(self, rows):\n        pass\n"
+    files["README.md"] = "# pkg\n"
+    text = repository_map(files, "Add a CSV export of the rows to export.py", 8000)
+    assert len(text) <= 8000
+    assert text.index("pkg/export.py") < text.index("pkg/csv_writer.py") < text.index("pkg/mod")
+    assert "def export_rows(rows, path)" in text and "class CsvWriter" in text
+    assert "files less relevant, by folder: pkg/ (" in text
+    order = rank(files, "Add a CSV export of the rows to export.py")
+    assert order[:2] == ["pkg/export.py", "pkg/csv_writer.py"]
+
+
+def test_a_step_context_that_cannot_show_every_file_shows_the_relevant_ones_and_names_a_bounded_list(
+    tmp_path: Path,
+) -> None:
+    from l2mac.fenced import MAX_LISTED, show_files
+
+    store = FileStore(tmp_path / "p")
+    for i in range(200):
+        store.write_text(f"pkg/mod{i:03d}.py", f"def helper_{i}(x):\n    return x + {i}\n" * 5)
+    store.write_text("pkg/zexport.py", "def export_rows(rows, path):\n    pass\n")
+    shown = show_files(store, 1500, request="Add a header row to export_rows in pkg/zexport.py.")
+    assert shown.startswith("pkg/zexport.py\n```python\ndef export_rows")
+    listed = shown.split("Other files:\n")[1].splitlines()
+    assert len(listed) == MAX_LISTED + 1 and listed[-1].endswith("more files")
+    # a project that fits is shown whole, in path order, as before
+    small = FileStore(tmp_path / "s")
+    small.write_text("b.py", "x = 1\n")
+    small.write_text("a.py", "y = 2\n")
+    assert show_files(small, 10_000, request="b.py").index("a.py") < show_files(small, 10_000).index("b.py")
