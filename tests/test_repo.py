@@ -49,6 +49,9 @@ def make_repo(root: Path) -> Path:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "calc")
+    hook = repo / ".git" / "hooks" / "pre-commit"  # the user's hook (a formatter, say): not l2mac's to run
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
     (repo / "notes.txt").write_text("my own notes, untracked\n")
     (repo / "local.cfg").write_text("ignored=1\n")
     return repo
@@ -120,6 +123,7 @@ def test_a_change_is_made_on_a_new_branch_and_the_users_work_is_untouched(tmp_pa
     assert git(repo, "show", f"{change.branch}:calc/core.py") == SUBTRACT
     committed = git(repo, "ls-tree", "-r", "--name-only", change.branch).split()
     assert "tests/test_subtract.py" in committed and not any(p.startswith(".l2mac") for p in committed)
+    assert ".git" not in result.files and ".env" not in result.files  # the worktree's git file; the secret
     # the planner saw the map of the repository, and never the secret it tracks
     assert "calc/core.py" in seen[0] and "def add(a, b)" in seen[0] and "do-not-read" not in seen[0]
 
@@ -136,6 +140,26 @@ def test_a_repository_with_uncommitted_changes_is_refused_unless_allowed(tmp_pat
     assert fingerprint(repo) == before
     again = open_worktree(repo, "Add subtract", tmp_path / "ws", allow_dirty=True)
     assert again.branch == "l2mac/add-subtract-2" and again.path != made.path
+
+
+def test_a_workspace_inside_the_repository_puts_the_worktree_outside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cd myapp && l2mac ... --repo .`` with the default ./workspace: the user's git status and pytest would
+    see a worktree inside the repository."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    repo = make_repo(tmp_path)
+    before = fingerprint(repo)
+    made = open_worktree(repo, "Add subtract", repo / "workspace")
+    assert made.path == tmp_path / "data" / "l2mac" / "worktrees" / "calc-repo-add-subtract"
+    assert fingerprint(repo) == before
+
+
+def test_a_run_that_fails_before_its_first_step_leaves_no_branch(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with pytest.raises(ConfigError, match="prompt is about"):
+        run_scripted(tmp_path, [], "Add " + "a subtract function " * 400, repo=repo, llm={"context_window": 2000})
+    assert git(repo, "branch", "--list", "l2mac/*") == "" and "calc-repo-add" not in git(repo, "worktree", "list")
 
 
 def test_a_folder_that_is_not_a_repository_gets_a_clear_error(tmp_path: Path) -> None:

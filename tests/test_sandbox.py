@@ -197,3 +197,26 @@ def test_require_sandbox_refuses_without_bubblewrap(monkeypatch: pytest.MonkeyPa
 def test_auto_picks_bubblewrap_when_it_works() -> None:
     _bwrap_or_skip()
     assert choose_runner("auto").isolation == "bubblewrap"
+
+
+def test_a_repositorys_secret_files_cannot_be_read_under_bubblewrap(bwrap_runner: BubblewrapRunner, project: Path) -> None:
+    """In a change to a repository (--repo), the code the model writes runs with the repository's secrets hidden."""
+    from l2mac.repo.protected import is_secret
+
+    (project / ".env").write_text("API_TOKEN=SECRET\n")
+    (project / "config").mkdir()
+    (project / "config" / "server.pem").write_text("-----SECRET-----\n")
+    (project / "settings.py").write_text("DEBUG = True\n")
+    code, out, _ = _py(
+        bwrap_runner.hiding(is_secret),
+        project,
+        """
+        for p in [".env", "config/server.pem", "settings.py"]:
+            try:
+                print(p, repr(open(p).read()))
+            except OSError as e:
+                print(p, "unreadable", e.errno)
+        """,
+    )
+    assert code == 0, out
+    assert "SECRET" not in out and ".env unreadable" in out and "settings.py 'DEBUG = True\\n'" in out

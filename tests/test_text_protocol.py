@@ -896,3 +896,34 @@ def test_a_step_that_requires_no_tests_is_not_held_when_every_test_there_is_fail
     outcome = run_step(unit, readme)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert outcome.inherited == ["tests/test_core.py::test_add"]
+
+
+def test_a_test_whose_name_begins_with_an_inherited_ones_still_holds_the_step(tmp_path: Path) -> None:
+    """pytest deselects by prefix: leaving out the failing test_a also left out test_ab, which this step broke."""
+    other = "def f():\n    return 1\n"
+    tests = "from other import f\n\n\ndef test_a():\n    assert f() == 0\n\n\ndef test_ab():\n    assert f() == 1\n"
+    replies = [
+        text(fenced(("cli.py", CLI))),
+        text(fenced(("tests/test_cli.py", CLI_TEST), ("other.py", "def f():\n    return 2\n"))),
+    ] + [text("STEP COMPLETE\nThe CLI adds.")] * 6
+    unit, _, store = make_unit(tmp_path, replies, limits=StepLimits(max_check_failures=2))
+    store.write_text("core.py", "def add(a, b):\n    return a + b\n")
+    store.write_text("other.py", other)
+    store.write_text("tests/test_other.py", tests)
+    outcome = run_step(unit, CLI_STEP)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("other.py") == other  # test_ab ran, failed, and the change that broke it was undone
+    assert outcome.inherited == ["tests/test_other.py::test_a"]
+
+
+def test_the_project_as_a_step_found_it_is_measured_with_its_binary_files(tmp_path: Path) -> None:
+    """A test that reads a data file passed when the step began; measured in a copy without that file, it
+    would count as failing before, and be left out of the step's checks."""
+    from l2mac.checks.regressions import Baseline
+
+    store = FileStore(tmp_path / "p")
+    (store.root / "data.bin").write_bytes(b"\x00\x01" * 10)
+    store.write_text("tests/test_data.py", "def test_size():\n    assert len(open('data.bin', 'rb').read()) == 20\n")
+    env = ToolEnv(store=store, runner=SubprocessRunner())
+    tests = Baseline(store.snapshot(), set(), store).tests(env)
+    assert tests.passing == {"tests/test_data.py::test_size"} and not tests.failing

@@ -354,7 +354,11 @@ def _finish(console: Console, err: Console, progress: Progress, go: Callable[[],
     if (record / PAGE_FILE).exists():
         console.print(f"Page: {record / PAGE_FILE} (open it in a browser)", soft_wrap=True)
     if (change := result.report.change) is not None:
-        console.print(f"The change is on branch {change.branch}. Review it, merge it, then remove the worktree:")
+        console.print(
+            f"The change is on branch {change.branch}, checked out in {change.worktree} (with the run's record in "
+            ".l2mac/ there). Review it, merge it, then remove the worktree:",
+            soft_wrap=True,
+        )
         for command in change.review:
             console.print(f"  {command}", soft_wrap=True, highlight=False)
     status = result.report.status

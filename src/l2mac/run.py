@@ -14,11 +14,11 @@ from pydantic_ai.models import Model
 from l2mac.checks.environment import ProjectEnvironment
 from l2mac.checks.readme import verify_readme
 from l2mac.checks.runner import Runner
-from l2mac.checks.sandbox import choose_runner
+from l2mac.checks.sandbox import BubblewrapRunner, choose_runner
 from l2mac.context import CHARS_PER_TOKEN, ContextBudget, estimate_tokens
 from l2mac.control import protocol_named
 from l2mac.domains import Domain, load_domain
-from l2mac.errors import ConfigError, WorkspaceError
+from l2mac.errors import ConfigError, L2MACError, WorkspaceError
 from l2mac.events import EventSink, ModelCalled, RunFinished, RunStarted, ignore
 from l2mac.journal import JOURNAL_FILE, Journal, JournaledCall, load_journal
 from l2mac.models.client import CallRecord, ModelClient, RetryPolicy
@@ -27,7 +27,7 @@ from l2mac.models.registry import DEFAULT_WINDOW, ModelInfo, build_model, given_
 from l2mac.planner import load_prompt_program
 from l2mac.record import RECORD_DIR, RunRecord
 from l2mac.repo.map import repository_map
-from l2mac.repo.protected import refusal
+from l2mac.repo.protected import is_secret, refusal
 from l2mac.repo.state import measure
 from l2mac.repo.worktree import Worktree, open_worktree
 from l2mac.report import ChangeSummary, JournalSummary, RunReport, build_report
@@ -119,7 +119,11 @@ async def arun_l2mac(
             raise ConfigError("--repo changes a codebase with the l2mac strategy; soa and books come later")
         worktree = open_worktree(rs.repo, task, rs.workspace, allow_dirty=rs.allow_dirty)
         start = _Start(worktree.path, program, worktree=worktree)
-        return await _execute(task.strip(), settings, start, model=model, runner=runner, emit=emit)
+        try:
+            return await _execute(task.strip(), settings, start, model=model, runner=runner, emit=emit)
+        except L2MACError:  # e.g. a prompt too long for the model, found before any step: no branch left over
+            worktree.discard_if_unused()
+            raise
     try:
         root = project_dir(rs.workspace, rs.project_name or project_name_for(task), force=rs.force)
     except OSError as e:
@@ -222,6 +226,8 @@ async def _execute_with(
     rs = settings.run
     _check_prompt_fits(task, info)
     runner = runner or choose_runner(rs.sandbox, config_path=settings.config_path)
+    if start.worktree is not None and isinstance(runner, BubblewrapRunner):
+        runner = runner.hiding(is_secret)  # the code the model writes reads the repository's secrets as empty
     try:
         store = FileStore(start.root, guard=refusal if start.worktree is not None else None)
         record = RunRecord(store.root)
@@ -322,6 +328,8 @@ def _finish(
     if done.stopped:
         ctx.history.commit(f"stopped: {done.stopped}")
         ctx.record.log("run_stopped", reason=done.stopped)
+    if ctx.history.failed:
+        ctx.record.log("commits_failed", failures=ctx.history.failed)
     if change is not None:
         after, passing_now = measure(env, with_tests=rs.run_tests and ctx.domain.tests)
         change = change.model_copy(update={"after": after, "broken": sorted(passing - passing_now)})

@@ -6,7 +6,9 @@ Paths come from the model, so each is checked: relative, no ``..``, no NUL, noth
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -97,16 +99,31 @@ class FileStore:
         return absolute.relative_to(self.root).as_posix()
 
     # -- reads -------------------------------------------------------------------------------------------
-    def list_files(self) -> list[str]:
-        """Every file in the project, sorted, without caches and l2mac's records."""
-        out: list[str] = []
+    def _walk(self) -> Iterator[str]:
+        """Every file on disk in the project but caches, l2mac's records and git's (a worktree's ``.git`` is a
+        file), and symlinks."""
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = sorted(d for d in dirnames if d not in RESERVED_DIRS | IGNORED_DIRS)
             for name in filenames:
                 p = Path(dirpath) / name
-                if p.is_symlink() or (self.guard is not None and self.guard(self.relative(p), False)):
-                    continue
-                out.append(self.relative(p))
+                if name not in RESERVED_DIRS and not p.is_symlink():
+                    yield self.relative(p)
+
+    def list_files(self) -> list[str]:
+        """Every file in the project the model may see, sorted, without caches and l2mac's records."""
+        return sorted(p for p in self._walk() if self.guard is None or not self.guard(p, False))
+
+    def opaque_files(self) -> list[str]:
+        """The files :meth:`snapshot` does not hold (binary ones, and those the guard hides from the model): a
+        scratch copy of the project needs them for its code to run as it does here."""
+        out: list[str] = []
+        for path in self._walk():
+            if self.guard is not None and self.guard(path, False):
+                out.append(path)
+                continue
+            with contextlib.suppress(OSError), (self.root / path).open("rb") as f:
+                if b"\x00" in f.read(8192):
+                    out.append(path)
         return sorted(out)
 
     def exists(self, path: str) -> bool:
@@ -214,7 +231,7 @@ class FileStore:
 
 
 #: what is never committed: l2mac's records, the project's environment, caches
-_NOT_COMMITTED = (".l2mac/", ".venv/", "__pycache__/", ".pytest_cache/", ".ruff_cache/", ".mypy_cache/", "*.pyc")
+_NOT_COMMITTED = (*(f"{d}/" for d in sorted(IGNORED_DIRS | {".l2mac"})), "*.pyc")
 
 
 class GitHistory:
@@ -224,12 +241,18 @@ class GitHistory:
     If git is not installed the history is disabled (``enabled`` is False) and the run goes on.
     """
 
-    _IDENTITY = ("-c", "user.name=l2mac", "-c", "user.email=l2mac@localhost", "-c", "commit.gpgsign=false")
+    #: l2mac's identity, and none of the repository's hooks (a worktree shares the user's: a formatter's
+    #: pre-commit hook that changes files fails the commit, and the step would go unrecorded)
+    _IDENTITY = (
+        *("-c", "user.name=l2mac", "-c", "user.email=l2mac@localhost", "-c", "commit.gpgsign=false"),
+        *("-c", "core.hooksPath=/dev/null"),
+    )
     #: the same as pathspecs, for ``git add``: a repository's own .gitignore need not list them
     _PATHSPEC = tuple(f":(exclude,glob)**/{p}**" if p.endswith("/") else f":(exclude){p}" for p in _NOT_COMMITTED)
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.failed: list[str] = []  # why commits failed, in order
         self.enabled = self._init()
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -259,8 +282,9 @@ class GitHistory:
         if not self.enabled:
             return None
         self._git("add", "-A", "--", ".", *self._PATHSPEC)
-        done = self._git("commit", "-q", "--allow-empty", "-m", message)
+        done = self._git("commit", "-q", "--no-verify", "--allow-empty", "-m", message)
         if done.returncode != 0:
+            self.failed.append(f"{message.splitlines()[0][:80]}: {(done.stderr or done.stdout).strip()[:300]}")
             return None
         head = self._git("rev-parse", "HEAD")
         return head.stdout.strip() or None
@@ -273,11 +297,22 @@ class GitHistory:
 
 
 @contextmanager
-def scratch_copy(files: Mapping[str, str], prefix: str = "l2mac-scratch-") -> Iterator[FileStore]:
+def scratch_copy(
+    files: Mapping[str, str], prefix: str = "l2mac-scratch-", *, opaque_from: FileStore | None = None
+) -> Iterator[FileStore]:
     """A throwaway store holding ``files`` (path -> text), removed on exit: where code is tried out (sampled
-    implementations, the project as a step found it, a pruned test) without touching the project."""
+    implementations, the project as a step found it, a pruned test) without touching the project. With
+    ``opaque_from`` (the project), its binary and hidden files come too, as they are: a test that reads a data
+    file or the project's .env runs in the copy as it does in the project."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         scratch = FileStore(Path(tmp))
         for path, text in files.items():
-            scratch.write_text(path, text)
+            target = scratch.resolve(path)  # no size limit: these are the project's files, not the model's
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        if opaque_from is not None:
+            for path in [p for p in opaque_from.opaque_files() if p not in files]:
+                target = scratch.resolve(path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(opaque_from.root / path, target)
         yield scratch

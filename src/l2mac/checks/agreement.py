@@ -303,7 +303,7 @@ class Weigher:
         env = self.env
         dropped: list[str] = []
         pruned = source
-        with scratch_copy(env.store.snapshot(), "l2mac-prune-") as scratch:
+        with scratch_copy(env.store.snapshot(), "l2mac-prune-", opaque_from=env.store) as scratch:
             for _ in range(MAX_PRUNED_STATEMENTS + 1):
                 scratch.write_text(path, pruned)
                 run = run_tests(env.runner, scratch.root, env.test_timeout_s, [test], python=env.python)
@@ -380,7 +380,7 @@ def outcomes_with(
     """The tests (and the task's ``examples``) run, one by one, in a scratch copy of the project whose
     ``target`` is ``content`` (after the same repairs a written file gets, when ``recover``), or None if no test
     ran. The project itself is untouched."""
-    with scratch_copy({**snapshot, target: content}, "l2mac-sample-") as scratch:
+    with scratch_copy({**snapshot, target: content}, "l2mac-sample-", opaque_from=env.store) as scratch:
 
         def check(paths: list[str]) -> list[CodeIssue]:
             return find_code_issues(scratch.root, scratch.list_files(), only=paths, types=False)

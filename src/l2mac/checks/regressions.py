@@ -35,6 +35,7 @@ class Baseline:
 
     snapshot: dict[str, str]
     own: set[str]  # the files the step names: its own to write
+    store: FileStore | None = None  # the project, whose binary and hidden files the scratch copy needs too
     _tests: Tests | None = None
     _issues: tuple[CodeIssue, ...] | None = None
 
@@ -43,7 +44,7 @@ class Baseline:
         if self._tests is None:
             self._tests = Tests()
             if any(is_test_file(p) for p in self.snapshot):
-                with scratch_copy(self.snapshot, "l2mac-before-") as scratch:
+                with scratch_copy(self.snapshot, "l2mac-before-", opaque_from=self.store) as scratch:
                     run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python)
                 outcomes = per_test_outcomes(run.output)
                 failing = {t for t, ok in outcomes.items() if not ok} | set(uncollected_files(run.output))
@@ -53,7 +54,7 @@ class Baseline:
     def issues(self) -> tuple[CodeIssue, ...]:
         """The blocking code problems the project had when the step began."""
         if self._issues is None:
-            with scratch_copy(self.snapshot, "l2mac-before-") as scratch:
+            with scratch_copy(self.snapshot, "l2mac-before-", opaque_from=self.store) as scratch:
                 self._issues = tuple(i for i in find_code_issues(scratch.root, scratch.list_files()) if i.blocking)
         return self._issues
 

@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from l2mac.checks.environment import VENV
@@ -33,16 +33,23 @@ class BubblewrapRunner:
         limits: ResourceLimits | None = None,
         *,
         network: bool = False,
+        secret: Callable[[str], bool] | None = None,
     ) -> None:
         self.bwrap = bwrap
         self.hidden = [Path(p) for p in hidden]
         self.visible = [Path(p) for p in visible]
         self.limits = limits or ResourceLimits()
         self.network = network
+        self.secret = secret  # project files (relative paths) the program sees as empty
 
     def networked(self) -> BubblewrapRunner:
         """The same isolation, but with the host's network: installers (a README's pip install) need the index."""
-        return BubblewrapRunner(self.bwrap, self.hidden, self.visible, self.limits, network=True)
+        return BubblewrapRunner(self.bwrap, self.hidden, self.visible, self.limits, network=True, secret=self.secret)
+
+    def hiding(self, secret: Callable[[str], bool]) -> BubblewrapRunner:
+        """The same isolation, with the project's files for which ``secret`` holds read as empty (a repository's
+        .env: the model never reads it, and neither does the code it writes and runs)."""
+        return BubblewrapRunner(self.bwrap, self.hidden, self.visible, self.limits, network=self.network, secret=secret)
 
     def argv(self, argv: Sequence[str], cwd: Path) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``cwd``. Later mounts sit on top of earlier ones."""
@@ -57,6 +64,12 @@ class BubblewrapRunner:
                 args += ["--ro-bind", str(path), str(path)]
         cwd = cwd.resolve()
         args += ["--bind", str(cwd), str(cwd)]
+        for folder, dirs, names in os.walk(cwd) if self.secret is not None else ():
+            dirs[:] = [d for d in dirs if d not in (".git", VENV, "node_modules")]
+            for name in names:
+                path = Path(folder) / name
+                if self.secret is not None and self.secret(path.relative_to(cwd).as_posix()):
+                    args += ["--ro-bind", "/dev/null", str(path)]
         if not self.network and (cwd / VENV).is_dir():  # the project's code cannot change what installs run
             args += ["--ro-bind", str(cwd / VENV), str(cwd / VENV)]
         args += ["--chdir", str(cwd)]

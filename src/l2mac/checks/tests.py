@@ -7,7 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -15,6 +15,7 @@ from pathlib import Path
 from l2mac.checks.hints import FRAME, failure_hints
 from l2mac.checks.output import trim_output
 from l2mac.checks.runner import Runner
+from l2mac.store import IGNORED_DIRS, RESERVED_DIRS
 
 _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")
 
@@ -33,6 +34,15 @@ class TestRun:
     @property
     def ok(self) -> bool:
         return self.status == "passed"
+
+    def without(self, tests: set[str]) -> TestRun:
+        """This run (made with ``each``) judged without ``tests``: passed when every other test passed."""
+        if self.status not in ("passed", "failed"):
+            return self
+        outcomes = {t: ok for t, ok in per_test_outcomes(self.output).items() if t not in tests}
+        failing = sum(not ok for ok in outcomes.values()) + len(set(uncollected_files(self.output)) - tests)
+        passed = sum(outcomes.values())
+        return replace(self, status="failed" if failing else "passed", passed=passed, failed=failing, errors=0)
 
     def litter_note(self) -> str:
         """What to tell the model about files its tests left in the project (kept apart from pytest's output,
@@ -135,7 +145,7 @@ def stable_output(output: str) -> str:
 
 
 #: folders that are not the project's files: version control, the run record, caches
-_NOT_PROJECT = frozenset({".git", ".l2mac", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"})
+_NOT_PROJECT = RESERVED_DIRS | IGNORED_DIRS
 
 
 def _project_files(root: Path) -> set[str]:
@@ -164,7 +174,7 @@ def _remove_new_files(root: Path, before: set[str]) -> list[str]:
 
 
 # pytest -rA: "PASSED tests/test_x.py::test_a", "FAILED tests/test_x.py::test_b - assert 1 == 2"
-_OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)", re.MULTILINE)
+_OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::.+?)(?: - .*)?$", re.MULTILINE)
 _PASSING = frozenset({"PASSED", "XFAIL"})
 
 
@@ -181,13 +191,23 @@ def per_test_outcomes(output: str) -> dict[str, bool]:
 _UNCOLLECTED = re.compile(r"^ERROR ([^\s:]+\.py)(?: - .*)?$", re.MULTILINE)
 
 
+_DESELECTED = re.compile(r"(\d+) deselected")
+
+
+def deselected(output: str) -> int:
+    """How many tests pytest's summary line says it deselected."""
+    tail = output.strip().splitlines()[-1] if output.strip() else ""
+    found = _DESELECTED.search(tail)
+    return int(found.group(1)) if found else 0
+
+
 def uncollected_files(output: str) -> list[str]:
     """The test files pytest could not collect (an import error, a syntax error), from its ``-rA`` summary."""
     return sorted(set(_UNCOLLECTED.findall(output)))
 
 
 #: pytest -rA's line for a failed test, with its message: "FAILED tests/test_x.py::test_b - assert 14 == 36"
-_FAILED_WITH = re.compile(r"^FAILED (\S+::\S+) - (.+)$", re.MULTILINE)
+_FAILED_WITH = re.compile(r"^FAILED (\S+::.+?) - (.+)$", re.MULTILINE)
 
 
 def failure_messages(output: str) -> dict[str, str]:

@@ -37,10 +37,12 @@ from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.regressions import Baseline, find_regression
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
-from l2mac.checks.tests import TestRun, run_tests
+from l2mac.checks.tests import TestRun, deselected, run_tests
 from l2mac.domains import Domain
 from l2mac.types import Instruction
 
+#: what failed before a step and is recorded in its outcome, at most (a repository can have thousands)
+MAX_INHERITED = 50
 _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
 
 
@@ -130,7 +132,7 @@ class StepChecks:
         self.held_by_own = held_by_own  # held only by what the step made worse (see _new_failures)
         self.save, self.log, self.weigher = save, log, weigher
         self.named = named_files(instruction.instruction)
-        self.baseline = Baseline(env.store.snapshot(), set(self.named))
+        self.baseline = Baseline(env.store.snapshot(), set(self.named), env.store)
         self.removed: list[str] = []  # tests agreement removed in this step: not missed as regressions
         self.examples = given_examples(instruction.instruction) if env.python_checks and run_tests else []
         self.standing = Standing()  # of the project when the checks last ran
@@ -240,26 +242,38 @@ class StepChecks:
         return not problems, "\n\n".join(problems)
 
     def _tests(self) -> TestRun:
-        """The project's tests, but for those of other files that failed when the step began: a step is held by
-        what it made worse, not by what an earlier step left failing (seen: a README step that could never pass
-        because an earlier step's tests failed). The first failing run measures what failed then, and the runs
-        after it leave those tests out; tests in the files the step mentions always count."""
+        """The project's tests, but for those that failed when the step began in test files it neither mentions
+        nor changed: a step is held by what it made worse, not by what an earlier step (or the repository) left
+        failing (seen: a README step that could never pass because an earlier step's tests failed). A test that
+        fails as before is not worse, even when it tests code the step changed; a test file the step mentions
+        is its to make pass. The first failing run measures what failed then; the runs after it leave those
+        tests out."""
         env = self.env
-        skip = self.inherited_tests or ()
-        outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python, skip=skip)
-        if outcome.ok or not self.held_by_own or self.inherited_tests is not None:
-            return outcome
-        failing = self.baseline.tests(env).failing
-        mentioned = set(mentioned_files(self.instruction.instruction))
-        self.inherited_tests = tuple(sorted(t for t in failing if t.split("::")[0] not in mentioned))
-        if not self.inherited_tests:
-            return outcome
-        self.log("inherited", tests=list(self.inherited_tests[:20]), count=len(self.inherited_tests))
-        return run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python, skip=self.inherited_tests)
+        if self.held_by_own and self.inherited_tests is None:
+            outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
+            if outcome.ok:
+                return outcome
+            failing = self.baseline.tests(env).failing
+            mentioned = set(mentioned_files(self.instruction.instruction))
+            self.inherited_tests = tuple(t for t in sorted(failing) if t.split("::")[0] not in mentioned)
+            if not self.inherited_tests:
+                return outcome
+            self.log("inherited", tests=list(self.inherited_tests[:20]), count=len(self.inherited_tests))
+        store, before = env.store, self.baseline.snapshot
+        skip = [t for t in self.inherited_tests or () if store.has_text(f := t.split("::")[0], before.get(f, "\0"))]
+        outcome = run_tests(env.runner, store.root, env.test_timeout_s, python=env.python, skip=skip)
+        if deselected(outcome.output) > sum("::" in s for s in skip):  # pytest deselects by prefix: test_a, test_ab
+            files = [s for s in skip if "::" not in s]
+            every = run_tests(env.runner, store.root, env.test_timeout_s, each=True, python=env.python, skip=files)
+            outcome = every.without(set(skip))
+        return outcome
 
     def inherited(self) -> list[str]:
-        """What failed when the step began and was not held against it, as last found."""
-        return [*(self.inherited_tests or ()), *self.inherited_problems]
+        """What failed when the step began and was not held against it, as last found (the first
+        :data:`MAX_INHERITED`, then how many more)."""
+        found = [*(self.inherited_tests or ()), *self.inherited_problems]
+        more = [f"... and {len(found) - MAX_INHERITED} more"] if len(found) > MAX_INHERITED else []
+        return found[:MAX_INHERITED] + more
 
     def _standing(self, blocking: int, outcome: TestRun | None, *, served: bool) -> Standing:
         store = self.env.store

@@ -22,12 +22,10 @@ from l2mac.checks.demands import example_values
 from l2mac.control.arguments import recover_arguments, recover_tool_calls
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
+from l2mac.fenced import MAX_LISTED
 from l2mac.repo.map import rank
 from l2mac.tools import STEP_COMPLETE, Tool
 from l2mac.types import ToolResult
-
-#: files the fresh context names; a larger project's most relevant to the step
-MAX_LISTED = 300
 
 
 @dataclass

@@ -16,7 +16,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
-from l2mac.checks.layout import is_test_file
+from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.repairs import imported_modules
 
 #: share of a file's rank passed to each project module it imports
 IMPORT_SHARE = 0.5
@@ -56,30 +57,16 @@ def outline(source: str) -> list[str]:
     return lines
 
 
-def module_of(path: str) -> str:
-    """``src/pkg/mod.py`` → ``pkg.mod`` (a ``src/`` layout's folder dropped); ``pkg/__init__.py`` → ``pkg``."""
-    parts = list(PurePosixPath(path).with_suffix("").parts)
-    if parts and parts[0] == "src":
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def imported_modules(source: str) -> set[str]:
-    """The modules a Python file imports, absolute names only."""
+def imported(source: str) -> set[str]:
+    """The modules a Python file imports by absolute name, and ``pkg.mod`` for ``from pkg import mod``."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return set()
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.add(node.module)
-            found.update(f"{node.module}.{a.name}" for a in node.names)
-    return found
+    members = {
+        f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module for a in n.names
+    }
+    return imported_modules(tree) | members
 
 
 def rank(files: Mapping[str, str], request: str) -> list[str]:
@@ -91,11 +78,11 @@ def rank(files: Mapping[str, str], request: str) -> list[str]:
     score = {p: sum(math.log(1 + n / df[w]) for w in words & wanted) for p, words in own.items()}
     for path in [p for p in files if path_mentioned(p, request)]:
         score[path] += 10.0  # named outright
-    modules = {module_of(p): p for p in files if p.endswith(".py")}
+    modules = {module_name(p): p for p in files if p.endswith(".py")}
     inherited: defaultdict[str, float] = defaultdict(float)
     for path, text in files.items():
         if path.endswith(".py") and score[path] > 0:
-            for name in imported_modules(text):
+            for name in imported(text):
                 target = modules.get(name)
                 if target is not None and target != path:
                     inherited[target] += IMPORT_SHARE * score[path]

@@ -11,6 +11,8 @@ from pathlib import PurePosixPath
 SECRETS = (
     ".env",
     ".env.*",
+    "*.env",
+    ".envrc",
     "*.pem",
     "*.key",
     "*.p12",
@@ -21,8 +23,14 @@ SECRETS = (
     ".netrc",
     ".pypirc",
     ".npmrc",
-    "credentials*",
-    "secrets.*",
+    ".git-credentials",
+    "credentials",
+    "credentials.json",
+    "credentials.y*ml",
+    "credentials.toml",
+    "secrets.json",
+    "secrets.y*ml",
+    "secrets.toml",
     "*.secret",
     "*.secrets",
 )
@@ -41,8 +49,11 @@ LOCKFILES = (
 
 
 def is_secret(path: str) -> bool:
+    """Whether ``path`` may hold secrets, by its name (a template, ``.env.example``, does not)."""
     name = PurePosixPath(path).name
-    return any(fnmatch(name, pattern) for pattern in SECRETS) and not name.endswith((".example", ".sample"))
+    return any(fnmatch(name, pattern) for pattern in SECRETS) and not name.endswith(
+        (".example", ".sample", ".template")
+    )
 
 
 def refusal(path: str, write: bool) -> str | None:

@@ -14,6 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from platformdirs import user_data_dir
+
 from l2mac.errors import ConfigError
 
 BRANCH_PREFIX = "l2mac/"
@@ -31,13 +33,21 @@ class Worktree:
     base_ref: str
 
     def review_commands(self) -> list[str]:
-        """How the user looks at the change, merges it, and removes the worktree afterwards."""
+        """How the user looks at the change, merges it, and removes the worktree afterwards (with the run's
+        record in it: --force, since l2mac's records and the environment are not committed)."""
         repo = _quote(str(self.repo))
         return [
             f"git -C {repo} diff {self.base_ref}...{self.branch}",
             f"git -C {repo} merge {self.branch}",
-            f"git -C {repo} worktree remove {_quote(str(self.path))}",
+            f"git -C {repo} worktree remove --force {_quote(str(self.path))}",
         ]
+
+    def discard_if_unused(self) -> None:
+        """Remove the worktree and its branch when no step committed to it (the run failed before it began)."""
+        ahead = _git(self.repo, "rev-list", "--count", f"{self.base}..{self.branch}")
+        if ahead.returncode == 0 and ahead.stdout.strip() == "0":
+            _git(self.repo, "worktree", "remove", "--force", str(self.path))
+            _git(self.repo, "branch", "-D", self.branch)
 
 
 def _quote(text: str) -> str:
@@ -73,9 +83,20 @@ def uncommitted(repo: Path) -> list[str]:
     return [line[3:] for line in status.stdout.splitlines() if line.strip()]
 
 
+def worktrees_folder(repo: Path, workspace: Path) -> Path:
+    """Where worktrees go: the workspace, unless it is inside the repository (``l2mac --repo .`` run in the
+    repository, with the default ./workspace), where the user's git status and pytest would see them; then
+    l2mac's data folder."""
+    workspace = workspace.resolve()
+    if workspace == repo or repo in workspace.parents:
+        return Path(user_data_dir("l2mac")) / "worktrees"
+    return workspace
+
+
 def open_worktree(repo_path: Path, change: str, workspace: Path, *, allow_dirty: bool = False) -> Worktree:
-    """A new branch ``l2mac/<slug>`` from the repository's HEAD, checked out at ``workspace/<repo>-<slug>``
-    (``-2``, ``-3``... when taken). Refuses a repository with uncommitted changes unless ``allow_dirty``."""
+    """A new branch ``l2mac/<slug>`` from the repository's HEAD, checked out at ``<worktrees>/<repo>-<slug>``
+    (``-2``, ``-3``... when taken; see :func:`worktrees_folder`). Refuses a repository with uncommitted changes
+    unless ``allow_dirty``."""
     repo = repository_root(repo_path)
     head = _git(repo, "rev-parse", "--verify", "HEAD^{commit}")
     if head.returncode != 0:
@@ -91,7 +112,7 @@ def open_worktree(repo_path: Path, change: str, workspace: Path, *, allow_dirty:
     base = head.stdout.strip()
     base_ref = current.stdout.strip() if current.returncode == 0 else base[:12]
     slug = branch_slug(change)
-    branch, path = _free_names(repo, workspace.resolve(), slug)
+    branch, path = _free_names(repo, worktrees_folder(repo, workspace), slug)
     made = _git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), base)
     if made.returncode != 0:
         raise ConfigError(f"could not make a worktree for {repo} at {path}: {made.stderr.strip()}")
