@@ -16,7 +16,7 @@ from l2mac.checks.env import ToolEnv
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import find_code_issues
-from l2mac.checks.tests import per_test_outcomes, problem_files, run_tests, uncollected_files
+from l2mac.checks.tests import per_test_outcomes, problem_files, run_tests
 from l2mac.store import FileStore, scratch_copy
 
 
@@ -46,9 +46,7 @@ class Baseline:
             if any(is_test_file(p) for p in self.snapshot):
                 with scratch_copy(self.snapshot, "l2mac-before-", opaque_from=self.store) as scratch:
                     run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python)
-                outcomes = per_test_outcomes(run.output)
-                failing = {t for t, ok in outcomes.items() if not ok} | set(uncollected_files(run.output))
-                self._tests = Tests(frozenset(t for t, ok in outcomes.items() if ok), frozenset(failing))
+                self._tests = Tests(*run.passing_and_failing())
         return self._tests
 
     def issues(self) -> tuple[CodeIssue, ...]:

@@ -44,6 +44,13 @@ class TestRun:
         passed = sum(outcomes.values())
         return replace(self, status="failed" if failing else "passed", passed=passed, failed=failing, errors=0)
 
+    def passing_and_failing(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The ids of the tests that passed, and of those that failed with the files that did not import (of a
+        run made with ``each``)."""
+        outcomes = per_test_outcomes(self.output)
+        failing = {t for t, ok in outcomes.items() if not ok} | set(uncollected_files(self.output))
+        return frozenset(t for t, ok in outcomes.items() if ok), frozenset(failing)
+
     def litter_note(self) -> str:
         """What to tell the model about files its tests left in the project (kept apart from pytest's output,
         which is trimmed to its first failure); empty when there were none."""

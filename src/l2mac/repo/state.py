@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from l2mac.checks.env import ToolEnv
-from l2mac.checks.tests import per_test_outcomes, run_tests, uncollected_files
+from l2mac.checks.tests import run_tests
 from l2mac.report import Measured
 
 
@@ -19,7 +19,5 @@ def measure(env: ToolEnv, *, with_tests: bool = True) -> tuple[Measured, frozens
     began = time.monotonic()
     run = run_tests(env.runner, env.store.root, env.test_timeout_s, each=True, python=env.python)
     took = round(time.monotonic() - began, 2)
-    outcomes = per_test_outcomes(run.output)
-    passing = frozenset(t for t, ok in outcomes.items() if ok)
-    failing = len(outcomes) - len(passing) + len(uncollected_files(run.output))
-    return Measured(tests_passed=len(passing), tests_failing=failing, problems=problems, test_s=took), passing
+    passing, failing = run.passing_and_failing()
+    return Measured(tests_passed=len(passing), tests_failing=len(failing), problems=problems, test_s=took), passing
