@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from l2mac.errors import ConfigError, WorkspaceError
-from l2mac.models.scripted import call
+from l2mac.models.scripted import ScriptedModel, call
 from l2mac.repo.map import rank, repository_map
 from l2mac.repo.protected import refusal
 from l2mac.repo.worktree import open_worktree
@@ -218,3 +218,45 @@ def test_a_step_context_that_cannot_show_every_file_shows_the_relevant_ones_and_
     small.write_text("b.py", "x = 1\n")
     small.write_text("a.py", "y = 2\n")
     assert show_files(small, 10_000, request="b.py").index("a.py") < show_files(small, 10_000).index("b.py")
+
+
+def test_a_change_interrupted_mid_step_resumes_on_its_branch_and_keeps_what_it_left(tmp_path: Path) -> None:
+    """Ctrl-C while the model computes its answer after the step's files were written: the resumed run replays
+    the journal from the base commit, finishes the change on the same branch, and the files the interrupted
+    run left stay reachable (a ref of their own); the user's repository is untouched throughout."""
+    from l2mac.run import resume_l2mac, run_l2mac
+
+    from conftest import make_settings
+
+    repo = make_repo(tmp_path)
+    before = fingerprint(repo)
+    writes = call(
+        "write_files",
+        {
+            "files": [
+                {"path": "calc/core.py", "content": SUBTRACT},
+                {"path": "tests/test_subtract.py", "content": SUBTRACT_TEST},
+            ]
+        },
+    )
+
+    def ctrl_c(messages: list) -> object:
+        raise KeyboardInterrupt
+
+    settings = make_settings(tmp_path, protocol="tools", repo=repo, project_name=None)
+    with pytest.raises(KeyboardInterrupt):
+        run_l2mac(
+            "Add a subtract function", settings, model=ScriptedModel([call("submit_plan", PLAN), writes, ctrl_c]).model
+        )
+    worktree = tmp_path / "ws" / "calc-repo-add-a-subtract-function"
+    assert (worktree / "calc" / "core.py").read_text() == SUBTRACT
+    rest = ScriptedModel([call("step_complete", {"summary": "subtract added"})])
+    result = resume_l2mac(worktree, model=rest.model)
+    assert rest.remaining == 0 and result.outcomes[0].passed, result.outcomes[0].reason
+    assert result.report.journal.replayed_calls == 2 and result.report.change is not None
+    branch = result.report.change.branch
+    assert branch == "l2mac/add-a-subtract-function" and git(repo, "show", f"{branch}:calc/core.py") == SUBTRACT
+    kept = git(repo, "show", "refs/l2mac/before-resume/add-a-subtract-function/1:calc/core.py")
+    assert kept == SUBTRACT  # what the interrupted run left
+    assert git(repo, "log", "--format=%s", f"main..{branch}").count("interrupted") == 0  # not on the branch
+    assert fingerprint(repo) == before

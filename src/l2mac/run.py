@@ -144,17 +144,15 @@ async def aresume_l2mac(
     the model, the files are rebuilt from them, and the run goes on live from where it stopped. ``overrides``
     change run settings (e.g. a larger ``max_tokens``)."""
     root = project.resolve()
-    task, llm, run, program = load_run(root)
-    if run.get("repo"):
-        raise ConfigError(
-            f"{root} is a change to {run['repo']}, and resuming one is not supported yet: its branch holds a commit "
-            "for every finished step (git log there); run l2mac again with --repo on that branch to go on"
-        )
+    task, llm, run, program, saved_worktree = load_run(root)
     replay = load_journal(root / RECORD_DIR / JOURNAL_FILE)  # before anything moves: a damaged journal stops here
     run.update({k: v for k, v in (overrides or {}).items() if v is not None})
     settings = load_settings(config_path=config_path, llm=llm, run=run)
-    set_aside_for_resume(root)
-    start = _Start(root, program, replay, resumed=True)
+    worktree = Worktree.from_dict(saved_worktree) if saved_worktree else None
+    if worktree is not None:  # a change to a repository: its files are put back at the base commit, kept in git
+        worktree.set_aside_for_resume()
+    set_aside_for_resume(root, files=worktree is None)
+    start = _Start(root, program, replay, resumed=True, worktree=worktree)
     return await _execute(task, settings, start, model=model, runner=runner, emit=emit)
 
 
@@ -233,7 +231,7 @@ async def _execute_with(
         record = RunRecord(store.root)
     except OSError as e:
         raise WorkspaceError(f"cannot write to the project folder {start.root}: {e.strerror}") from e
-    save_run_file(store.root, task, settings, start.program)
+    save_run_file(store.root, task, settings, start.program, start.worktree.as_dict() if start.worktree else None)
     journal = Journal(record.dir / JOURNAL_FILE, start.replay)
     history = GitHistory(store.root)
     if not start.resumed and not start.worktree and store.list_files():  # --force into a folder with files

@@ -40,16 +40,17 @@ def project_dir(workspace: Path, name: str, *, force: bool = False) -> Path:
     return candidate
 
 
-def set_aside_for_resume(root: Path) -> Path:
+def set_aside_for_resume(root: Path, *, files: bool = True) -> Path:
     """Move everything a replay re-creates (files, git history, logs) to ``.l2mac/before-resume-N/``: a resumed
-    run rebuilds the project from a clean folder, and nothing the interrupted run left is deleted."""
+    run rebuilds the project from a clean folder, and nothing the interrupted run left is deleted. Without
+    ``files``, only the logs (a change to a repository keeps its files in git: ``Worktree.set_aside_for_resume``)."""
     record_dir = root / RECORD_DIR
     n = 1
     while (record_dir / f"before-resume-{n}").exists():
         n += 1
     aside = record_dir / f"before-resume-{n}"
     aside.mkdir()
-    for entry in sorted(root.iterdir()):
+    for entry in sorted(root.iterdir()) if files else []:
         if entry.name != RECORD_DIR:
             shutil.move(str(entry), aside / entry.name)
     logs = aside / RECORD_DIR
@@ -60,14 +61,18 @@ def set_aside_for_resume(root: Path) -> Path:
     return aside
 
 
-def save_run_file(root: Path, task: str, settings: Settings, program: PromptProgram | None) -> None:
+def save_run_file(
+    root: Path, task: str, settings: Settings, program: PromptProgram | None, worktree: dict[str, str] | None = None
+) -> None:
     """What ``l2mac resume`` needs to run the task again: never the API key. Only the run settings that were
-    set are kept, so that what is left to the protocol's defaults (samples, check failures) stays so."""
+    set are kept, so that what is left to the protocol's defaults (samples, check failures) stays so; for a
+    change to a repository, where its worktree is."""
     data = {
         "task": task,
         "llm": settings.llm.model_dump(mode="json", exclude={"api_key"}),
         "run": settings.run.model_dump(mode="json", exclude={"prompt_program"}, exclude_unset=True),
         "program": program.model_dump(mode="json") if program else None,
+        "worktree": worktree,
     }
     _atomic_json(root / RECORD_DIR / RUN_FILE, data)
 
@@ -78,13 +83,17 @@ def _atomic_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def load_run(project: Path) -> tuple[str, dict[str, Any], dict[str, Any], PromptProgram | None]:
-    """The task, saved settings and prompt program of the run in ``project`` (a folder a run wrote)."""
+def load_run(
+    project: Path,
+) -> tuple[str, dict[str, Any], dict[str, Any], PromptProgram | None, dict[str, str] | None]:
+    """The task, saved settings, prompt program and worktree (a change to a repository) of the run in
+    ``project`` (a folder a run wrote)."""
     path = project / RECORD_DIR / RUN_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         program = PromptProgram.model_validate(data["program"]) if data.get("program") else None
-        return str(data["task"]), dict(data["llm"]), dict(data["run"]), program
+        worktree = dict(data["worktree"]) if data.get("worktree") else None
+        return str(data["task"]), dict(data["llm"]), dict(data["run"]), program, worktree
     except FileNotFoundError:
         raise ConfigError(f"{project} holds no l2mac run to resume (no {RECORD_DIR}/{RUN_FILE})") from None
     except (OSError, ValueError, KeyError, TypeError) as e:

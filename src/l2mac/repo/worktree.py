@@ -17,6 +17,7 @@ from pathlib import Path
 from platformdirs import user_data_dir
 
 from l2mac.errors import ConfigError
+from l2mac.store import GitHistory
 
 BRANCH_PREFIX = "l2mac/"
 
@@ -41,6 +42,40 @@ class Worktree:
             f"git -C {repo} merge {self.branch}",
             f"git -C {repo} worktree remove --force {_quote(str(self.path))}",
         ]
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "repo": str(self.repo),
+            "path": str(self.path),
+            "branch": self.branch,
+            "base": self.base,
+            "base_ref": self.base_ref,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, str]) -> Worktree:
+        return cls(Path(data["repo"]), Path(data["path"]), data["branch"], data["base"], data["base_ref"])
+
+    def set_aside_for_resume(self) -> str:
+        """Before a replay rebuilds the change from the base commit: the files as the interrupted run left them
+        are committed, kept under a ref of their own (returned), and the worktree is put back at the base. The
+        user's branch, index and files are not touched; nothing the run wrote is lost."""
+        GitHistory(self.path).commit("interrupted: the files as the run left them")
+        slug = self.branch.removeprefix(BRANCH_PREFIX)
+        n = 1
+        while (
+            _git(self.path, "rev-parse", "--verify", "--quiet", f"refs/l2mac/before-resume/{slug}/{n}").returncode == 0
+        ):
+            n += 1
+        ref = f"refs/l2mac/before-resume/{slug}/{n}"
+        _git(self.path, "update-ref", ref, "HEAD")
+        for step in (("reset", "-q", "--hard", self.base), ("clean", "-q", "-fdx", "-e", ".l2mac/", "-e", ".venv/")):
+            done = _git(self.path, *step)
+            if done.returncode != 0:
+                raise ConfigError(
+                    f"could not put {self.path} back at {self.base[:12]} to resume: {done.stderr.strip()}"
+                )
+        return ref
 
     def discard_if_unused(self) -> None:
         """Remove the worktree and its branch when no step committed to it (the run failed before it began)."""
