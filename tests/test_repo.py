@@ -166,7 +166,7 @@ def test_a_folder_that_is_not_a_repository_gets_a_clear_error(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="not in a git repository"):
         open_worktree(tmp_path, "Add subtract", tmp_path / "ws")
     repo = make_repo(tmp_path)
-    with pytest.raises(ConfigError, match="soa and books come later"):
+    with pytest.raises(ConfigError, match="soa comes later"):
         run_scripted(tmp_path, [], "Add subtract", repo=repo, strategy="soa")
     assert git(repo, "branch", "--list", "l2mac/*") == ""
 
@@ -260,3 +260,41 @@ def test_a_change_interrupted_mid_step_resumes_on_its_branch_and_keeps_what_it_l
     assert kept == SUBTRACT  # what the interrupted run left
     assert git(repo, "log", "--format=%s", f"main..{branch}").count("interrupted") == 0  # not on the branch
     assert fingerprint(repo) == before
+
+
+def test_a_chapter_is_added_to_a_book_on_a_branch(tmp_path: Path) -> None:
+    """A book is a repository too: the planner sees its files with their headings; the chapter lands on a branch."""
+    book = tmp_path / "pasta-book"
+    files = {
+        "outline.md": "# Pasta\n\n## Chapters\n1. Shapes\n2. Sauces\n",
+        "chapters/01-shapes.md": "# Shapes\n\n## Long shapes\nSpaghetti.\n",
+        "chapters/02-sauces.md": "# Sauces\n\n## Tomato\nSlow.\n",
+        "README.md": "# Pasta\n",
+    }
+    for path, text in files.items():
+        (book / path).parent.mkdir(parents=True, exist_ok=True)
+        (book / path).write_text(text)
+    git(book, "init", "-q", "-b", "main")
+    git(book, "add", "-A")
+    git(book, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "book")
+    seen: list[str] = []
+    chapter = "# Desserts\n\nSweet pasta exists.\n"
+    plan = {"steps": [{"title": "Desserts", "instruction": "Write chapters/03-desserts.md about sweet pasta."}]}
+
+    def planner(messages: list) -> object:
+        seen.append(str(messages))
+        return call("submit_plan", plan)
+
+    replies = [
+        planner,
+        call("write_files", {"files": [{"path": "chapters/03-desserts.md", "content": chapter}]}),
+        call("step_complete", {"summary": "desserts written"}),
+    ]
+    result, _ = run_scripted(
+        tmp_path, replies, "Add a chapter on desserts", protocol="tools", repo=book, project_name=None, domain="book"
+    )
+    assert result.ok, result.report
+    assert "## Long shapes" in seen[0]  # the map shows a chapter's headings
+    change = result.report.change
+    assert change is not None and git(book, "show", f"{change.branch}:chapters/03-desserts.md") == chapter
+    assert not (book / "chapters" / "03-desserts.md").exists()

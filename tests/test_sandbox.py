@@ -199,7 +199,9 @@ def test_auto_picks_bubblewrap_when_it_works() -> None:
     assert choose_runner("auto").isolation == "bubblewrap"
 
 
-def test_a_repositorys_secret_files_cannot_be_read_under_bubblewrap(bwrap_runner: BubblewrapRunner, project: Path) -> None:
+def test_a_repositorys_secret_files_cannot_be_read_under_bubblewrap(
+    bwrap_runner: BubblewrapRunner, project: Path
+) -> None:
     """In a change to a repository (--repo), the code the model writes runs with the repository's secrets hidden."""
     from l2mac.repo.protected import is_secret
 

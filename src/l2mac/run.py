@@ -115,8 +115,8 @@ async def arun_l2mac(
     rs = settings.run
     program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
     if rs.repo is not None:
-        if rs.strategy != "l2mac" or rs.domain != "codebase":
-            raise ConfigError("--repo changes a codebase with the l2mac strategy; soa and books come later")
+        if rs.strategy != "l2mac" or rs.domain not in ("codebase", "book"):
+            raise ConfigError("--repo changes a codebase or a book with the l2mac strategy; soa comes later")
         worktree = open_worktree(rs.repo, task, rs.workspace, allow_dirty=rs.allow_dirty)
         start = _Start(worktree.path, program, worktree=worktree)
         try:

@@ -33,6 +33,15 @@ def terms(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if len(w) > 2}
 
 
+def outline_of(path: str, text: str) -> list[str]:
+    """What a file holds, in a few lines: a Python module's classes and functions, a markdown file's headings."""
+    if path.endswith(".py"):
+        return outline(text)
+    if path.endswith((".md", ".markdown")):
+        return [line.rstrip() for line in text.splitlines() if re.match(r"#{1,4} \S", line)]
+    return []
+
+
 def outline(source: str) -> list[str]:
     """The classes and functions a Python module defines, as signature lines (methods indented); [] when it does
     not parse."""
@@ -72,7 +81,7 @@ def imported(source: str) -> set[str]:
 def rank(files: Mapping[str, str], request: str) -> list[str]:
     """The paths of ``files`` (path → text), most relevant to ``request`` first; ties in path order."""
     wanted = terms(request)
-    own = {p: terms(p) | (terms(" ".join(outline(t))) if p.endswith(".py") else set()) for p, t in files.items()}
+    own = {p: terms(p) | terms(" ".join(outline_of(p, t))) for p, t in files.items()}
     df = Counter(w for words in own.values() for w in words & wanted)
     n = max(len(files), 1)
     score = {p: sum(math.log(1 + n / df[w]) for w in words & wanted) for p, words in own.items()}
@@ -118,7 +127,9 @@ def repository_map(files: Mapping[str, str], request: str, budget_chars: int) ->
     left: list[str] = []
     for path in rank(files, request):
         size = len(files[path].splitlines())
-        entry = "\n".join([f"- {path} ({size} lines)", *(f"      {line}" for line in outline(files[path])[:40])])
+        entry = "\n".join(
+            [f"- {path} ({size} lines)", *(f"      {line}" for line in outline_of(path, files[path])[:40])]
+        )
         if left or len(out) + len(entry) + 1 > budget_chars - TAIL_CHARS:
             left.append(path)
             continue
