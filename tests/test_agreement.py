@@ -266,7 +266,7 @@ def test_tests_of_other_modules_are_no_evidence_about_this_one(tmp_path: Path) -
     assert outcome.status is StepStatus.FAILED
     assert outcome.tests_removed == []
     assert "def test_f" in store.read_text("tests/test_other.py")
-    assert len(script.requests) == 3  # the step's own answers only: no implementation was sampled
+    assert len(script.requests) == 2  # the step's own answers only: no implementation was sampled
 
 
 def test_samples_are_tested_in_a_scratch_copy_inside_the_sandbox(tmp_path: Path) -> None:
@@ -606,7 +606,6 @@ def test_a_state_as_close_to_passing_after_a_removal_is_the_best_and_the_removal
         text(fenced(("stats.py", MEAN))),
         text(fenced(("tests/test_stats.py", copied))),  # kept after it was pointed out: test_wrong is removed
         *[text(fenced(("stats.py", "def mean(xs):\n    return sum(xs\n")))] * 6,  # a syntax error
-        text("stats.py has mean."),  # the failed step's summary
     ]
     unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
     store.write_text("other.py", "def f():\n    return 1\n")

@@ -66,7 +66,7 @@ def test_explicit_run_subcommand_and_prompt_program(tmp_path: Path, monkeypatch)
 
 
 def test_failed_step_exits_1(tmp_path: Path, monkeypatch) -> None:
-    # the model never calls step_complete: the step spends its 3 turns and fails, then gives a summary
+    # the model never calls step_complete: the step spends its 3 turns and fails
     use_script(
         monkeypatch,
         [ONE_STEP, WRITE, call("list_files", {}), call("run_python", {"path": "hello.py"}), call("list_files", {})],

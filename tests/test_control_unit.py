@@ -161,10 +161,14 @@ def test_step_fails_when_context_keeps_overflowing(tmp_path: Path) -> None:
 
 
 def test_turn_budget_fails_the_step(tmp_path: Path) -> None:
-    replies = [call("list_files", {}), call("view_files", {"files": [{"path": "x"}]}), text("ran out")]
-    unit, _, _ = make_unit(tmp_path, replies, limits=StepLimits(max_turns=2))
+    replies = [call("list_files", {}), call("view_files", {"files": [{"path": "x"}]})]
+    unit, script, _ = make_unit(tmp_path, replies, limits=StepLimits(max_turns=2))
     outcome = run_step(unit)
-    assert not outcome.passed and "turn budget" in outcome.reason and outcome.summary.endswith("ran out")
+    assert not outcome.passed and "turn budget" in outcome.reason and script.remaining == 0
+    assert (
+        outcome.summary
+        == "(The previous step did not pass: turn budget spent (2 model calls).) The files it wrote hold:\n(no files)"
+    )
 
 
 def test_step_complete_is_refused_while_code_has_errors(tmp_path: Path) -> None:

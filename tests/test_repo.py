@@ -298,3 +298,14 @@ def test_a_chapter_is_added_to_a_book_on_a_branch(tmp_path: Path) -> None:
     change = result.report.change
     assert change is not None and git(book, "show", f"{change.branch}:chapters/03-desserts.md") == chapter
     assert not (book / "chapters" / "03-desserts.md").exists()
+
+
+def test_a_repositorys_tests_run_with_its_own_pytest_options(tmp_path: Path) -> None:
+    from l2mac.checks.runner import SubprocessRunner
+    from l2mac.tools import ToolEnv
+
+    store = FileStore(tmp_path / "p")
+    store.write_text("pyproject.toml", "[tool.pytest.ini_options]\naddopts = \"-k 'not broken'\"\n")
+    store.write_text("tests/test_x.py", "def test_ok():\n    pass\n\n\ndef test_broken():\n    assert False\n")
+    assert ToolEnv(store=store, runner=SubprocessRunner(), own_pytest_options=True).test_run().ok
+    assert not ToolEnv(store=store, runner=SubprocessRunner()).test_run().ok  # a generated project: without them

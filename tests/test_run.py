@@ -8,7 +8,7 @@ from pathlib import Path
 
 from scenario import full_run_replies
 
-from l2mac.models.scripted import call, last_tool_return, text
+from l2mac.models.scripted import call, last_tool_return
 from l2mac.report import RunReport
 
 from conftest import run_scripted
@@ -71,7 +71,6 @@ def test_step_that_never_passes_is_recorded_failed_and_run_continues(tmp_path: P
         call("write_files", {"files": [{"path": "tests/test_x.py", "content": failing_test}]}),
         call("step_complete", {"summary": "done"}),
         call("step_complete", {"summary": "done, really"}),
-        text("The step could not be finished: test_never fails."),  # the failed step's summary
         # step 2 also meets the failing tests (they run whenever tests exist) → fixes them
         call("write_files", {"files": [{"path": "tests/test_x.py", "content": "def test_ok():\n    pass\n"}]}),
         call("step_complete", {"summary": "fixed"}),

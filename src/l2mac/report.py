@@ -8,7 +8,6 @@ from pydantic import BaseModel, Field
 
 from l2mac.checks.python import find_code_issues
 from l2mac.checks.readme import ReadmeCommand
-from l2mac.checks.tests import run_tests
 from l2mac.domains import Domain
 from l2mac.tools import ToolEnv
 from l2mac.types import StepOutcome, Usage
@@ -193,7 +192,7 @@ def build_report(
     tests = TestsSummary()
     if domain.tests and run_tests_enabled and any(p.endswith(".py") for p in files):
         env.sync()
-        t = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
+        t = env.test_run()
         tests = TestsSummary(
             status=t.status, passed=t.passed, failed=t.failed, errors=t.errors, left_files=list(t.litter)
         )

@@ -247,6 +247,7 @@ async def _execute_with(
         test_timeout_s=rs.test_timeout_s,
         max_output_chars=budget.output_chars(),
         environment=ProjectEnvironment(store.root) if rs.project_env and domain.python_checks else None,
+        own_pytest_options=start.worktree is not None,
     )
     protocol = protocol_named(protocol_for(rs.protocol, info))
     strategy = strategy_for(rs, protocol)

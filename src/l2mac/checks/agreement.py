@@ -16,6 +16,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 from pydantic_ai.messages import ModelMessage
@@ -37,7 +38,7 @@ from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import find_code_issues
 from l2mac.checks.repairs import python_files, repair_written
-from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes, run_tests
+from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes
 from l2mac.domains import Domain
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.store import FileStore, scratch_copy
@@ -124,9 +125,7 @@ class Weigher:
         def evidence(outcomes: dict[str, _T]) -> dict[str, _T]:
             return {t: ok for t, ok in outcomes.items() if t.split("[")[0] in relevant}
 
-        current = await asyncio.to_thread(
-            run_tests, env.runner, store.root, env.test_timeout_s, each=True, python=env.python
-        )
+        current = await asyncio.to_thread(partial(env.test_run, each=True))
         base = evidence(per_test_outcomes(current.output))
         if not base or all(base.values()):
             return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
@@ -306,7 +305,7 @@ class Weigher:
         with scratch_copy(env.store.snapshot(), "l2mac-prune-", opaque_from=env.store) as scratch:
             for _ in range(MAX_PRUNED_STATEMENTS + 1):
                 scratch.write_text(path, pruned)
-                run = run_tests(env.runner, scratch.root, env.test_timeout_s, [test], python=env.python)
+                run = env.test_run(scratch.root, [test])
                 if run.ok:
                     return pruned, dropped
                 if run.status != "failed" or len(dropped) == MAX_PRUNED_STATEMENTS:
@@ -387,7 +386,7 @@ def outcomes_with(
 
         if recover:
             repair_written(scratch, check, [target], lambda recovery, **fields: None)
-        output = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python).output
+        output = env.test_run(scratch.root, each=True).output
         outcome = per_test_outcomes(output)
         if not outcome:
             return None

@@ -4,12 +4,15 @@ on, and their limits."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from l2mac.checks.environment import Environment, ProjectEnvironment
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.python import find_code_issues
 from l2mac.checks.runner import Runner
+from l2mac.checks.tests import TestRun, run_tests
 from l2mac.store import FileStore
 
 
@@ -25,6 +28,9 @@ class ToolEnv:
     max_output_chars: int = 6000
     #: the project's own .venv, kept in step with what it declares; None: code runs on l2mac's interpreter
     environment: ProjectEnvironment | None = None
+    #: pytest runs with the project's own addopts (a repository l2mac did not write: its options are part of
+    #: how its tests run); else without (a generated project's ``--cov`` would need a plugin it never installs)
+    own_pytest_options: bool = False
 
     @property
     def python(self) -> str:
@@ -34,6 +40,27 @@ class ToolEnv:
     def sync(self) -> Environment | None:
         """Bring the project's environment up to date with its declarations (cheap when they did not change)."""
         return self.environment.sync() if self.environment is not None else None
+
+    def test_run(
+        self,
+        root: Path | None = None,
+        targets: list[str] | None = None,
+        *,
+        each: bool = False,
+        skip: Sequence[str] = (),
+    ) -> TestRun:
+        """The project's tests (or those of ``root``, a scratch copy of it) on its interpreter: see
+        :func:`l2mac.checks.tests.run_tests`."""
+        return run_tests(
+            self.runner,
+            root or self.store.root,
+            self.test_timeout_s,
+            targets,
+            each=each,
+            python=self.python,
+            skip=skip,
+            addopts=self.own_pytest_options,
+        )
 
     def check_files(self, paths: list[str], *, types: bool = True) -> list[CodeIssue]:
         if not self.python_checks:

@@ -16,7 +16,7 @@ from l2mac.checks.env import ToolEnv
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import find_code_issues
-from l2mac.checks.tests import per_test_outcomes, problem_files, run_tests
+from l2mac.checks.tests import per_test_outcomes, problem_files
 from l2mac.store import FileStore, scratch_copy
 
 
@@ -45,7 +45,7 @@ class Baseline:
             self._tests = Tests()
             if any(is_test_file(p) for p in self.snapshot):
                 with scratch_copy(self.snapshot, "l2mac-before-", opaque_from=self.store) as scratch:
-                    run = run_tests(env.runner, scratch.root, env.test_timeout_s, each=True, python=env.python)
+                    run = env.test_run(scratch.root, each=True)
                 self._tests = Tests(*run.passing_and_failing())
         return self._tests
 
@@ -109,9 +109,7 @@ def find_regression(
     spoiled = [p for p in changed if p in problems and p not in troubled]
     broken: list[str] = []
     if passing:
-        now = per_test_outcomes(
-            run_tests(env.runner, store.root, env.test_timeout_s, each=True, python=env.python).output
-        )
+        now = per_test_outcomes(env.test_run(each=True).output)
         broken = sorted(t for t in passing if not now.get(t, False) and t not in removed)
     undo = changed if broken else spoiled
     if not undo:

@@ -93,11 +93,12 @@ def run_tests(
     each: bool = False,
     python: str = sys.executable,
     skip: Sequence[str] = (),
+    addopts: bool = False,
 ) -> TestRun:
     """pytest in ``root`` on ``python`` (the project's environment, or l2mac's interpreter, whose own pytest
     plugins are then left out); with ``each``, the output ends with every test's outcome (``-rA``), and a test
     file that fails to import does not stop the others. ``skip``: test ids left out, and test files not
-    collected at all."""
+    collected at all. ``addopts``: with the project's own pytest options (else without them)."""
     plugins = [arg for name in own_plugins() for arg in ("-p", f"no:{name}")] if python == sys.executable else []
     left_out = [arg for s in skip for arg in (("--deselect", s) if "::" in s else ("--ignore", s))]
     argv = [
@@ -112,8 +113,7 @@ def run_tests(
         "no:cacheprovider",
         *plugins,
         "--color=no",
-        "-o",
-        "addopts=",
+        *([] if addopts else ["-o", "addopts="]),
         "--rootdir",
         str(root),
         *(["-rA", "--continue-on-collection-errors"] if each else []),

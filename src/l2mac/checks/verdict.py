@@ -37,7 +37,7 @@ from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.regressions import Baseline, find_regression
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
-from l2mac.checks.tests import TestRun, deselected, run_tests
+from l2mac.checks.tests import TestRun, deselected
 from l2mac.domains import Domain
 from l2mac.types import Instruction
 
@@ -250,7 +250,7 @@ class StepChecks:
         tests out."""
         env = self.env
         if self.held_by_own and self.inherited_tests is None:
-            outcome = run_tests(env.runner, env.store.root, env.test_timeout_s, python=env.python)
+            outcome = env.test_run()
             if outcome.ok:
                 return outcome
             failing = self.baseline.tests(env).failing
@@ -261,10 +261,10 @@ class StepChecks:
             self.log("inherited", tests=list(self.inherited_tests[:20]), count=len(self.inherited_tests))
         store, before = env.store, self.baseline.snapshot
         skip = [t for t in self.inherited_tests or () if store.has_text(f := t.split("::")[0], before.get(f, "\0"))]
-        outcome = run_tests(env.runner, store.root, env.test_timeout_s, python=env.python, skip=skip)
+        outcome = env.test_run(skip=skip)
         if deselected(outcome.output) > sum("::" in s for s in skip):  # pytest deselects by prefix: test_a, test_ab
             files = [s for s in skip if "::" not in s]
-            every = run_tests(env.runner, store.root, env.test_timeout_s, each=True, python=env.python, skip=files)
+            every = env.test_run(each=True, skip=files)
             outcome = every.without(set(skip))
         return outcome
 

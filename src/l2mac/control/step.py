@@ -33,6 +33,8 @@ class Step:
     total: int
     instruction: Instruction
     previous_summary: str
+    #: time.monotonic() after which the step stops, its best kept: its share of a run's time limit
+    deadline: float | None = None
 
     def values(self, progress: str = "") -> dict[str, object]:
         """What every step prompt is filled with (``progress``: the rendered summary of a restarted context)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,6 +36,7 @@ from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import EventSink, ToolUsed, ignore
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.record import RunRecord
+from l2mac.repo.map import file_entry
 from l2mac.store import FileStore
 from l2mac.tools import STEP_COMPLETE, Toolbox, parse_arguments
 from l2mac.tools.complete import StepCompleteArgs
@@ -107,6 +109,8 @@ class ControlUnit:
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, talk, state, f"turn budget spent ({self.limits.max_turns} model calls)")
+            if step.deadline is not None and time.monotonic() >= step.deadline and state.turns:
+                return await self._fail(step, talk, state, "its share of the run's time limit spent")
             messages = talk.messages()
             grew = bool(state.sent) and messages[: len(state.sent)] == state.sent  # the provider's count applies
             if not self.budget.fits(messages, state.reported_input if grew else 0):
@@ -358,12 +362,14 @@ class ControlUnit:
         return f"; its files were put back as they were after turn {best.turn}, the closest it came to passing"
 
     async def _fail(self, step: Step, talk: Conversation, state: _State, reason: str) -> StepOutcome:
+        """The step ends failed, its best files kept. Its summary for the next step says what its files hold
+        now, read from them: asked for one, the model took minutes per failed step on DevBench, and once copied
+        the step before's summary word for word."""
         reason += await self._keep_best(step, state)
-        try:
-            summary = await self._plain_answer(talk.messages(), "step_summary", f"step {step.index}: summary")
-        except ContextOverflow:
-            summary = ""
-        summary = f"(The previous step did not pass: {reason}.) {summary}".strip()
+        store = self.toolbox.env.store
+        written = {p: store.read_text(p) for p in store.changed_since(state.start_revision) if store.is_project_file(p)}
+        held = "\n".join(file_entry(p, t) for p, t in written.items()) or "(no files)"
+        summary = f"(The previous step did not pass: {reason}.) The files it wrote hold:\n{held}"
         return self._outcome(step, state, StepStatus.FAILED, summary, reason)
 
     def log(self, kind: str, **data: object) -> None:

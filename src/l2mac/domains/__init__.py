@@ -24,7 +24,6 @@ REQUIRED_PROMPTS = (
     "step",
     "progress",
     "summarise",
-    "step_summary",
     "no_tool_call",
     "checks_failed",
     "repeated_call",

@@ -113,6 +113,12 @@ def test_command(files: Mapping[str, str]) -> str:
     return "(no tests found)"
 
 
+def file_entry(path: str, text: str) -> str:
+    """One file for a map or a summary: its path and length, then what it defines (at most 40 lines)."""
+    lines = [f"- {path} ({len(text.splitlines())} lines)", *(f"      {o}" for o in outline_of(path, text)[:40])]
+    return "\n".join(lines)
+
+
 def repository_map(files: Mapping[str, str], request: str, budget_chars: int) -> str:
     """The map of ``files`` for ``request`` in at most about ``budget_chars`` characters: the test command, the
     README's first lines, then each file (most relevant first) with its outline, then the files left out,
@@ -126,10 +132,7 @@ def repository_map(files: Mapping[str, str], request: str, budget_chars: int) ->
     out = "\n".join(head) + "\n\nFiles, the most relevant to the request first:\n"
     left: list[str] = []
     for path in rank(files, request):
-        size = len(files[path].splitlines())
-        entry = "\n".join(
-            [f"- {path} ({size} lines)", *(f"      {line}" for line in outline_of(path, files[path])[:40])]
-        )
+        entry = file_entry(path, files[path])
         if left or len(out) + len(entry) + 1 > budget_chars - TAIL_CHARS:
             left.append(path)
             continue

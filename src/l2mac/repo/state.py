@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 from l2mac.checks.env import ToolEnv
-from l2mac.checks.tests import run_tests
 from l2mac.report import Measured
 
 
@@ -17,7 +16,7 @@ def measure(env: ToolEnv, *, with_tests: bool = True) -> tuple[Measured, frozens
         return Measured(problems=problems), frozenset()
     env.sync()
     began = time.monotonic()
-    run = run_tests(env.runner, env.store.root, env.test_timeout_s, each=True, python=env.python)
+    run = env.test_run(each=True)
     took = round(time.monotonic() - began, 2)
     passing, failing = run.passing_and_failing()
     return Measured(tests_passed=len(passing), tests_failing=len(failing), problems=problems, test_s=took), passing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,12 +98,23 @@ class SequentialStrategy:
             ctx.emit(StepStarted(index, total, instruction.title))
             if self.readme and ctx.domain.python_checks and is_readme_step(instruction):
                 make_installable(ctx.toolbox.env.store, _recovered(ctx.record, index))
-            outcome = await unit.run_step(Step(program.task, index, total, instruction, summary))
+            deadline = _time_share(ctx.client.deadline, total - index + 1)
+            outcome = await unit.run_step(Step(program.task, index, total, instruction, summary, deadline))
             ctx.history.commit(f"step {index}/{total}: {instruction.title} [{outcome.status.value}]")
             ctx.record.save_step(outcome)
             ctx.emit(StepFinished(outcome, total))
             result.outcomes.append(outcome)
             summary = outcome.summary
+
+
+def _time_share(deadline: float | None, steps_left: int) -> float | None:
+    """When the run has a time limit, the step's share of what is left of it: the time left over the steps left
+    (a step that passes early leaves its time to the next). Seen on DevBench: the first step of three took 69-85%
+    of the hour, and the files of the steps after it were never written."""
+    if deadline is None:
+        return None
+    now = time.monotonic()
+    return now + max(deadline - now, 0.0) / max(steps_left, 1)
 
 
 def _recovered(record: RunRecord, step: int) -> Callable[..., None]:
