@@ -547,3 +547,17 @@ def test_each_tests_failure_message_comes_whole_not_cut_to_the_terminals_width(t
     write(tmp_path, {"tests/test_long.py": f"def test_long():\n    assert 'b' == '{long}'\n"})
     messages = failure_messages(run_tests(SubprocessRunner(), tmp_path, 60, each=True).output)
     assert messages["tests/test_long.py::test_long"].endswith(f"assert 'b' == '{long}'"), messages
+
+
+def test_a_src_layouts_modules_import_by_the_names_the_checks_give_them(tmp_path: Path) -> None:
+    """l2mac's import checks take src/hybrid.py as module ``hybrid``; its tests must import it so too."""
+    from l2mac.checks.runner import SubprocessRunner
+    from l2mac.checks.tests import run_tests
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "hybrid.py").write_text("def blend(a, b):\n    return (a + b) / 2\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_hybrid.py").write_text(
+        "from hybrid import blend\n\n\ndef test_blend():\n    assert blend(1, 3) == 2\n"
+    )
+    assert run_tests(SubprocessRunner(), tmp_path, 60).ok

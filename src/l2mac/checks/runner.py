@@ -43,12 +43,15 @@ class Runner(Protocol):
 
 
 def scrubbed_env(cwd: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Only harmless variables: no API keys, tokens or config paths reach generated code."""
+    """Only harmless variables: no API keys, tokens or config paths reach generated code. Its modules import
+    from the project folder, and from its ``src/`` folder when it has one, as l2mac's import checks take them
+    (``src/pkg/mod.py`` is ``pkg.mod``; seen on DevBench: a step told to import ``hybrid`` from src/hybrid.py,
+    whose every test run then failed with "No module named 'hybrid'")."""
     src = os.environ if environ is None else environ
     env = {k: src[k] for k in _SAFE_ENV if k in src}
     env.update(
         HOME=str(cwd),
-        PYTHONPATH=str(cwd),
+        PYTHONPATH=os.pathsep.join([str(cwd), *([str(cwd / "src")] if (cwd / "src").is_dir() else [])]),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         PYTHONHASHSEED="0",
