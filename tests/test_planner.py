@@ -78,6 +78,25 @@ def test_a_one_step_plan_is_the_task_itself_without_asking_the_model() -> None:
     assert script.requests == []
 
 
+def test_a_task_giving_its_one_files_skeleton_is_one_step_without_asking_the_model() -> None:
+    # Seen on ClassEval with the 1.5B model: one class split into a step per method; the first step wrote every
+    # method and the two after it spent their budgets rewriting its tests.
+    skeleton = (
+        'class Shape:\n    def area(self):\n        """The area."""\n\n    def grow(self, k):\n        """Scaled."""\n'
+    )
+    task = f"Implement the class below in shapes.py. Test it in tests/test_shapes.py.\n\n```python\n{skeleton}```"
+    script = ScriptedModel([])
+    program = asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), task, max_steps=3))
+    assert [s.instruction for s in program.steps] == [task] and script.requests == []
+    assert "its one code file, shapes.py" in program.source
+    # two code files named, or a skeleton of nothing: the model plans
+    for other in (task.replace("shapes.py.", "shapes.py, with a CLI in cli.py."), task.replace(skeleton, "x = 1\n")):
+        plan = call("submit_plan", {"steps": [{"title": "A", "instruction": "Write shapes.py."}]})
+        script = ScriptedModel([plan])
+        asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), other, max_steps=3))
+        assert len(script.requests) == 1
+
+
 def test_a_plan_is_repaired_before_it_runs() -> None:
     # Seen with the 1.5B model on a specification: a last step "Submit plan", and a README step that required
     # tests and failed "no tests were collected" nine times.

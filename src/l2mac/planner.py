@@ -27,7 +27,7 @@ from l2mac.plan_rules import (
     with_readme,
     without_setup,
 )
-from l2mac.spec_plan import spec_plan
+from l2mac.spec_plan import one_skeleton_file, spec_plan
 from l2mac.tools.base import Tool, parse_arguments
 from l2mac.types import Instruction, PromptProgram
 
@@ -141,6 +141,8 @@ async def make_plan(
     limit = max_steps or DEFAULT_MAX_STEPS
     if limit == 1:  # a one-step plan is the task itself: asked to restate it, a small model drops details or fails
         return task_as_one_step(task, domain, "a one-step plan")
+    if from_spec and domain.python_checks and (path := one_skeleton_file(task)):
+        return task_as_one_step(task, domain, f"the task gives the skeleton of its one code file, {path}")
     if from_spec and domain.python_checks and (steps := spec_plan(task, tests=domain.tests)):
         steps = fit_steps(steps, limit)
         return PromptProgram(task=task, steps=repair(carry_task_details(steps, task)), source="the specification")

@@ -12,10 +12,12 @@ Changes", "Run tests"), one invented module and steps writing one specified modu
 
 from __future__ import annotations
 
+import ast
 import re
 
 from l2mac import outline
 from l2mac.checks.layout import module_name
+from l2mac.fenced import fenced_blocks
 from l2mac.plan_rules import file_detail
 from l2mac.types import Instruction
 
@@ -61,6 +63,27 @@ def spec_plan(task: str, *, tests: bool = True) -> list[Instruction]:
             )
         )
     return steps
+
+
+def one_skeleton_file(task: str) -> str | None:
+    """The one code file a task asks for when it gives that file's skeleton ("implement the class below in
+    shapes.py", a fenced block of classes and functions to complete) and names no other code file: that task is
+    already one step. Seen on ClassEval: a 1.5B planner split one class into a step per method, the first step
+    wrote every method, and the two after it spent their budgets rewriting its tests."""
+    skeletons = [body for _, body in fenced_blocks(task) if _defines(body)]
+    if len(skeletons) != 1 or outline.tree_paths(task):
+        return None
+    prose = "\n".join(outline._outside_fences(task))
+    named = {p for p in re.findall(r"(?<![\w/.-])([\w./-]+\.py)\b", prose) if not outline.is_test(p)}
+    return named.pop() if len(named) == 1 else None
+
+
+def _defines(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) for n in tree.body)
 
 
 def _uses_the_rest(path: str) -> bool:
