@@ -267,3 +267,52 @@ def test_a_summary_asked_while_an_answer_is_begun_is_asked_after_the_request_it_
     assert asyncio.run(unit._plain_answer(begun, "summarise", "t")) == "progress so far"
     sent = script.requests[0]
     assert isinstance(sent[-1], ModelRequest) and len(sent) == 2  # the step, then the question
+
+
+def test_a_failing_function_is_rewritten_by_continuation_inside_it(tmp_path: Path) -> None:
+    """Asked to fix a failing test, the 1.5B model sent whole files back unchanged in 43% of DevBench turns. When
+    the failure points at one function of the step's code, the answer is begun inside it, its old body left
+    out, so what the model writes is a new body."""
+    task = Instruction(
+        title="spread",
+        instruction=f"Implement the function below in solution.py. Test it in tests/test_solution.py.\n\n"
+        f"```python\n{STUB}```",
+        requires_tests=True,
+    )
+    test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n"
+
+    def fixed_body(messages: list[ModelMessage]) -> ModelResponse:
+        begun = messages[-1]
+        assert isinstance(begun, ModelResponse) and begun.text is not None
+        assert begun.text.rstrip().endswith('"""') and "max(numbers) + min" not in begun.text  # old body left out
+        assert "The first failure above is in spread in solution.py" in str(messages[0])
+        return text("    return max(numbers) - min(numbers)\n```\n")
+
+    replies = [
+        text("    return max(numbers) + min(numbers)\n```\n"),  # the stub's body, wrong
+        text(f"tests/test_solution.py\n```python\n{test}```\n"),
+        fixed_body,
+        text("STEP COMPLETE"),
+    ]
+    unit, script, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    code = store.read_text("solution.py")
+    assert "return max(numbers) - min(numbers)" in code and "+ min" not in code and code.count("def spread") == 1
+
+
+def test_the_function_a_failure_points_at() -> None:
+    from l2mac.checks.demands import failing_function
+
+    code = "class Shape:\n    def area(self):\n        return 1 / 0\n\n\ndef grow(s, k):\n    return s\n"
+    tests = "from shapes import Shape, grow\n\n\ndef test_area():\n    assert Shape().area() == 1\n"
+    sources = {"shapes.py": code, "tests/test_shapes.py": tests}
+    raised = (
+        "____ test_area ____\ntests/test_shapes.py:5: in test_area\n    ...\nshapes.py:3: in area\nE ZeroDivisionError"
+    )
+    assert failing_function(raised, sources, ["shapes.py"]) == ("shapes.py", "area", "Shape")
+    wrong = "____ test_area ____\n>       assert Shape().area() == 1\ntests/test_shapes.py:5: AssertionError"
+    assert failing_function(wrong, sources, ["shapes.py"]) == ("shapes.py", "area", "Shape")
+    lint = "Code problems:\nshapes.py:7: lint: F821 Undefined name `k2`"
+    assert failing_function(lint, sources, ["shapes.py"]) == ("shapes.py", "grow", None)
+    assert failing_function(wrong, sources, ["other.py"]) is None  # not the step's code

@@ -86,6 +86,66 @@ def undefined_calls(report: str, sources: dict[str, str]) -> dict[str, list[str]
     return out
 
 
+#: a line of a check report that names a place in a file: ``path.py:12: ...``
+_PLACE = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): ", re.MULTILINE)
+#: the header pytest gives each failure: ``____ test_name ____``
+_FAILURE_HEADER = re.compile(r"^_{3,} .+ _{3,}$", re.MULTILINE)
+
+
+def failing_function(report: str, sources: dict[str, str], code: list[str]) -> tuple[str, str, str | None] | None:
+    """The function of ``code`` (the step's code files) that a failed check points at, as (file, name, class or
+    None): where the first failure's traceback, or the first code problem, is in one of them, the function
+    holding that line; else the one function of them that the first failing test's failing statement calls.
+    None when nothing points at exactly one."""
+    failures = _FAILURE_HEADER.split(report)
+    first = failures[1] if len(failures) > 1 else report
+    places = [(m["path"], int(m["line"])) for m in _PLACE.finditer(first)]
+    for path, line in reversed([p for p in places if p[0] in code]):
+        found = _enclosing(sources.get(path, ""), line)
+        if found is not None:
+            return path, *found
+    tests = [p for p in places if is_test_file(p[0])]
+    if not tests:
+        return None
+    path, line = tests[-1]
+    statement = sources.get(path, "").splitlines()[line - 1 : line]
+    called = set(re.findall(r"(\w+)\(", statement[0])) if statement else set()
+    candidates = [(p, *d) for p in code for d in _definitions(sources.get(p, "")) if d[0] in called]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _definitions(source: str) -> list[tuple[str, str | None]]:
+    """The functions of a module and the methods of its classes, as (name, class or None)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out: list[tuple[str, str | None]] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append((node.name, None))
+        elif isinstance(node, ast.ClassDef):
+            out += [(m.name, node.name) for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return out
+
+
+def _enclosing(source: str, line: int) -> tuple[str, str | None] | None:
+    """The function (or method, with its class) of ``source`` whose lines hold ``line``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        scope = [node] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        owner = node.name if isinstance(node, ast.ClassDef) else None
+        if isinstance(node, ast.ClassDef):
+            scope = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for fn in scope:
+            if fn.lineno <= line <= (fn.end_lineno or fn.lineno):
+                return fn.name, owner
+    return None
+
+
 _NOT_TESTED_ITSELF = frozenset({"__init__.py", "__main__.py", "conftest.py", "setup.py"})
 
 

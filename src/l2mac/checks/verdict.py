@@ -103,6 +103,8 @@ class Verdict:
     focus: str | None = None
     removed: tuple[str, ...] = ()
     standing: Standing = Standing()
+    #: agreement weighed the failing tests against sampled code and found the tests the likelier wrong
+    tests_doubted: bool = False
 
     @property
     def first_file(self) -> str | None:
@@ -160,7 +162,8 @@ class StepChecks:
             focus = agreed.focus if not ok and agreed.focus else focus
         removed = tuple(agreed.removed) if agreed is not None else ()
         self.removed += removed
-        return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed, self.standing)
+        doubted = agreed is not None and agreed.focus is not None and is_test_file(agreed.focus)
+        return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed, self.standing, doubted)
 
     # -- the checks --------------------------------------------------------------------------------------
     async def _run_logged(self) -> tuple[bool, str]:

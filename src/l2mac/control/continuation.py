@@ -186,6 +186,24 @@ def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
     return None
 
 
+def function_opening(path: str, source: str, name: str, owner: str | None = None) -> Opening | None:
+    """Where an answer rewriting function ``name`` (a method of ``owner``) of ``source`` is begun: after its
+    docstring, its old body left out, so what the model writes is its new body. None when there is no such
+    function."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if owner is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return _opening(path, source, node)
+        if owner is not None and isinstance(node, ast.ClassDef) and node.name == owner:
+            for m in node.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == name:
+                    return _opening(path, source, m, owner)
+    return None
+
+
 def step_opening(instruction: str, path: str) -> Opening | None:
     """Where an answer writing ``path`` afresh is begun: the first stub of the skeleton the step gives it."""
     names = names_for_file(instruction, path)

@@ -34,6 +34,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from l2mac.checks.demands import (
     example_values,
+    failing_function,
     missing_definitions,
     named_files,
     names_for_file,
@@ -52,7 +53,7 @@ from l2mac.control.answers import (
     split_fragments,
 )
 from l2mac.control.arguments import json_files
-from l2mac.control.continuation import Opening, find_opening, step_opening
+from l2mac.control.continuation import Opening, find_opening, function_opening, step_opening
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
 from l2mac.fenced import fence_lang, fenced_blocks, fenced_files, show_files
@@ -275,6 +276,9 @@ class TextConversation:
             if stubbed_file is not None:
                 self.focus = stubbed_file
                 feedback += "\n\n" + self._request_file(stubbed_file)
+            elif not verdict.tests_doubted and (rewrite := self._failing_function(verdict.report)) is not None:
+                self.opening, self.focus = rewrite, rewrite.path
+                feedback += "\n\n" + render("text_request_rewrite", path=rewrite.path, name=rewrite.name)
         self.feedback = self._unchanged(feedback)
         return None
 
@@ -314,6 +318,23 @@ class TextConversation:
         )
         self.focus = pending[0]
         return missed
+
+    def _failing_function(self, report: str) -> Opening | None:
+        """Where the answer fixing a failed check is begun, when the model continues begun answers and the report
+        points at one function of the step's code files (its traceback, a code problem, or the one function the
+        failing test statement calls), and agreement did not point at the tests: inside that function, after its
+        docstring, so the answer is its new body. Seen: asked to fix a failing test, the 1.5B model sent the
+        whole file back unchanged in 43% of DevBench turns; a body is what it writes best, and is short."""
+        code = [p for p in self._code_files() if p.endswith(".py")]
+        asked = "text_request_rewrite" in self.setting.domain.prompts
+        if not asked or not self.setting.continues or not code:
+            return None
+        sources = python_files(self.setting.toolbox.env.store)
+        found = failing_function(report, sources, code)
+        if found is None:
+            return None
+        path, name, owner = found
+        return function_opening(path, sources[path], name, owner)
 
     def _code_files(self) -> list[str]:
         """The code files the step writes: a stub in a file it only mentions (an earlier step's interface, a
