@@ -29,6 +29,16 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
+def committed(repo: Path, files: dict[str, str]) -> None:
+    """A repository on branch main whose one commit holds ``files``."""
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "first")
+
+
 def make_repo(root: Path) -> Path:
     """A small repository with a package, its tests (one failing), a lint error, a secret it tracks, a file
     git ignores, and an untracked file of the user's."""
@@ -43,12 +53,7 @@ def make_repo(root: Path) -> Path:
         ".env": "API_TOKEN=do-not-read\n",
         ".gitignore": "local.cfg\n",
     }
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "calc")
+    committed(repo, files)
     hook = repo / ".git" / "hooks" / "pre-commit"  # the user's hook (a formatter, say): not l2mac's to run
     hook.write_text("#!/bin/sh\nexit 1\n")
     hook.chmod(0o755)
@@ -271,12 +276,7 @@ def test_a_chapter_is_added_to_a_book_on_a_branch(tmp_path: Path) -> None:
         "chapters/02-sauces.md": "# Sauces\n\n## Tomato\nSlow.\n",
         "README.md": "# Pasta\n",
     }
-    for path, text in files.items():
-        (book / path).parent.mkdir(parents=True, exist_ok=True)
-        (book / path).write_text(text)
-    git(book, "init", "-q", "-b", "main")
-    git(book, "add", "-A")
-    git(book, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "book")
+    committed(book, files)
     seen: list[str] = []
     chapter = "# Desserts\n\nSweet pasta exists.\n"
     plan = {"steps": [{"title": "Desserts", "instruction": "Write chapters/03-desserts.md about sweet pasta."}]}
