@@ -285,7 +285,7 @@ def test_a_failing_function_is_rewritten_by_continuation_inside_it(tmp_path: Pat
         begun = messages[-1]
         assert isinstance(begun, ModelResponse) and begun.text is not None
         assert begun.text.rstrip().endswith('"""') and "max(numbers) + min" not in begun.text  # old body left out
-        assert "The first failure above is in spread in solution.py" in str(messages[0])
+        assert "The failure points at spread in solution.py" in str(messages[0])
         return text("    return max(numbers) - min(numbers)\n```\n")
 
     replies = [
@@ -294,7 +294,7 @@ def test_a_failing_function_is_rewritten_by_continuation_inside_it(tmp_path: Pat
         fixed_body,
         text("STEP COMPLETE"),
     ]
-    unit, script, store = _unit(tmp_path, replies, continues=True)
+    unit, _, store = _unit(tmp_path, replies, continues=True)
     outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     code = store.read_text("solution.py")
@@ -313,6 +313,46 @@ def test_the_function_a_failure_points_at() -> None:
     assert failing_function(raised, sources, ["shapes.py"]) == ("shapes.py", "area", "Shape")
     wrong = "____ test_area ____\n>       assert Shape().area() == 1\ntests/test_shapes.py:5: AssertionError"
     assert failing_function(wrong, sources, ["shapes.py"]) == ("shapes.py", "area", "Shape")
-    lint = "Code problems:\nshapes.py:7: lint: F821 Undefined name `k2`"
-    assert failing_function(lint, sources, ["shapes.py"]) == ("shapes.py", "grow", None)
+    lint = "Code problems:\nshapes.py:7: lint: F821 Undefined name `k2`\nshapes.py:3: lint: E999 x"
+    assert failing_function(lint, sources, ["shapes.py"]) == ("shapes.py", "grow", None)  # the first problem
     assert failing_function(wrong, sources, ["other.py"]) is None  # not the step's code
+
+
+def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_over_and_over(tmp_path: Path) -> None:
+    """A new body cannot fix a call with arguments the signature does not take; and the same function is begun
+    inside at most twice in a row, then the whole files are asked for (the test may be what is wrong). An answer
+    that is no body (the function sent whole) is dropped, not read as the whole file."""
+    from l2mac.checks.verdict import Verdict
+    from l2mac.control.text import TextConversation
+
+    task = Instruction(
+        title="spread",
+        instruction=f"Implement the function below in solution.py. Test it in tests/test_solution.py.\n\n"
+        f"```python\n{STUB}```\n\nAlso write helper() in solution.py.",
+        requires_tests=True,
+    )
+    wrong_test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 4.0\n"
+    begun: list[bool] = []
+
+    def answer(reply: str) -> Reply:
+        def respond(messages: list[ModelMessage]) -> ModelResponse:
+            begun.append(isinstance(messages[-1], ModelResponse))
+            return text(reply)
+
+        return respond
+
+    replies = [
+        text("    return max(numbers) - min(numbers)\n\n\ndef helper():\n    return 1\n```\n"),
+        answer(f"tests/test_solution.py\n```python\n{wrong_test}```\n"),
+        answer("def spread(numbers):\n    return 3.0\n```\n"),  # begun inside spread, sent whole: dropped
+        answer("    return max(numbers) - min(numbers)\n```\n"),  # begun again: the same body
+        *[answer("STEP COMPLETE")] * 5,  # not begun: twice in a row is enough
+    ]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    step = Step("spread", 1, 1, task, "")
+    asyncio.run(unit.run_step(step))
+    assert begun[:4] == [False, True, True, False]
+    assert "def helper" in store.read_text("solution.py")  # the dropped answer did not cut the file short
+    conversation = TextConversation(step, unit._setting(step))
+    report = "____ test_spread ____\nE   TypeError: spread() takes 1 positional argument but 2 were given"
+    assert conversation._failing_function(Verdict(False, report)) is None

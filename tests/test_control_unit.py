@@ -167,7 +167,7 @@ def test_turn_budget_fails_the_step(tmp_path: Path) -> None:
     assert not outcome.passed and "turn budget" in outcome.reason and script.remaining == 0
     assert (
         outcome.summary
-        == "(The previous step did not pass: turn budget spent (2 model calls).) The files it wrote hold:\n(no files)"
+        == "(The previous step did not pass: turn budget spent (2 model calls).) The files it changed hold:\n(none)"
     )
 
 

@@ -89,8 +89,16 @@ def test_a_task_giving_its_one_files_skeleton_is_one_step_without_asking_the_mod
     program = asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), task, max_steps=3))
     assert [s.instruction for s in program.steps] == [task] and script.requests == []
     assert "its one code file, shapes.py" in program.source
-    # two code files named, or a skeleton of nothing: the model plans
-    for other in (task.replace("shapes.py.", "shapes.py, with a CLI in cli.py."), task.replace(skeleton, "x = 1\n")):
+    # two code files named, a skeleton of nothing, an example of the module's use, or of a plugin of the program:
+    # the model plans
+    usage = "from shapes import Shape\n\n\ndef show(s):\n    ...\n"
+    plugin = "class Square(Shape):\n    def area(self):\n        ...\n"
+    for other in (
+        task.replace("shapes.py.", "shapes.py, with a CLI in cli.py."),
+        task.replace(skeleton, "x = 1\n"),
+        task.replace(skeleton, usage),
+        task.replace(skeleton, plugin),
+    ):
         plan = call("submit_plan", {"steps": [{"title": "A", "instruction": "Write shapes.py."}]})
         script = ScriptedModel([plan])
         asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), other, max_steps=3))

@@ -125,7 +125,7 @@ def test_declaring_complete_with_failing_checks_is_refused_until_the_budget_is_s
     assert "checks still failing" in outcome.reason
     # the next step is told what the files hold, read from them (no model call: the script had none left)
     assert outcome.summary.startswith("(The previous step did not pass")
-    assert "- stack.py (6 lines)\n      def push(s, x)\n      def pop(s)" in outcome.summary
+    assert "The files it changed hold:\n- stack.py (6 lines)\n      def push(s, x)\n      def pop(s)" in outcome.summary
 
 
 def test_a_step_stops_when_its_share_of_the_runs_time_is_spent(tmp_path: Path) -> None:

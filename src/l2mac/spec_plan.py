@@ -16,7 +16,9 @@ import ast
 import re
 
 from l2mac import outline
+from l2mac.checks.demands import is_stub_definition
 from l2mac.checks.layout import module_name
+from l2mac.checks.repairs import imported_modules
 from l2mac.fenced import fenced_blocks
 from l2mac.plan_rules import file_detail
 from l2mac.types import Instruction
@@ -70,20 +72,42 @@ def one_skeleton_file(task: str) -> str | None:
     shapes.py", a fenced block of classes and functions to complete) and names no other code file: that task is
     already one step. Seen on ClassEval: a 1.5B planner split one class into a step per method, the first step
     wrote every method, and the two after it spent their budgets rewriting its tests."""
-    skeletons = [body for _, body in fenced_blocks(task) if _defines(body)]
-    if len(skeletons) != 1 or outline.tree_paths(task):
-        return None
     prose = "\n".join(outline._outside_fences(task))
     named = {p for p in re.findall(r"(?<![\w/.-])([\w./-]+\.py)\b", prose) if not outline.is_test(p)}
-    return named.pop() if len(named) == 1 else None
+    if len(named) != 1 or outline.tree_paths(task):
+        return None
+    path = named.pop()
+    skeletons = [body for _, body in fenced_blocks(task) if _is_skeleton(body, module_name(path))]
+    return path if len(skeletons) == 1 else None
 
 
-def _defines(code: str) -> bool:
+def _is_skeleton(code: str, module: str) -> bool:
+    """Whether ``code`` is the skeleton of module ``module``: it defines a function (or a method) to complete,
+    does not import the module (an example of its use does), and its classes derive only from what it
+    defines or imports (an example of a plugin of the program derives from the program's own class)."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return False
-    return any(isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) for n in tree.body)
+    known = {
+        a.asname or a.name.split(".")[0]
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    known |= {n.name for n in tree.body if isinstance(n, ast.ClassDef)} | {"object", "Exception", "ValueError"}
+    if module in imported_modules(tree):
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(b).split(".")[0] not in known for b in node.bases):
+            return False
+    stubs = [
+        is_stub_definition(m, n if isinstance(n, ast.ClassDef) else None)
+        for n in tree.body
+        for m in (n.body if isinstance(n, ast.ClassDef) else [n])
+        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    return any(stubs)
 
 
 def _uses_the_rest(path: str) -> bool:

@@ -97,10 +97,14 @@ def failing_function(report: str, sources: dict[str, str], code: list[str]) -> t
     None): where the first failure's traceback, or the first code problem, is in one of them, the function
     holding that line; else the one function of them that the first failing test's failing statement calls.
     None when nothing points at exactly one."""
+    problems = report.split("Tests:")[0]  # the code problems a report lists first: the first of them
+    for m in _PLACE.finditer(problems):
+        if m["path"] in code and (found := _enclosing(sources.get(m["path"], ""), int(m["line"]))) is not None:
+            return m["path"], *found
     failures = _FAILURE_HEADER.split(report)
     first = failures[1] if len(failures) > 1 else report
     places = [(m["path"], int(m["line"])) for m in _PLACE.finditer(first)]
-    for path, line in reversed([p for p in places if p[0] in code]):
+    for path, line in reversed([p for p in places if p[0] in code]):  # a traceback: the innermost frame
         found = _enclosing(sources.get(path, ""), line)
         if found is not None:
             return path, *found

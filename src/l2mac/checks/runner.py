@@ -51,7 +51,7 @@ def scrubbed_env(cwd: Path, environ: Mapping[str, str] | None = None) -> dict[st
     env = {k: src[k] for k in _SAFE_ENV if k in src}
     env.update(
         HOME=str(cwd),
-        PYTHONPATH=os.pathsep.join([str(cwd), *([str(cwd / "src")] if (cwd / "src").is_dir() else [])]),
+        PYTHONPATH=os.pathsep.join([str(cwd), *([str(cwd / "src")] if _src_layout(cwd) else [])]),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         PYTHONHASHSEED="0",
@@ -62,6 +62,12 @@ def scrubbed_env(cwd: Path, environ: Mapping[str, str] | None = None) -> dict[st
         NO_COLOR="1",
     )
     return env
+
+
+def _src_layout(cwd: Path) -> bool:
+    """A ``src/`` folder of modules and packages; one that is itself a package is imported as ``src``, and on
+    the path too its modules would load twice, under two names (two classes each, and isinstance fails)."""
+    return (cwd / "src").is_dir() and not (cwd / "src" / "__init__.py").exists()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from pydantic_ai.messages import ModelResponse, TextPart
@@ -55,6 +55,7 @@ class Opening:
     indent: int
     body_indent: int
     owner: str | None = None  # the class the stub is a method of
+    rewrite: bool = False  # a whole function's new body, not a stub's (an answer that is no body is dropped)
 
     def prefill(self) -> str:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
@@ -196,11 +197,11 @@ def function_opening(path: str, source: str, name: str, owner: str | None = None
         return None
     for node in tree.body:
         if owner is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return _opening(path, source, node)
+            return replace(_opening(path, source, node), rewrite=True)
         if owner is not None and isinstance(node, ast.ClassDef) and node.name == owner:
             for m in node.body:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == name:
-                    return _opening(path, source, m, owner)
+                    return replace(_opening(path, source, m, owner), rewrite=True)
     return None
 
 

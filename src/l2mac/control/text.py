@@ -43,6 +43,7 @@ from l2mac.checks.demands import (
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import python_files
+from l2mac.checks.verdict import Verdict
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control.answers import (
     File,
@@ -69,6 +70,10 @@ _NOT_SHOWN = re.compile(r"^- (\S+) \(\d+ lines, not shown\)$", re.MULTILINE)
 FILES_SHARE = 0.4
 #: how much hotter the next answer is sampled after one that changed nothing
 TEMPERATURE_STEP = 0.3
+#: answers in a row begun inside the same failing function, at most
+MAX_REWRITES = 2
+#: a failure calling a function with arguments its signature does not take
+_CALLED_WRONG = re.compile(r"TypeError: .*(?:positional argument|keyword argument|required argument)")
 
 
 def text_messages(
@@ -138,6 +143,9 @@ class TextConversation:
     sent_at: int = 0  # the store's revision when that answer was read
     last: _Reading = field(default_factory=_Reading)
     opening: Opening | None = None  # the stub the next answer is begun inside (see control.continuation)
+    doubted: bool = False  # agreement found the step's tests the likelier wrong: their failures are not fitted to
+    rewriting: tuple[str, str, str | None] | None = None  # the function last begun inside to fix a failure
+    rewrites: int = 0  # how many times in a row
 
     def __post_init__(self) -> None:
         store = self.setting.toolbox.env.store
@@ -174,6 +182,9 @@ class TextConversation:
         inside = cut and text.count("```") % 2 == 1  # the answer ends inside a file's block: that file was cut
         if opening and completed:
             files = [{"path": opening.path, "content": completed.text}]
+        elif opening and opening.rewrite:  # read as the whole file, what is after the function would be lost
+            files = []
+            log("recovered", recovery="rewrite_without_a_body_dropped", path=opening.path, name=opening.name)
         else:  # a block the cut left open is closed, to be read as the file it began
             files = self._files(response, text + ("\n```" if inside else ""))
         cut_path, salvaged = (files[-1]["path"], self._salvage(files)) if inside and files else ("", [])
@@ -276,7 +287,7 @@ class TextConversation:
             if stubbed_file is not None:
                 self.focus = stubbed_file
                 feedback += "\n\n" + self._request_file(stubbed_file)
-            elif not verdict.tests_doubted and (rewrite := self._failing_function(verdict.report)) is not None:
+            elif (rewrite := self._failing_function(verdict)) is not None:
                 self.opening, self.focus = rewrite, rewrite.path
                 feedback += "\n\n" + render("text_request_rewrite", path=rewrite.path, name=rewrite.name)
         self.feedback = self._unchanged(feedback)
@@ -319,19 +330,24 @@ class TextConversation:
         self.focus = pending[0]
         return missed
 
-    def _failing_function(self, report: str) -> Opening | None:
+    def _failing_function(self, verdict: Verdict) -> Opening | None:
         """Where the answer fixing a failed check is begun, when the model continues begun answers and the report
         points at one function of the step's code files (its traceback, a code problem, or the one function the
         failing test statement calls), and agreement did not point at the tests: inside that function, after its
         docstring, so the answer is its new body. Seen: asked to fix a failing test, the 1.5B model sent the
         whole file back unchanged in 43% of DevBench turns; a body is what it writes best, and is short."""
+        self.doubted = self.doubted or verdict.tests_doubted  # once doubted, the tests are not fitted to
         code = [p for p in self._code_files() if p.endswith(".py")]
         asked = "text_request_rewrite" in self.setting.domain.prompts
-        if not asked or not self.setting.continues or not code:
-            return None
+        if not asked or not self.setting.continues or not code or self.doubted or _CALLED_WRONG.search(verdict.report):
+            return None  # a call that does not fit the signature: a new body cannot fix it
         sources = python_files(self.setting.toolbox.env.store)
-        found = failing_function(report, sources, code)
+        found = failing_function(verdict.report, sources, code)
         if found is None:
+            return None
+        self.rewrites = self.rewrites + 1 if found == self.rewriting else 1
+        self.rewriting = found
+        if self.rewrites > MAX_REWRITES:  # the same function again and again: the whole files are asked for
             return None
         path, name, owner = found
         return function_opening(path, sources[path], name, owner)

@@ -109,7 +109,7 @@ class ControlUnit:
         while True:
             if state.turns >= self.limits.max_turns:
                 return await self._fail(step, talk, state, f"turn budget spent ({self.limits.max_turns} model calls)")
-            if step.deadline is not None and time.monotonic() >= step.deadline and state.turns:
+            if step.deadline is not None and time.monotonic() >= step.deadline and state.measured is not None:
                 return await self._fail(step, talk, state, "its share of the run's time limit spent")
             messages = talk.messages()
             grew = bool(state.sent) and messages[: len(state.sent)] == state.sent  # the provider's count applies
@@ -367,9 +367,10 @@ class ControlUnit:
         the step before's summary word for word."""
         reason += await self._keep_best(step, state)
         store = self.toolbox.env.store
-        written = {p: store.read_text(p) for p in store.changed_since(state.start_revision) if store.is_project_file(p)}
-        held = "\n".join(file_entry(p, t) for p, t in written.items()) or "(no files)"
-        summary = f"(The previous step did not pass: {reason}.) The files it wrote hold:\n{held}"
+        files = store.snapshot()  # the text files the model may see
+        changed = [p for p in store.changed_since(state.start_revision) if p in files]
+        held = "\n".join(file_entry(p, files[p]) for p in changed) or "(none)"
+        summary = trim_output(f"(The previous step did not pass: {reason}.) The files it changed hold:\n{held}", 1500)
         return self._outcome(step, state, StepStatus.FAILED, summary, reason)
 
     def log(self, kind: str, **data: object) -> None:

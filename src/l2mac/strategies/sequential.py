@@ -98,7 +98,7 @@ class SequentialStrategy:
             ctx.emit(StepStarted(index, total, instruction.title))
             if self.readme and ctx.domain.python_checks and is_readme_step(instruction):
                 make_installable(ctx.toolbox.env.store, _recovered(ctx.record, index))
-            deadline = _time_share(ctx.client.deadline, total - index + 1)
+            deadline = _time_share(ctx.client.deadline, min(total, self.step_budget or total) - index + 1)
             outcome = await unit.run_step(Step(program.task, index, total, instruction, summary, deadline))
             ctx.history.commit(f"step {index}/{total}: {instruction.title} [{outcome.status.value}]")
             ctx.record.save_step(outcome)
