@@ -265,7 +265,7 @@ def result_rows(benchmark: str) -> list[dict[str, Any]]:
         data = json.loads(path.read_text(encoding="utf-8"))
         s = data.get("summary", {})
         if s.get("scored"):
-            keys = ("strategy", "model", "command", "sessions", "engine_budget", "task_tokens")
+            keys = ("strategy", "model", "command", "sessions", "engine_budget", "task_tokens", "notes")
             rows.append({"file": path.name, **{k: data.get(k) for k in keys}, **s})
     return rows
 
@@ -311,9 +311,16 @@ def scored_section(
     lines += ["", f"{rows[0]['note']}.", "", "Commands:", ""]
     lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
     lines.append("")
+    lines += notes_lines(rows)
     if bars(rows, series, title, BENCH / f"{benchmark}.png"):
         lines += [f"![{title} by strategy]({benchmark}.png)", ""]
     return lines
+
+
+def notes_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """What the person who ran each run saw and its numbers cannot show, by strategy and file."""
+    notes = [f"- {r['strategy']} (`{r['file']}`): {n}" for r in rows for n in r.get("notes") or []]
+    return ["Notes on these runs:", "", *notes, ""] if notes else []
 
 
 def ratio(r: dict[str, Any], part: str, whole: str) -> float:
@@ -373,8 +380,7 @@ def main() -> int:
         lines.append("")
         lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
         lines.append("")
-        if notes := [f"- {r['strategy']}: {n}" for r in rows for n in r.get("notes") or []]:
-            lines += ["Notes on these runs:", "", *notes, ""]
+        lines += notes_lines(rows)
         if plot(rows, BENCH / "humanevalplus.png"):
             lines += ["![HumanEval+ pass@1 by strategy](humanevalplus.png)", ""]
     lines += classeval_section()
