@@ -214,7 +214,12 @@ def test_a_step_context_that_cannot_show_every_file_shows_the_relevant_ones_and_
     for i in range(200):
         store.write_text(f"pkg/mod{i:03d}.py", f"def helper_{i}(x):\n    return x + {i}\n" * 5)
     store.write_text("pkg/zexport.py", "def export_rows(rows, path):\n    pass\n")
-    shown = show_files(store, 1500, request="Add a header row to export_rows in pkg/zexport.py.")
+    from functools import partial
+
+    from l2mac.repo.map import rank as by_relevance
+
+    relevant = partial(by_relevance, request="Add a header row to export_rows in pkg/zexport.py.")
+    shown = show_files(store, 1500, rank=relevant)
     assert shown.startswith("pkg/zexport.py\n```python\ndef export_rows")
     listed = shown.split("Other files:\n")[1].splitlines()
     assert len(listed) == MAX_LISTED + 1 and listed[-1].endswith("more files")
@@ -222,7 +227,7 @@ def test_a_step_context_that_cannot_show_every_file_shows_the_relevant_ones_and_
     small = FileStore(tmp_path / "s")
     small.write_text("b.py", "x = 1\n")
     small.write_text("a.py", "y = 2\n")
-    assert show_files(small, 10_000, request="b.py").index("a.py") < show_files(small, 10_000).index("b.py")
+    assert show_files(small, 10_000, rank=relevant).index("a.py") < show_files(small, 10_000).index("b.py")
 
 
 def test_a_change_interrupted_mid_step_resumes_on_its_branch_and_keeps_what_it_left(tmp_path: Path) -> None:

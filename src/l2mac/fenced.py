@@ -13,7 +13,6 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from l2mac.repo.map import rank
 from l2mac.store import FileStore
 
 _FENCE = re.compile(r"```[\w+-]*[^\n]*\n(.*?)```", re.DOTALL)
@@ -150,17 +149,20 @@ MAX_LISTED = 60
 
 
 def show_files(
-    store: FileStore, budget_chars: int, hide: Callable[[str], bool] | None = None, request: str = ""
+    store: FileStore,
+    budget_chars: int,
+    hide: Callable[[str], bool] | None = None,
+    rank: Callable[[dict[str, str]], list[str]] | None = None,
 ) -> str:
-    """Each project file as its path and a fenced block, in order, until ``budget_chars`` is spent; the rest are
-    named with their length (a model reads them with a ranged read). Files for which ``hide`` is true are left
-    out. When they do not all fit (a repository l2mac did not write), the files most relevant to ``request``
-    come first, and at most :data:`MAX_LISTED` are named."""
+    """Each project file as its path and a fenced block, in path order, until ``budget_chars`` is spent; the rest
+    are named with their length (a model reads them with a ranged read). Files for which ``hide`` is true are
+    left out. When they do not all fit (a repository l2mac did not write), they come in ``rank``'s order (the
+    most relevant first), and at most :data:`MAX_LISTED` are named."""
     files = {p: t for p, t in store.snapshot().items() if hide is None or not hide(p)}
     unreadable = [p for p in store.list_files() if p not in files and (hide is None or not hide(p))]
     order = sorted(files)
-    if sum(len(fenced_file(p, t)) for p, t in files.items()) > budget_chars:
-        order = rank(files, request)
+    if rank is not None and sum(len(fenced_file(p, t)) for p, t in files.items()) > budget_chars:
+        order = rank(files)
     shown: list[str] = []
     listed: list[str] = []
     used = 0

@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -58,6 +59,7 @@ from l2mac.control.continuation import Opening, find_opening, function_opening, 
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
 from l2mac.fenced import fence_lang, fenced_blocks, fenced_files, show_files
+from l2mac.repo.map import rank
 from l2mac.tools import STEP_COMPLETE, Tool
 from l2mac.types import ToolResult
 
@@ -90,7 +92,9 @@ def text_messages(
     format example shows ``focus`` (the file asked for), since a small model writes whatever path it shows."""
     domain = setting.domain
     budget_chars = int(setting.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
-    files = show_files(setting.toolbox.env.store, budget_chars, hide, step.instruction.instruction)
+    files = show_files(
+        setting.toolbox.env.store, budget_chars, hide, partial(rank, request=step.instruction.instruction)
+    )
     hidden = _NOT_SHOWN.search(files)
     if hidden and "text_read_hint" in domain.prompts:  # said only when it is of use, with a file it is of use for
         files += "\n" + domain.render("text_read_hint", path=hidden.group(1))
