@@ -368,6 +368,14 @@ def test_merge_definitions_keeps_the_rest_and_the_future_import_first() -> None:
         "def b():\n    return os.sep\n"
     )
     assert merge_definitions(source, "def c():\n    pass\n") is None  # not defined there: no guess
+    # the answer named the file: a new definition is added after the last, before a __main__ guard
+    guarded = source + '\n\nif __name__ == "__main__":\n    a()\n'
+    added = merge_definitions(guarded, "def c():\n    return 3\n\n\ndef d():\n    return 4\n", add_new=True)
+    assert (
+        added
+        == source + '\n\ndef c():\n    return 3\n\n\ndef d():\n    return 4\n\n\nif __name__ == "__main__":\n    a()\n'
+    )
+
     assert merge_definitions(source, "x = 1\n\ndef a():\n    pass\n") is None  # not only definitions
     assert merge_definitions(source, "def a(:\n") is None
 
@@ -944,3 +952,18 @@ def test_the_project_as_a_step_found_it_is_measured_with_its_binary_files(tmp_pa
     env = ToolEnv(store=store, runner=SubprocessRunner())
     tests = Baseline(store.snapshot(), set(), store).tests(env)
     assert tests.passing == {"tests/test_data.py::test_size"} and not tests.failing
+
+
+def test_a_function_added_to_a_long_module_is_merged_in_not_refused_as_a_fragment(tmp_path: Path) -> None:
+    """Changing a repository: a small model asked to add a function to a 400-line module cannot send it whole
+    (its answers stop at 2,048 tokens); the function alone, under the file's name, is added to the file."""
+    long_module = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(40))
+    add = "def double(x):\n    return 2 * x\n"
+    test = "from mod import double, f1\n\n\ndef test_double():\n    assert double(f1(1)) == 4\n"
+    step = Instruction(title="Double", instruction="Add double(x) to mod.py. Test it in tests/test_double.py.")
+    replies = [text(fenced(("mod.py", add))), text(fenced(("tests/test_double.py", test))), text("STEP COMPLETE")]
+    unit, _, store = make_unit(tmp_path, replies)
+    store.write_text("mod.py", long_module)
+    outcome = run_step(unit, step.model_copy(update={"requires_tests": True}))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("mod.py") == long_module.rstrip("\n") + "\n\n\n" + add

@@ -245,12 +245,14 @@ def definition_span(node: ast.stmt) -> tuple[int, int]:
     return min([node.lineno, *(d.lineno for d in decorators)]) - 1, node.end_lineno or node.lineno
 
 
-def merge_definitions(source: str, snippet: str) -> str | None:
+def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> str | None:
     """``source`` with the top-level functions and classes of ``snippet`` put in place of those of the same name.
 
     Small models often answer a failure with just the corrected function. When the snippet holds only
     imports and definitions, and ``source`` already defines every one of them, the result is the whole file
-    with those definitions replaced (and the snippet's missing imports added at the top); otherwise None."""
+    with those definitions replaced (and the snippet's missing imports added at the top); otherwise None. With
+    ``add_new`` (the answer named the file), a definition ``source`` lacks is added after its last definition
+    (before a ``__main__`` guard): a function added to a long module, which a small model cannot send whole."""
     try:
         new_tree, old_tree = ast.parse(snippet), ast.parse(source)
     except SyntaxError:
@@ -261,19 +263,29 @@ def merge_definitions(source: str, snippet: str) -> str | None:
     if not new_defs or len(new_defs) + len(imports) != len(new_tree.body):
         return None
     old_defs = {n.name: n for n in old_tree.body if isinstance(n, defs)}
-    if any(n.name not in old_defs for n in new_defs):
+    if any(n.name not in old_defs for n in new_defs) and not (add_new and old_defs):
         return None
     snippet_lines, lines = snippet.splitlines(), source.splitlines()
+    guard = next((n for n in old_tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)), None)
+    before = [n for n in old_tree.body if guard is None or n.lineno < guard.lineno]
+    end = (before[-1].end_lineno or len(lines)) if before else 0  # new definitions: after these, before a guard
 
-    replacements = []
+    replacements: list[tuple[tuple[int, int], list[str]]] = []
+    added: list[str] = []
     for node in new_defs:
         a, b = definition_span(node)
-        replacements.append((definition_span(old_defs[node.name]), snippet_lines[a:b]))
+        old = old_defs.get(node.name)
+        if old is not None:
+            replacements.append((definition_span(old), snippet_lines[a:b]))
+        else:  # after the last definition, two blank lines apart
+            added += ["", "", *snippet_lines[a:b]]
+    if added:
+        replacements.append(((end, end), added))
     for (a, b), new in sorted(replacements, reverse=True):
         lines[a:b] = new
     have = {ast.unparse(n) for n in old_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
     missing = [ast.unparse(n) for n in imports if ast.unparse(n) not in have]
     head = import_line(old_tree)  # definitions come after it, so replacing them first leaves it valid
     lines[head:head] = missing
-    merged = "\n".join(lines) + "\n"
+    merged = "\n".join(lines).rstrip("\n") + "\n" if added else "\n".join(lines) + "\n"
     return None if merged == source else merged

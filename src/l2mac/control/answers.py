@@ -69,7 +69,7 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
 
     Small models often answer with the few lines they changed under the file's name; writing that would
     destroy the rest of the file, so it is refused and the model is asked for the whole file (unless the block
-    holds only definitions the file has: they are put in place of those)."""
+    holds only definitions: they are put in place of those of the same name, and new ones added)."""
     whole: list[File] = []
     notes: list[str] = []
     for f in files:
@@ -79,7 +79,11 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
             old = 0
         new = len(f["content"].splitlines())
         if old >= FRAGMENT_MIN_LINES and new < old * FRAGMENT_SHARE:
-            merged = merge_definitions(store.read_text(f["path"]), f["content"]) if f["path"].endswith(".py") else None
+            merged = (
+                merge_definitions(store.read_text(f["path"]), f["content"], add_new=True)
+                if f["path"].endswith(".py")
+                else None
+            )
             if merged is not None:
                 whole.append({"path": f["path"], "content": merged})
                 notes.append(f"Your definitions were put in place of those of the same name in {f['path']}.")
