@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage
 from test_text_protocol import fenced, make_unit, run_step
 
-from l2mac.checks.examples import given_examples, run_examples
+from l2mac.checks.examples import given_examples, run_examples, stated_examples
 from l2mac.checks.runner import SubprocessRunner
+from l2mac.control import Step
 from l2mac.models.scripted import last_user_text, text
 from l2mac.store import FileStore
 from l2mac.types import Instruction, StepStatus
@@ -115,3 +117,45 @@ def test_a_step_whose_own_tests_pass_does_not_pass_while_the_tasks_examples_fail
     outcome = run_step(unit, Instruction(title="Geometry", instruction=INSTRUCTION, requires_tests=True))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("geometry.py") == RIGHT
+
+
+def test_examples_a_task_states_in_its_prose_are_read_one_doctest_per_function() -> None:
+    task = (
+        "Add slug(title) that makes a URL slug, e.g. slug('Hello World') == 'hello-world' and "
+        "`slug(' A  b ') == 'a-b'`; pair(1, k='a,b') == [2, (1, 'a,b')]; count(xs) == 2. len('ab') == 2 is "
+        "Python's; "
+        "obj.size(1) == 2 is a method of something not made here; area(2) == 12.57 is a rounded figure; "
+        "tally() == {'a': 1} compares by ==; f(x) == 3 takes a name; g(1) ==> 2 is not Python."
+    )
+    found = {e.name: e.text for e in stated_examples(task)}
+    assert found == {
+        "slug": ">>> slug('Hello World')\n'hello-world'\n>>> slug(' A  b ')\n'a-b'",
+        "pair": ">>> pair(1, k='a,b')\n[2, (1, 'a,b')]",
+        "tally": ">>> tally() == {'a': 1}\nTrue",
+    }  # not count(xs) nor f(x): their arguments are names
+    assert [e.name for e in stated_examples("assert add(1, 2) == 3")] == ["add"]
+
+
+def test_a_tasks_stated_example_holds_a_step_whose_instruction_dropped_it(tmp_path: Path) -> None:
+    """A small model's plan often drops the task's examples from the step that needs them: the task's own are
+    checked too, and the model is shown what its code returned."""
+    task = "Add slug(title) to text.py, e.g. slug('Hello World') == 'hello-world', with pytest tests."
+    wrong = "def slug(title):\n    return title.lower()\n"
+    right = "def slug(title):\n    return '-'.join(title.lower().split())\n"
+    tests = "from text import slug\n\n\ndef test_slug():\n    assert slug('a') == 'a'\n"
+
+    def fix(messages: list[ModelMessage]):
+        told = last_user_text(messages)
+        assert "slug('Hello World')" in told and "Expected:\n    'hello-world'\nGot:\n    'hello world'" in told
+        return text(fenced(("text.py", right)))
+
+    replies = [
+        text(fenced(("text.py", wrong), ("tests/test_text.py", tests)) + "\nSTEP COMPLETE"),
+        fix,
+        text("STEP COMPLETE\ntext.py has slug."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies)
+    step = Instruction(title="Slug", instruction="Write slug(title) in text.py, tested in tests/test_text.py.")
+    outcome = asyncio.run(unit.run_step(Step(task, 1, 1, step, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("text.py") == right

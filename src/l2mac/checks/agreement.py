@@ -33,7 +33,7 @@ from l2mac.checks.consensus import (
 )
 from l2mac.checks.demands import missing_definitions, named_files, names_for_file, untested_functions
 from l2mac.checks.env import ToolEnv
-from l2mac.checks.examples import Example, given_examples, run_examples
+from l2mac.checks.examples import Example, run_examples, task_examples
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import find_code_issues
@@ -92,6 +92,7 @@ class Weigher:
     limits: AgreementLimits = AgreementLimits()
     recover: bool = True
     label: str = "step"  # names the samples' requests in the run log
+    task: str = ""  # the whole task, whose stated examples hold too
     verdicts: dict[str, tuple[str, Agreement]] = field(default_factory=dict)  # per project state: target, verdict
     told: set[str] = field(default_factory=set)  # tests already named to the model as doubtful
     rounds: int = 0  # sampling rounds spent
@@ -130,7 +131,7 @@ class Weigher:
         if not base or all(base.values()):
             return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
         self.rounds += 1
-        examples = given_examples(instruction)
+        examples = task_examples(instruction, self.task)
         candidates, outcomes, failures, shown = await self._implementations(snapshot, target, examples)
         if not candidates:
             self.log("agreement", target=target, samples=self.limits.samples, usable=0)

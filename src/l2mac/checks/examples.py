@@ -9,6 +9,11 @@ count before the model's own tests in how close a step is to passing, so a step 
 them for one that passes its own tests. Seen on HumanEval+: right first drafts rewritten to fit a wrong test
 the model wrote (``longest()`` lower-casing its answer), where the docstring's examples would have held them.
 
+A task also states examples in its prose (``screaming_snake('DeviceType') == 'DEVICE_TYPE'``): a call of a
+function by its plain name with literal arguments, compared with ``==`` to a literal. Those are run the same way,
+as one doctest per function (``stated_examples``), from the task and from the step's instruction alike, since a
+plan written by a small model often drops them from the instruction that needs them.
+
 A docstring is left out when its examples use a name that neither they, the task's code, its imports nor the
 builtins define (an instance made in another method's docstring), and an example of a function that is still
 a stub is not run yet: it is a later step's.
@@ -72,6 +77,118 @@ def given_examples(instruction: str) -> list[Example]:
             if ">>>" in text and _self_contained(text, known):
                 found.append(Example(name, (owner or node).name, text))
     return found
+
+
+def task_examples(instruction: str, task: str = "") -> list[Example]:
+    """The examples a step is held to: its instruction's docstring examples, then those the task's code and
+    prose state (each once), as the task's examples hold for whichever step writes their function."""
+    found: list[Example] = []
+    for example in [*given_examples(instruction), *stated_examples(instruction), *given_examples(task)]:
+        if example not in found:
+            found.append(example)
+    for example in stated_examples(task):
+        if all(e.name != example.name for e in found):  # the instruction's own take on a function comes first
+            found.append(example)
+    return found
+
+
+#: a call by a plain name (not an attribute: ``x.f(`` is a method of something the example does not make)
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
+#: where a literal after ``==`` may end: punctuation, a space, a code span's backtick, the line's end
+_LITERAL_END = re.compile(r"(?=[,;:`)\]}\s])|\.(?=\s|$)|$", re.MULTILINE)
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def stated_examples(text: str) -> list[Example]:
+    """The ``name(literal, ...) == literal`` examples stated in ``text``'s prose or code, one per function."""
+    by_name: dict[str, list[str]] = {}
+    for match in _CALL.finditer(text):
+        stated = _stated_at(text, match.start(), match.end() - 1)
+        if stated is not None and stated not in by_name.setdefault(match.group(1), []):
+            by_name[match.group(1)].append(stated)
+    return [Example(n, n, "\n".join(s)) for n, s in by_name.items() if s and n not in _BUILTINS]
+
+
+def _stated_at(text: str, start: int, paren: int) -> str | None:
+    """The doctest of the ``call == literal`` that begins at ``start`` (its ``(`` at ``paren``), if one does."""
+    close = _closing(text, paren)
+    if close is None:
+        return None
+    call = text[start : close + 1]
+    rest = text[close + 1 :]
+    equals = re.match(r"\s*==\s*", rest)
+    if equals is None or "\n" in equals.group():
+        return None
+    try:
+        node = ast.parse(call, mode="eval").body
+        if not isinstance(node, ast.Call):
+            return None
+        if not all(_literal(a) for a in node.args) or not all(_literal(k) for k in node.keywords):
+            return None
+    except SyntaxError:
+        return None
+    after = rest[equals.end() :]
+    for end in _LITERAL_END.finditer(after):  # the shortest text that is a literal: "3" of "3, with tests"
+        if end.start() == 0:
+            continue
+        source = after[: end.start()]
+        try:
+            value = ast.literal_eval(source)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if _has_float(value):  # "area(2) == 12.57" is a rounded figure more often than an exact one
+            return None
+        if _shown_exactly(value):  # doctest compares what is shown: the value's repr, so a failure shows it too
+            return f">>> {call}\n{value!r}"
+        return f">>> {call} == {source.strip()}\nTrue"
+    return None
+
+
+def _has_float(value: object) -> bool:
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_has_float(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in [*value.keys(), *value.values()])
+    return isinstance(value, (float, complex))
+
+
+def _literal(node: ast.expr | ast.keyword) -> bool:
+    try:
+        ast.literal_eval(node.value if isinstance(node, ast.keyword) else node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return not isinstance(node, ast.keyword) or node.arg is not None
+
+
+def _shown_exactly(value: object) -> bool:
+    """Whether ``x == value`` is the same as ``repr(x) == repr(value)`` for what a function would return: not
+    for floats (3 == 3.0), sets or dicts (their order)."""
+    if isinstance(value, (list, tuple)):
+        return all(_shown_exactly(v) for v in value)
+    return value is None or isinstance(value, (str, bytes, bool, int))
+
+
+def _closing(text: str, paren: int) -> int | None:
+    """Where the bracket opened at ``paren`` closes on the same line (quotes respected), if it does."""
+    depth, quote = 0, ""
+    for i in range(paren, len(text)):
+        c = text[i]
+        if c == "\n":
+            return None
+        if quote:
+            if c == quote and text[i - 1] != "\\":
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
 
 
 def run_examples(

@@ -31,7 +31,7 @@ from l2mac.checks.demands import (
     untested_modules,
 )
 from l2mac.checks.env import ToolEnv
-from l2mac.checks.examples import given_examples, run_examples
+from l2mac.checks.examples import run_examples, task_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.regressions import Baseline, find_regression
@@ -128,6 +128,7 @@ class StepChecks:
         log: Callable[..., None],
         weigher: Weigher | None = None,
         held_by_own: bool = True,
+        task: str = "",
     ) -> None:
         self.env, self.domain, self.instruction = env, domain, instruction
         self.run_tests, self.recover = run_tests and domain.tests, recover
@@ -136,7 +137,7 @@ class StepChecks:
         self.named = named_files(instruction.instruction)
         self.baseline = Baseline(env.store.snapshot(), set(self.named), env.store)
         self.removed: list[str] = []  # tests agreement removed in this step: not missed as regressions
-        self.examples = given_examples(instruction.instruction) if env.python_checks and run_tests else []
+        self.examples = task_examples(instruction.instruction, task) if env.python_checks and run_tests else []
         self.standing = Standing()  # of the project when the checks last ran
         self.examples_report = ""  # the part of the last report on the task's failing examples
         #: tests (ids, or files that did not import) of other files that failed when the step began, left out

@@ -247,6 +247,7 @@ class ControlUnit:
                 limits=AgreementLimits(self.limits.samples, self.limits.max_agreement_rounds),
                 recover=self.recover,
                 label=f"step {step.index}",
+                task=step.task,
             )
         return StepChecks(
             env,
@@ -258,6 +259,7 @@ class ControlUnit:
             log=log,
             weigher=weigher,
             held_by_own=self.limits.held_by_own,
+            task=step.task,
         )
 
     def _ask_sample(
