@@ -15,6 +15,7 @@ from l2mac.checks.repairs import merge_definitions
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.context import ContextBudget
 from l2mac.control import ControlUnit, Step, StepLimits
+from l2mac.control.answers import long_files
 from l2mac.control.arguments import json_files, lenient_json, recover_arguments
 from l2mac.control.text import TEXT
 from l2mac.domains import load_domain
@@ -967,3 +968,38 @@ def test_a_function_added_to_a_long_module_is_merged_in_not_refused_as_a_fragmen
     outcome = run_step(unit, step.model_copy(update={"requires_tests": True}))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("mod.py") == long_module.rstrip("\n") + "\n\n\n" + add
+
+
+def test_a_long_file_is_named_in_the_rules_and_changed_by_its_definitions_alone(tmp_path: Path) -> None:
+    """A long module is never sent whole: the model is told which files are long, and a block of definitions
+    under its name is merged in even when it is more than half the file's length (here, two functions of a
+    module of three: one changed, one added)."""
+    head = '"""Words."""\n\nimport re\n\nVOWELS = "aeiou"\n\n\n'
+    body = "".join(f"def w{i}(word):\n    return word + {i!r}\n\n\n" for i in range(3))
+    padding = "".join(f"# note {i}\n" for i in range(100))
+    long_module = head + body + padding
+    doc = "".join(f"    Line {i} of its documentation.\n" for i in range(70))
+    sent = f'def w1(word):\n    return word + \'!\'\n\n\ndef shout(word):\n    """Loud.\n\n{doc}    """\n'
+    sent += "    return word.upper()\n"
+    test = "from words import shout, w1\n\n\ndef test_shout():\n    assert shout(w1('a')) == 'A!'\n"
+
+    def answer(messages: list[ModelMessage]):
+        system = messages[0].parts[0].content
+        assert "Long files (words.py) are never written whole" in system
+        return text(fenced(("words.py", sent), ("tests/test_words.py", test)))
+
+    step = Instruction(
+        title="Shout", instruction="Add shout(word) to words.py; w1 adds '!'. Test in tests/test_words.py."
+    )
+    unit, _, store = make_unit(tmp_path, [answer, text("STEP COMPLETE")])
+    store.write_text("words.py", long_module)
+    outcome = run_step(unit, step)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    merged = store.read_text("words.py")
+    assert merged.startswith(head) and "VOWELS" in merged and "# note 99" in merged  # the rest of the file kept
+    assert len(sent.splitlines()) > len(long_module.splitlines()) / 2
+    assert "return word + '!'" in merged and "def shout(word):" in merged and "def w2(word):" in merged
+    # a short file is not named as long
+    assert long_files(store) == ["words.py"]
+    store.write_text("words.py", body)
+    assert long_files(store) == []

@@ -20,6 +20,15 @@ Log = Callable[..., None]
 #: a block with fewer than this share of an existing file's lines (of at least FRAGMENT_MIN_LINES) is a fragment
 FRAGMENT_SHARE = 0.5
 FRAGMENT_MIN_LINES = 12
+#: a Python file this long is changed by sending only the definitions added or changed (see long_files): a
+#: small model sends a 466-line module back whole in minutes, cut off at its answer limit
+LONG_FILE_LINES = 100
+
+
+def long_files(store: FileStore, limit: int = 5) -> list[str]:
+    """The project's longest Python files of at least LONG_FILE_LINES lines (at most ``limit``)."""
+    sizes = {p: s.count("\n") + 1 for p, s in python_files(store).items()}
+    return sorted((p for p, n in sizes.items() if n >= LONG_FILE_LINES), key=lambda p: -sizes[p])[:limit]
 
 
 def resolve_bare_names(store: FileStore, files: list[File], to_write: list[str], log: Log) -> list[File]:
@@ -69,7 +78,9 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
 
     Small models often answer with the few lines they changed under the file's name; writing that would
     destroy the rest of the file, so it is refused and the model is asked for the whole file (unless the block
-    holds only definitions: they are put in place of those of the same name, and new ones added)."""
+    holds only definitions: they are put in place of those of the same name, and new ones added). A long file
+    is always changed so when the block holds only definitions and imports, whatever its length, as the model
+    is told to send only what it adds or changes there."""
     whole: list[File] = []
     notes: list[str] = []
     for f in files:
@@ -78,7 +89,7 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
         except (OSError, UnicodeError, ValueError, WorkspaceError):
             old = 0
         new = len(f["content"].splitlines())
-        if old >= FRAGMENT_MIN_LINES and new < old * FRAGMENT_SHARE:
+        if old >= FRAGMENT_MIN_LINES and (new < old * FRAGMENT_SHARE or old >= LONG_FILE_LINES):
             merged = (
                 merge_definitions(store.read_text(f["path"]), f["content"], add_new=True)
                 if f["path"].endswith(".py")
@@ -88,6 +99,10 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
                 whole.append({"path": f["path"], "content": merged})
                 notes.append(f"Your definitions were put in place of those of the same name in {f['path']}.")
                 continue
+            if new >= old * FRAGMENT_SHARE:  # a long file sent whole, or its definitions sent back unchanged
+                if not (f["path"].endswith(".py") and _definitions_only(f["content"])):
+                    whole.append(f)
+                continue
             notes.append(
                 f"Not saved: {f['path']}: your block has {new} lines but the file has {old}; it looks like a "
                 "fragment. Write the COMPLETE file."
@@ -95,6 +110,15 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
         else:
             whole.append(f)
     return whole, notes
+
+
+def _definitions_only(source: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    return bool(tree.body) and all(isinstance(n, kinds) for n in tree.body)
 
 
 def one_at_a_time(

@@ -48,6 +48,7 @@ from l2mac.checks.verdict import Verdict
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control.answers import (
     File,
+    long_files,
     one_at_a_time,
     place_unnamed_blocks,
     resolve_bare_names,
@@ -109,7 +110,13 @@ def text_messages(
         named_files=", ".join(named_files(instruction)) or "(as the step says)",
     )
     example = example_values(instruction, domain.name, focus)
-    system = domain.render("text_step_system", **example, example_lang=fence_lang(example["example_path"]))
+    long = long_files(setting.toolbox.env.store)
+    rule = (
+        domain.render("text_long_files", paths=", ".join(long)) if long and "text_long_files" in domain.prompts else ""
+    )
+    system = domain.render(
+        "text_step_system", **example, example_lang=fence_lang(example["example_path"]), long_files=rule
+    )
     return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
 
