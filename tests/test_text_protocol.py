@@ -1003,3 +1003,30 @@ def test_a_long_file_is_named_in_the_rules_and_changed_by_its_definitions_alone(
     assert long_files(store) == ["words.py"]
     store.write_text("words.py", body)
     assert long_files(store) == []
+
+
+def test_a_long_module_the_step_does_not_name_is_shown_as_its_numbered_outline(tmp_path: Path) -> None:
+    """Shown a 400-line module whole, a small model sends it back whole to add one function; the step needs its
+    names, with where each begins for a ranged read, and what each does."""
+    helpers = "".join(f"def h{i}(x: int) -> int:\n    '''Add {i}.'''\n    return x + {i}\n\n\n" for i in range(25))
+    shout = "from helpers import h3\n\n\ndef shout(x):\n    return h3(x) * 2\n"
+    test = "from shout import shout\n\n\ndef test_shout():\n    assert shout(1) == 8\n"
+
+    def answer(messages: list[ModelMessage]):
+        told = last_user_text(messages)
+        assert "helpers.py (126 lines, too long to show whole" in told and "READ helpers.py:1-41" in told
+        assert "   16| def h3(x: int) -> int  # Add 3." in told and "return x + 3" not in told
+        return text(fenced(("shout.py", shout), ("tests/test_shout.py", test)))
+
+    def named(messages: list[ModelMessage]):  # a step that names the module sees it whole
+        assert "return x + 3" in last_user_text(messages)
+        return text("STEP COMPLETE")
+
+    step = Instruction(
+        title="Shout", instruction="Write shout(x) in shout.py using h3. Test it in tests/test_shout.py."
+    )
+    unit, _, store = make_unit(tmp_path, [answer, text("STEP COMPLETE"), named])
+    store.write_text("helpers.py", helpers)
+    assert run_step(unit, step).status is StepStatus.PASSED
+    outcome = run_step(unit, Instruction(title="Check", instruction="Check helpers.py.", requires_tests=False))
+    assert outcome.status is StepStatus.PASSED

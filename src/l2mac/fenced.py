@@ -153,11 +153,13 @@ def show_files(
     budget_chars: int,
     hide: Callable[[str], bool] | None = None,
     rank: Callable[[dict[str, str]], list[str]] | None = None,
+    view: Callable[[str, str], str | None] | None = None,
 ) -> str:
     """Each project file as its path and a fenced block, in path order, until ``budget_chars`` is spent; the rest
     are named with their length (a model reads them with a ranged read). Files for which ``hide`` is true are
     left out. When they do not all fit (a repository l2mac did not write), they come in ``rank``'s order (the
-    most relevant first), and at most :data:`MAX_LISTED` are named."""
+    most relevant first), and at most :data:`MAX_LISTED` are named. ``view`` may show a file otherwise than
+    whole (a long module as its outline): what it returns for a path and text, unless None."""
     files = {p: t for p, t in store.snapshot().items() if hide is None or not hide(p)}
     unreadable = [p for p in store.list_files() if p not in files and (hide is None or not hide(p))]
     order = sorted(files)
@@ -167,7 +169,7 @@ def show_files(
     listed: list[str] = []
     used = 0
     for path in order:
-        block = fenced_file(path, files[path])
+        block = (view(path, files[path]) if view is not None else None) or fenced_file(path, files[path])
         if used + len(block) > budget_chars:
             listed.append(f"{path} ({len(files[path].splitlines())} lines, not shown)")
             continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -36,6 +36,7 @@ from pydantic_ai.tools import ToolDefinition
 from l2mac.checks.demands import (
     example_values,
     failing_function,
+    mentioned_files,
     missing_definitions,
     named_files,
     names_for_file,
@@ -47,6 +48,7 @@ from l2mac.checks.repairs import python_files
 from l2mac.checks.verdict import Verdict
 from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control.answers import (
+    LONG_FILE_LINES,
     File,
     long_files,
     one_at_a_time,
@@ -59,8 +61,9 @@ from l2mac.control.arguments import json_files
 from l2mac.control.continuation import Opening, find_opening, function_opening, step_opening
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
+from l2mac.domains import Domain
 from l2mac.fenced import fence_lang, fenced_blocks, fenced_files, show_files
-from l2mac.repo.map import rank
+from l2mac.repo.map import numbered_outline, rank
 from l2mac.tools import STEP_COMPLETE, Tool
 from l2mac.types import ToolResult
 
@@ -71,6 +74,8 @@ _READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*
 _NOT_SHOWN = re.compile(r"^- (\S+) \(\d+ lines, not shown\)$", re.MULTILINE)
 #: share of the prompt budget the context may spend on showing file contents
 FILES_SHARE = 0.4
+#: definitions a long module's outline shows, at most
+MAX_OUTLINE = 80
 #: how much hotter the next answer is sampled after one that changed nothing
 TEMPERATURE_STEP = 0.3
 #: answers in a row begun inside the same failing function, at most
@@ -88,20 +93,27 @@ def text_messages(
     hide: Callable[[str], bool] | None = None,
     progress: str = "",
     reads: tuple[str, ...] = (),
+    whole: Collection[str] = (),
 ) -> list[ModelMessage]:
     """A fresh context: the step, the files (but those ``hide`` names) and the ranges read, and ``request``; the
-    format example shows ``focus`` (the file asked for), since a small model writes whatever path it shows."""
+    format example shows ``focus`` (the file asked for), since a small model writes whatever path it shows. A long
+    module is shown as its outline unless the step names it, asks for it, or ``whole`` (what it wrote) has it."""
     domain = setting.domain
     budget_chars = int(setting.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
+    instruction = step.instruction.instruction
+    shown_whole = {*mentioned_files(instruction), *([focus] if focus else []), *whole}
     files = show_files(
-        setting.toolbox.env.store, budget_chars, hide, partial(rank, request=step.instruction.instruction)
+        setting.toolbox.env.store,
+        budget_chars,
+        hide,
+        partial(rank, request=instruction),
+        partial(_outlined, domain, shown_whole),
     )
     hidden = _NOT_SHOWN.search(files)
     if hidden and "text_read_hint" in domain.prompts:  # said only when it is of use, with a file it is of use for
         files += "\n" + domain.render("text_read_hint", path=hidden.group(1))
     if reads:
         files += "\n\nWhat you asked to read:\n" + "\n\n".join(reads)
-    instruction = step.instruction.instruction
     prompt = domain.render(
         "text_step",
         **step.values(domain.render("progress", summary=progress) if progress else ""),
@@ -118,6 +130,20 @@ def text_messages(
         "text_step_system", **example, example_lang=fence_lang(example["example_path"]), long_files=rule
     )
     return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
+
+
+def _outlined(domain: Domain, named: set[str], path: str, text: str) -> str | None:
+    """A long Python module the step does not name, as its numbered outline: a small model shown one whole
+    sends it back whole, for minutes, to add one function (inflection, issue 23); the step needs its names."""
+    if path in named or not path.endswith(".py") or "text_long_file" not in domain.prompts:
+        return None
+    lines = text.count("\n") + 1
+    rows = numbered_outline(text, docs=True)
+    if lines < LONG_FILE_LINES or not rows:
+        return None
+    first = rows[0][0]
+    head = domain.render("text_long_file", path=path, lines=lines, first=first, last=min(first + 40, lines))
+    return head + "\n" + "\n".join(f"{n:>5}| {line}" for n, line in rows[:MAX_OUTLINE])
 
 
 @dataclass
@@ -170,7 +196,13 @@ class TextConversation:
         feedback = self.feedback
         while True:
             messages = text_messages(
-                self.setting, self.step, feedback, focus=self.focus, progress=self.progress, reads=tuple(self.reads)
+                self.setting,
+                self.step,
+                feedback,
+                focus=self.focus,
+                progress=self.progress,
+                reads=tuple(self.reads),
+                whole=self.written,
             )
             messages += [self.opening.begun()] if self.opening else []
             if self.setting.budget.fits(messages) or len(feedback) <= 500:

@@ -45,22 +45,33 @@ def outline_of(path: str, text: str) -> list[str]:
 def outline(source: str) -> list[str]:
     """The classes and functions a Python module defines, as signature lines (methods indented); [] when it does
     not parse."""
+    return [line for _, line in numbered_outline(source)]
+
+
+def numbered_outline(source: str, *, docs: bool = False) -> list[tuple[int, str]]:
+    """:func:`outline`, each line with the 1-based line its definition begins on (decorators included); with
+    ``docs``, each followed by the first line of its docstring (``  # ...``) where it has one."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    lines: list[str] = []
+    lines: list[tuple[int, str]] = []
+
+    def said(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+        doc = (ast.get_docstring(node) or "").strip().split("\n")[0].strip() if docs else ""
+        return f"  # {doc[:100]}" if doc else ""
 
     def visit(body: list[ast.stmt], indent: str) -> None:
         for node in body:
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
             if isinstance(node, ast.ClassDef):
                 bases = ", ".join(ast.unparse(b) for b in node.bases)
-                lines.append(f"{indent}class {node.name}{f'({bases})' if bases else ''}")
+                lines.append((first, f"{indent}class {node.name}{f'({bases})' if bases else ''}{said(node)}"))
                 visit(node.body, indent + "    ")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 ret = f" -> {ast.unparse(node.returns)}" if node.returns else ""
                 prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
-                lines.append(f"{indent}{prefix} {node.name}({ast.unparse(node.args)}){ret}")
+                lines.append((first, f"{indent}{prefix} {node.name}({ast.unparse(node.args)}){ret}{said(node)}"))
 
     visit(tree.body, "")
     return lines
