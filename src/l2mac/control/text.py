@@ -3,10 +3,11 @@
 A 1.5B model writes far better code in a fenced block under its file name than as a JSON-escaped string in a
 tool call. In this protocol:
 
-- every context is built afresh: the step, the files *with their contents* (within a share of the window; the
-  rest are named, and a ``READ path:START-END`` line shows any of them, or any range, in the next context), the
-  ranges read so far, and the last attempt's result. A small model copies its own earlier answers when they stay
-  in the conversation; shown the files and the failure instead, it reacts to the failure;
+- every context is built afresh (:mod:`l2mac.control.text_context`): the step, the files *with their contents*
+  (within a share of the window; the rest are named, and a ``READ path:START-END`` line shows any of them, or any
+  range, in the next context), the ranges read so far, and the last attempt's result. A small model copies its
+  own earlier answers when they stay in the conversation; shown the files and the failure instead, it reacts
+  to the failure;
 - the files the step names are asked for one at a time, in order (asked for three at once, a small model mixes
   them up), and a named file that lacks a function the step gives it is asked for again, one stub at a time;
 - after each answer that completes the step's files, the checks and tests run, and their result is the next
@@ -19,24 +20,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from functools import partial
 
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
-    SystemPromptPart,
     ToolCallPart,
-    UserPromptPart,
 )
 from pydantic_ai.tools import ToolDefinition
 
 from l2mac.checks.demands import (
-    example_values,
     failing_function,
-    mentioned_files,
     missing_definitions,
     named_files,
     names_for_file,
@@ -46,11 +40,8 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import python_files
 from l2mac.checks.verdict import Verdict
-from l2mac.context import CHARS_PER_TOKEN
 from l2mac.control.answers import (
-    LONG_FILE_LINES,
     File,
-    long_files,
     one_at_a_time,
     place_unnamed_blocks,
     resolve_bare_names,
@@ -61,89 +52,20 @@ from l2mac.control.arguments import json_files
 from l2mac.control.continuation import Opening, find_opening, function_opening, step_opening
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
-from l2mac.domains import Domain
-from l2mac.fenced import fence_lang, fenced_blocks, fenced_files, show_files
-from l2mac.repo.map import numbered_outline, rank
+from l2mac.control.text_context import text_messages
+from l2mac.fenced import fenced_blocks, fenced_files
 from l2mac.tools import STEP_COMPLETE, Tool
 from l2mac.types import ToolResult
 
 _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
 #: a ranged read: ``READ path``, ``READ path:40`` or ``READ path:40-80`` on a line of its own
 _READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*$", re.MULTILINE)
-#: a file :func:`l2mac.fenced.show_files` names without its content
-_NOT_SHOWN = re.compile(r"^- (\S+) \(\d+ lines, not shown\)$", re.MULTILINE)
-#: share of the prompt budget the context may spend on showing file contents
-FILES_SHARE = 0.4
-#: definitions a long module's outline shows, at most
-MAX_OUTLINE = 80
 #: how much hotter the next answer is sampled after one that changed nothing
 TEMPERATURE_STEP = 0.3
 #: answers in a row begun inside the same failing function, at most
 MAX_REWRITES = 2
 #: a failure calling a function with arguments its signature does not take
 _CALLED_WRONG = re.compile(r"TypeError: .*(?:positional argument|keyword argument|required argument)")
-
-
-def text_messages(
-    setting: Setting,
-    step: Step,
-    request: str,
-    *,
-    focus: str | None = None,
-    hide: Callable[[str], bool] | None = None,
-    progress: str = "",
-    reads: tuple[str, ...] = (),
-    whole: Collection[str] = (),
-) -> list[ModelMessage]:
-    """A fresh context: the step, the files (but those ``hide`` names) and the ranges read, and ``request``; the
-    format example shows ``focus`` (the file asked for), since a small model writes whatever path it shows. A long
-    module is shown as its outline unless the step names it, asks for it, or ``whole`` (what it wrote) has it."""
-    domain = setting.domain
-    budget_chars = int(setting.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
-    instruction = step.instruction.instruction
-    shown_whole = {*mentioned_files(instruction), *([focus] if focus else []), *whole}
-    files = show_files(
-        setting.toolbox.env.store,
-        budget_chars,
-        hide,
-        partial(rank, request=instruction),
-        partial(_outlined, domain, shown_whole),
-    )
-    hidden = _NOT_SHOWN.search(files)
-    if hidden and "text_read_hint" in domain.prompts:  # said only when it is of use, with a file it is of use for
-        files += "\n" + domain.render("text_read_hint", path=hidden.group(1))
-    if reads:
-        files += "\n\nWhat you asked to read:\n" + "\n\n".join(reads)
-    prompt = domain.render(
-        "text_step",
-        **step.values(domain.render("progress", summary=progress) if progress else ""),
-        files=files,
-        request=request or domain.render("text_request"),
-        named_files=", ".join(named_files(instruction)) or "(as the step says)",
-    )
-    example = example_values(instruction, domain.name, focus)
-    long = long_files(setting.toolbox.env.store)
-    rule = (
-        domain.render("text_long_files", paths=", ".join(long)) if long and "text_long_files" in domain.prompts else ""
-    )
-    system = domain.render(
-        "text_step_system", **example, example_lang=fence_lang(example["example_path"]), long_files=rule
-    )
-    return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
-
-
-def _outlined(domain: Domain, named: set[str], path: str, text: str) -> str | None:
-    """A long Python module the step does not name, as its numbered outline: a small model shown one whole
-    sends it back whole, for minutes, to add one function (inflection, issue 23); the step needs its names."""
-    if path in named or not path.endswith(".py") or "text_long_file" not in domain.prompts:
-        return None
-    lines = text.count("\n") + 1
-    rows = numbered_outline(text, docs=True)
-    if lines < LONG_FILE_LINES or not rows:
-        return None
-    first = rows[0][0]
-    head = domain.render("text_long_file", path=path, lines=lines, first=first, last=min(first + 40, lines))
-    return head + "\n" + "\n".join(f"{n:>5}| {line}" for n, line in rows[:MAX_OUTLINE])
 
 
 @dataclass

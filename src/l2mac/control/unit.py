@@ -29,7 +29,7 @@ from l2mac.context import ContextBudget
 from l2mac.control.continuation import step_opening
 from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn
 from l2mac.control.step import Step, StepLimits
-from l2mac.control.text import text_messages
+from l2mac.control.text_context import text_messages
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import Domain
 from l2mac.errors import BudgetExceeded, ProviderError
