@@ -1015,7 +1015,7 @@ def test_a_long_module_the_step_does_not_name_is_shown_as_its_numbered_outline(t
     def answer(messages: list[ModelMessage]):
         told = last_user_text(messages)
         assert "helpers.py (126 lines, too long to show whole" in told and "READ helpers.py:1-41" in told
-        assert "   16| def h3(x: int) -> int  # Add 3." in told and "return x + 3" not in told
+        assert "   16| h3(x: int) -> int: Add 3." in told and "return x + 3" not in told
         return text(fenced(("shout.py", shout), ("tests/test_shout.py", test)))
 
     def named(messages: list[ModelMessage]):  # a step that names the module sees it whole
@@ -1030,3 +1030,16 @@ def test_a_long_module_the_step_does_not_name_is_shown_as_its_numbered_outline(t
     assert run_step(unit, step).status is StepStatus.PASSED
     outcome = run_step(unit, Instruction(title="Check", instruction="Check helpers.py.", requires_tests=False))
     assert outcome.status is StepStatus.PASSED
+
+
+def test_a_stub_never_replaces_a_definition_that_has_a_body() -> None:
+    """Shown a module's outline, the 1.5B model sent it back as stubs (``pass`` bodies) beside its one new
+    function: the new function is added, the stubs change nothing."""
+    source = "def a(x):\n    return x + 1\n\n\nclass K:\n    def m(self):\n        return 2\n"
+    copied = "def a(x):\n    pass\n\n\nclass K:\n    def m(self):\n        pass\n\n\ndef new(x):\n    return a(x) * 2\n"
+    merged = merge_definitions(source, copied, add_new=True)
+    assert merged == source + "\n\ndef new(x):\n    return a(x) * 2\n"
+    assert merge_definitions(source, "def a(x):\n    '''Doc.'''\n    ...\n", add_new=True) is None  # nothing new
+    # a stub is still replaced by a body, and a body by a body
+    assert merge_definitions("def a(x):\n    pass\n", "def a(x):\n    return x\n") == "def a(x):\n    return x\n"
+    assert merge_definitions(source, "def a(x):\n    return x\n") == source.replace("x + 1", "x")

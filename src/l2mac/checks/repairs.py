@@ -23,7 +23,7 @@ from l2mac.checks.autofix import (
     repair_ignored_argv,
     undefined_names,
 )
-from l2mac.checks.demands import names_for_file
+from l2mac.checks.demands import is_stub_definition, names_for_file
 from l2mac.checks.dependencies import declaring, distribution_for, is_well_known
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
@@ -245,6 +245,21 @@ def definition_span(node: ast.stmt) -> tuple[int, int]:
     return min([node.lineno, *(d.lineno for d in decorators)]) - 1, node.end_lineno or node.lineno
 
 
+def _stub_for_body(new: ast.stmt, old: ast.stmt) -> bool:
+    """Whether ``new`` is a stub of a function ``old`` defines with a body (or a class of only stubs, of a class
+    with a method that has one)."""
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    if isinstance(new, functions) and isinstance(old, functions):
+        return is_stub_definition(new) and not is_stub_definition(old)
+    if isinstance(new, ast.ClassDef) and isinstance(old, ast.ClassDef):
+        new_methods = [m for m in new.body if isinstance(m, functions)]
+        old_methods = [m for m in old.body if isinstance(m, functions)]
+        return all(is_stub_definition(m, new) for m in new_methods) and not all(
+            is_stub_definition(m, old) for m in old_methods
+        )
+    return False
+
+
 def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> str | None:
     """``source`` with the top-level functions and classes of ``snippet`` put in place of those of the same name.
 
@@ -252,7 +267,9 @@ def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> st
     imports and definitions, and ``source`` already defines every one of them, the result is the whole file
     with those definitions replaced (and the snippet's missing imports added at the top); otherwise None. With
     ``add_new`` (the answer named the file), a definition ``source`` lacks is added after its last definition
-    (before a ``__main__`` guard): a function added to a long module, which a small model cannot send whole."""
+    (before a ``__main__`` guard): a function added to a long module, which a small model cannot send whole.
+    A stub never replaces a function that has a body: a small model shown a module's outline copies it back as
+    ``pass`` bodies (inflection, issue 23)."""
     try:
         new_tree, old_tree = ast.parse(snippet), ast.parse(source)
     except SyntaxError:
@@ -275,6 +292,8 @@ def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> st
     for node in new_defs:
         a, b = definition_span(node)
         old = old_defs.get(node.name)
+        if old is not None and _stub_for_body(node, old):
+            continue
         if old is not None:
             replacements.append((definition_span(old), snippet_lines[a:b]))
         else:  # after the last definition, two blank lines apart

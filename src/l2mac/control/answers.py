@@ -103,6 +103,12 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
                 if not (f["path"].endswith(".py") and _definitions_only(f["content"])):
                     whole.append(f)
                 continue
+            if old >= LONG_FILE_LINES:
+                notes.append(
+                    f"Not saved: {f['path']} has {old} lines: change it by sending only the functions and classes "
+                    "you add or change, each complete with its body, and the imports they need; nothing else."
+                )
+                continue
             notes.append(
                 f"Not saved: {f['path']}: your block has {new} lines but the file has {old}; it looks like a "
                 "fragment. Write the COMPLETE file."

@@ -90,4 +90,11 @@ def _outlined(domain: Domain, named: set[str], path: str, text: str) -> str | No
         return None
     first = rows[0][0]
     head = domain.render("text_long_file", path=path, lines=lines, first=first, last=min(first + 40, lines))
-    return head + "\n" + "\n".join(f"{n:>5}| {line}" for n, line in rows[:MAX_OUTLINE])
+    return head + "\n" + "\n".join(f"{n:>5}| {_entry(line)}" for n, line in rows[:MAX_OUTLINE])
+
+
+def _entry(line: str) -> str:
+    """An outline line as a table of contents shows it, not as code (a small model copies code it is shown
+    back into the file, with ``pass`` for bodies): ``camelize(string) -> str: Convert strings to CamelCase.``"""
+    line = re.sub(r"^(\s*)(?:async )?def ", r"\1", line)
+    return line.replace("  # ", ": ", 1)
