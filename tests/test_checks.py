@@ -478,7 +478,11 @@ def test_a_step_that_implements_in_a_file_and_tests_in_another_names_both_and_it
     assert named_files(step) == ["solution.py", "tests/test_solution.py"]
     assert names_for_file(step, "solution.py") == ["area"]  # the test file's mention does not end its part
     assert named_files("Write app.py with run(). Use the helpers defined in utils.py.") == ["app.py"]
+    # as a 1.5B planner words it (inflection trial): "a new file named", and "tests ... in" a test file
+    planned = "Create a new file named `slug.py`. Add tests for this function in `test_slug.py`."
+    assert named_files(planned) == ["slug.py", "test_slug.py"]
     for elsewhere in (
+        "Add tests for it in utils.py.",  # not a test file
         "Test the parser defined in parser.py.",  # a test of it, not a test file
         "Implement it using the parse() helper in utils.py.",
         "Do not implement anything in core.py.",

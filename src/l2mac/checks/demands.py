@@ -18,8 +18,8 @@ from l2mac.checks.layout import is_test_file, module_name
 _PATH = r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg|sh))\b"
 #: "Write todo/core.py", "create the file app.py"; or "implement ... in solution.py", "test it ... in tests/x.py"
 _TO_WRITE = re.compile(
-    rf"\b(?:write|create|add|update)\s+(?:a |an |the |new )?(?:file |module )?[`'\"]?{_PATH}"
-    rf"|\b(implement|test)\b([^.`]{{0,60}}?)\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}",
+    rf"\b(?:write|create|add|update)\s+(?:a |an |the |new ){{0,2}}(?:file |module )?(?:named |called )?[`'\"]?{_PATH}"
+    rf"|\b(implement|tests?)\b([^.`]{{0,60}}?)\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}",
     re.IGNORECASE,
 )
 #: words between "implement" and "in path" that say the file is another's: "the helper defined in utils.py"
@@ -35,7 +35,7 @@ def _writes(m: re.Match[str]) -> str | None:
     if m.group(1):
         return m.group(1)
     verb, gap, path = m.group(2).lower(), m.group(3), m.group(4)
-    if _ELSEWHERE.search(gap) or (verb == "test" and not is_test_file(path)):
+    if _ELSEWHERE.search(gap) or (verb.startswith("test") and not is_test_file(path)):
         return None
     return path
 
