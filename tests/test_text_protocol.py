@@ -1005,9 +1005,10 @@ def test_a_long_file_is_named_in_the_rules_and_changed_by_its_definitions_alone(
     assert long_files(store) == []
 
 
-def test_a_long_module_the_step_does_not_name_is_shown_as_its_numbered_outline(tmp_path: Path) -> None:
-    """Shown a 400-line module whole, a small model sends it back whole to add one function; the step needs its
-    names, with where each begins for a ranged read, and what each does."""
+def test_a_long_module_is_shown_as_its_numbered_outline_and_the_definitions_the_step_names(tmp_path: Path) -> None:
+    """Shown a 400-line module whole, a small model sends it back whole to add one function, even when the step
+    names the file; the step needs its names, with where each begins for a ranged read, what each does, and the
+    code of those it names."""
     helpers = "".join(f"def h{i}(x: int) -> int:\n    '''Add {i}.'''\n    return x + {i}\n\n\n" for i in range(25))
     shout = "from helpers import h3\n\n\ndef shout(x):\n    return h3(x) * 2\n"
     test = "from shout import shout\n\n\ndef test_shout():\n    assert shout(1) == 8\n"
@@ -1018,8 +1019,11 @@ def test_a_long_module_the_step_does_not_name_is_shown_as_its_numbered_outline(t
         assert "   16| h3(x: int) -> int: Add 3." in told and "return x + 3" not in told
         return text(fenced(("shout.py", shout), ("tests/test_shout.py", test)))
 
-    def named(messages: list[ModelMessage]):  # a step that names the module sees it whole
-        assert "return x + 3" in last_user_text(messages)
+    def named(messages: list[ModelMessage]):  # a step that mentions the module sees what it names of it
+        told = last_user_text(messages)
+        assert "helpers.py (126 lines, too long to show whole" in told
+        assert "The definitions of helpers.py this step names" in told
+        assert "def h3(x: int) -> int:\n    '''Add 3.'''\n    return x + 3" in told and "return x + 4" not in told
         return text("STEP COMPLETE")
 
     step = Instruction(
@@ -1028,7 +1032,7 @@ def test_a_long_module_the_step_does_not_name_is_shown_as_its_numbered_outline(t
     unit, _, store = make_unit(tmp_path, [answer, text("STEP COMPLETE"), named])
     store.write_text("helpers.py", helpers)
     assert run_step(unit, step).status is StepStatus.PASSED
-    outcome = run_step(unit, Instruction(title="Check", instruction="Check helpers.py.", requires_tests=False))
+    outcome = run_step(unit, Instruction(title="Check", instruction="Check h3 in helpers.py.", requires_tests=False))
     assert outcome.status is StepStatus.PASSED
 
 

@@ -21,7 +21,7 @@ from l2mac.control.protocol import Setting
 from l2mac.control.step import Step
 from l2mac.domains import Domain
 from l2mac.fenced import fence_lang, show_files
-from l2mac.repo.map import numbered_outline, rank
+from l2mac.repo.map import named_definitions, numbered_outline, rank
 
 #: a file :func:`l2mac.fenced.show_files` names without its content
 _NOT_SHOWN = re.compile(r"^- (\S+) \(\d+ lines, not shown\)$", re.MULTILINE)
@@ -44,17 +44,17 @@ def text_messages(
 ) -> list[ModelMessage]:
     """A fresh context: the step, the files (but those ``hide`` names) and the ranges read, and ``request``; the
     format example shows ``focus`` (the file asked for), since a small model writes whatever path it shows. A long
-    module is shown as its outline unless the step names it, asks for it, or ``whole`` (what it wrote) has it."""
+    module is shown as its outline (see :func:`_outlined`) unless it is ``focus`` or ``whole`` (what the step
+    wrote) has it."""
     domain = setting.domain
     budget_chars = int(setting.budget.limit * CHARS_PER_TOKEN * FILES_SHARE)
     instruction = step.instruction.instruction
-    shown_whole = {*mentioned_files(instruction), *([focus] if focus else []), *whole}
     files = show_files(
         setting.toolbox.env.store,
         budget_chars,
         hide,
         partial(rank, request=instruction),
-        partial(_outlined, domain, shown_whole),
+        partial(_outlined, domain, instruction, {*([focus] if focus else []), *whole}),
     )
     hidden = _NOT_SHOWN.search(files)
     if hidden and "text_read_hint" in domain.prompts:  # said only when it is of use, with a file it is of use for
@@ -79,10 +79,12 @@ def text_messages(
     return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 
 
-def _outlined(domain: Domain, named: set[str], path: str, text: str) -> str | None:
-    """A long Python module the step does not name, as its numbered outline: a small model shown one whole
-    sends it back whole, for minutes, to add one function (inflection, issue 23); the step needs its names."""
-    if path in named or not path.endswith(".py") or "text_long_file" not in domain.prompts:
+def _outlined(domain: Domain, instruction: str, whole: set[str], path: str, text: str) -> str | None:
+    """A long Python module, as its numbered outline, and when the step mentions it, the source of the
+    definitions the step names. Shown one whole, a small model sends it back whole, for minutes, to add one
+    function, even when the step says which file to change (inflection, issue 23); it needs the module's names,
+    where each begins (for a ranged read), and the code it changes."""
+    if path in whole or not path.endswith(".py") or "text_long_file" not in domain.prompts:
         return None
     lines = text.count("\n") + 1
     rows = numbered_outline(text, docs=True)
@@ -90,7 +92,12 @@ def _outlined(domain: Domain, named: set[str], path: str, text: str) -> str | No
         return None
     first = rows[0][0]
     head = domain.render("text_long_file", path=path, lines=lines, first=first, last=min(first + 40, lines))
-    return head + "\n" + "\n".join(f"{n:>5}| {_entry(line)}" for n, line in rows[:MAX_OUTLINE])
+    shown = head + "\n" + "\n".join(f"{n:>5}| {_entry(line)}" for n, line in rows[:MAX_OUTLINE])
+    named = named_definitions(text, instruction) if path in mentioned_files(instruction) else []
+    if named and "text_long_file_named" in domain.prompts:
+        code = "\n\n\n".join(named)
+        shown += "\n" + domain.render("text_long_file_named", path=path) + f"\n```python\n{code.rstrip()}\n```"
+    return shown
 
 
 def _entry(line: str) -> str:

@@ -77,6 +77,27 @@ def numbered_outline(source: str, *, docs: bool = False) -> list[tuple[int, str]
     return lines
 
 
+def named_definitions(source: str, text: str, max_lines: int = 120) -> list[str]:
+    """The source of each top-level function and class of ``source`` (and method of a class) that ``text``
+    names as a word, in file order, until ``max_lines`` are taken."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    words = set(re.findall(r"\w+", text))
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    nodes: list[ast.stmt] = [n for n in tree.body if isinstance(n, defs)]
+    nodes += [m for n in tree.body if isinstance(n, ast.ClassDef) and n.name not in words for m in n.body]
+    out: list[str] = []
+    taken = 0
+    for node in sorted((n for n in nodes if isinstance(n, defs) and n.name in words), key=lambda n: n.lineno):
+        segment = ast.get_source_segment(source, node, padded=True) or ""
+        if segment and taken + segment.count("\n") + 1 <= max_lines:
+            out.append(segment)
+            taken += segment.count("\n") + 1
+    return out
+
+
 def imported(source: str) -> set[str]:
     """The modules a Python file imports by absolute name, and ``pkg.mod`` for ``from pkg import mod``."""
     try:
