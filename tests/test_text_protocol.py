@@ -1047,3 +1047,9 @@ def test_a_stub_never_replaces_a_definition_that_has_a_body() -> None:
     # a stub is still replaced by a body, and a body by a body
     assert merge_definitions("def a(x):\n    pass\n", "def a(x):\n    return x\n") == "def a(x):\n    return x\n"
     assert merge_definitions(source, "def a(x):\n    return x\n") == source.replace("x + 1", "x")
+    # a block of imports alone, under the file's name, adds those it lacks
+    assert (
+        merge_definitions(source, "import os\nfrom .b import c\n", add_new=True)
+        == "import os\nfrom .b import c\n" + source
+    )
+    assert merge_definitions(source, "import os\n") is None

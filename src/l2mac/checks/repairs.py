@@ -269,7 +269,7 @@ def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> st
     ``add_new`` (the answer named the file), a definition ``source`` lacks is added after its last definition
     (before a ``__main__`` guard): a function added to a long module, which a small model cannot send whole.
     A stub never replaces a function that has a body: a small model shown a module's outline copies it back as
-    ``pass`` bodies (inflection, issue 23)."""
+    ``pass`` bodies (inflection, issue 23). With ``add_new``, a block of imports alone adds those missing."""
     try:
         new_tree, old_tree = ast.parse(snippet), ast.parse(source)
     except SyntaxError:
@@ -277,7 +277,7 @@ def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> st
     defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     new_defs = [n for n in new_tree.body if isinstance(n, defs)]
     imports = [n for n in new_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    if not new_defs or len(new_defs) + len(imports) != len(new_tree.body):
+    if not new_tree.body or len(new_defs) + len(imports) != len(new_tree.body) or not (new_defs or add_new):
         return None
     old_defs = {n.name: n for n in old_tree.body if isinstance(n, defs)}
     if any(n.name not in old_defs for n in new_defs) and not (add_new and old_defs):
