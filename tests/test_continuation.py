@@ -356,3 +356,27 @@ def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_o
     conversation = TextConversation(step, unit._setting(step))
     report = "____ test_spread ____\nE   TypeError: spread() takes 1 positional argument but 2 were given"
     assert conversation._failing_function(Verdict(False, report)) is None
+
+
+def test_a_failing_function_in_code_the_step_wrote_unnamed_is_rewritten_inside_it(tmp_path: Path) -> None:
+    """A step that names only its test file (a small planner's wording) still has its own code: the file the
+    model wrote it in. Seen on the inflection trial: the function went unfixed for three turns."""
+    task = Instruction(title="spread", instruction="Make spread(numbers) work; test it in tests/test_solution.py.")
+    code = "def spread(numbers):\n    return max(numbers) + min(numbers)\n"
+    test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n"
+
+    def fixed_body(messages: list[ModelMessage]) -> ModelResponse:
+        begun = messages[-1]
+        assert isinstance(begun, ModelResponse) and begun.text is not None
+        assert begun.text.rstrip().endswith("def spread(numbers):")
+        return text("    return max(numbers) - min(numbers)\n```\n")
+
+    replies = [
+        text(f"solution.py\n```python\n{code}```\n\ntests/test_solution.py\n```python\n{test}```\n"),
+        fixed_body,
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("solution.py") == code.replace("+ min", "- min")

@@ -18,7 +18,8 @@ from l2mac.checks.layout import is_test_file, module_name
 _PATH = r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg|sh))\b"
 #: "Write todo/core.py", "create the file app.py"; or "implement ... in solution.py", "test it ... in tests/x.py"
 _TO_WRITE = re.compile(
-    rf"\b(?:write|create|add|update)\s+(?:a |an |the |new ){{0,2}}(?:file |module )?(?:named |called )?[`'\"]?{_PATH}"
+    r"\b(?:write|create|add|update|modify|change|edit|extend)\s+(?:a |an |the |new ){0,2}(?:file |module )?"
+    rf"(?:named |called )?[`'\"]?{_PATH}"
     rf"|\b(implement|tests?)\b([^.`]{{0,60}}?)\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}",
     re.IGNORECASE,
 )

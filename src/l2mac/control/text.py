@@ -302,7 +302,8 @@ class TextConversation:
         docstring, so the answer is its new body. Seen: asked to fix a failing test, the 1.5B model sent the
         whole file back unchanged in 43% of DevBench turns; a body is what it writes best, and is short."""
         self.doubted = self.doubted or verdict.tests_doubted  # once doubted, the tests are not fitted to
-        code = [p for p in self._code_files() if p.endswith(".py")]
+        written = sorted(p for p in self.written if not is_test_file(p))  # the step's own code, named or not
+        code = [p for p in dict.fromkeys([*self._code_files(), *written]) if p.endswith(".py")]
         asked = "text_request_rewrite" in self.setting.domain.prompts
         if not asked or not self.setting.continues or not code or self.doubted or _CALLED_WRONG.search(verdict.report):
             return None  # a call that does not fit the signature: a new body cannot fix it
