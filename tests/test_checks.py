@@ -481,6 +481,8 @@ def test_a_step_that_implements_in_a_file_and_tests_in_another_names_both_and_it
     # as a 1.5B planner words it (inflection trial): "a new file named", and "tests ... in" a test file
     planned = "Create a new file named `slug.py`. Add tests for this function in `test_slug.py`."
     assert named_files(planned) == ["slug.py", "test_slug.py"]
+    assert named_files("Create a new file named `slug.py` in the `text` directory.") == ["text/slug.py"]
+    assert named_files("Write core.py in the src/app/ folder, and a test in tests.") == ["src/app/core.py"]
     assert named_files("Modify the `pkg/__init__.py` file to include slug(); extend app.py.") == [
         "pkg/__init__.py",
         "app.py",

@@ -44,10 +44,22 @@ def _writes(m: re.Match[str]) -> str | None:
 def _file_mentions(text: str) -> list[tuple[int, str]]:
     """Where ``text`` names a file the step writes, and the file, in order."""
     return [
-        (m.start(), path)
+        (m.start(), _in_folder(path, text[m.end() :]))
         for m in _TO_WRITE.finditer(text)
         if (path := _writes(m)) and not _NEGATED.search(text[max(0, m.start() - 12) : m.start()])
     ]
+
+
+#: "... in the `pkg` directory": where a bare file name goes
+_IN_FOLDER = re.compile(
+    r"^[`'\"]?\s+(?:in|into|under)\s+(?:the\s+)?[`'\"]?([\w-]+(?:/[\w-]+)*)/?[`'\"]?\s+(?:directory|folder|package)\b"
+)
+
+
+def _in_folder(path: str, after: str) -> str:
+    """``path`` in the folder the words after it name, when it is a bare file name ("x.py in the pkg folder")."""
+    m = _IN_FOLDER.match(after)
+    return f"{m.group(1)}/{path}" if m and "/" not in path else path
 
 
 _CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
