@@ -1053,3 +1053,33 @@ def test_a_stub_never_replaces_a_definition_that_has_a_body() -> None:
         == "import os\nfrom .b import c\n" + source
     )
     assert merge_definitions(source, "import os\n") is None
+
+
+def test_a_file_the_step_names_is_put_back_when_the_change_broke_tests_the_step_does_not_name(tmp_path: Path) -> None:
+    """A file the step names is its own to change, but not to break: told to modify a repository's module, the
+    1.5B model rewrote every function in it and 191 of the repository's tests failed; the step went on from
+    there. Breaking only its own tests holds the step; breaking others' puts the file back."""
+    core = "def add(a, b):\n    return a + b\n"
+    core_test = "from core import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    mul_test = "from core import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+    wrecked = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+    right = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+    step = Instruction(
+        title="Multiply",
+        instruction="Modify core.py to add mul(a, b). Test it in tests/test_mul.py.",
+        requires_tests=True,
+    )
+
+    def told(messages: list[ModelMessage]):
+        note = last_user_text(messages)
+        assert "Restored as they were when this step began: core.py." in note
+        assert "tests/test_core.py::test_add passed before and now fails" in note
+        return text(fenced(("core.py", right)))
+
+    replies = [text(fenced(("core.py", wrecked), ("tests/test_mul.py", mul_test))), told, text("STEP COMPLETE")]
+    unit, _, store = make_unit(tmp_path, replies)
+    store.write_text("core.py", core)
+    store.write_text("tests/test_core.py", core_test)
+    outcome = run_step(unit, step)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("core.py") == right

@@ -96,22 +96,27 @@ class Regression:
 def find_regression(
     before: Baseline, env: ToolEnv, with_tests: bool, report: str, removed: list[str]
 ) -> Regression | None:
-    """The earlier steps' files the step changed, when the change broke what worked when the step began: a test
-    that passed then fails (or is gone), or a file that was clean has code problems (``report`` is the step's
-    failed checks). Tests that agreement removed (``removed``) are not missed. None when nothing broke."""
+    """The files the step changed that it must put back, when the change broke what worked when the step began:
+    a test that passed then fails (or is gone), or a file that was clean has code problems (``report`` is the
+    step's failed checks). Files of earlier steps are put back for any test broken; a file the step names is
+    its own to change, and is put back only when the change broke tests of files the step does not name (seen
+    on a repository: told to modify its 430-line module, the model rewrote every function, and 191 of the
+    repository's tests failed). Tests that agreement removed (``removed``) are not missed. None when nothing
+    broke."""
     store = env.store
-    earlier = {p: c for p, c in before.snapshot.items() if p not in before.own}
-    changed = [p for p, content in earlier.items() if not store.has_text(p, content)]
+    changed = [p for p, content in before.snapshot.items() if not store.has_text(p, content)]
+    earlier = [p for p in changed if p not in before.own]
     if not changed or not env.python_checks:
         return None
     passing, troubled = before.what_worked(env, with_tests)
     problems = set(problem_files(report.partition("Tests:")[0]))
-    spoiled = [p for p in changed if p in problems and p not in troubled]
+    spoiled = [p for p in earlier if p in problems and p not in troubled]
     broken: list[str] = []
     if passing:
         now = per_test_outcomes(env.test_run(each=True).output)
         broken = sorted(t for t in passing if not now.get(t, False) and t not in removed)
-    undo = changed if broken else spoiled
+    others = [t for t in broken if t.split("::")[0] not in before.own]
+    undo = changed if others else earlier if broken else spoiled
     if not undo:
         return None
     return Regression(undo, broken, [p for p in spoiled if p in undo])
