@@ -722,3 +722,35 @@ def test_choose_ranks_by_the_tasks_examples_before_the_tests() -> None:
     assert weighable("Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed", [], "") is False
     report = "Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed"
     assert weighable(report, [], "Examples the task gives, 1 of 1 failing:\nx")
+
+
+def test_a_test_is_not_doubted_while_every_implementation_fails_the_tasks_own_examples(tmp_path: Path) -> None:
+    """Seen on the inflection trial: the plan gave a wrong body, every sample copied it, so the samples agreed
+    with the wrong code against the model's right test, and the test was removed. The task's own example
+    failed with all of them: the code was wrong, whatever the samples agreed on."""
+    buggy = "def total(xs):\n    return sum(xs[1:])\n"
+    right = "def total(xs):\n    return sum(xs)\n"
+    tests = "from stats import total\n\n\ndef test_total():\n    assert total([1, 2, 6]) == 9\n"
+    step = Instruction(
+        title="Stats",
+        instruction=f"Write stats.py with this function, and tests/test_stats.py:\n```python\n{buggy}```",
+        requires_tests=True,
+    )
+    seen: list[str] = []
+
+    def fixed(messages: list[ModelMessage]):
+        seen.append(last_user_text(messages))
+        return text(fenced(("stats.py", right)))
+
+    replies = [
+        text(fenced(("stats.py", buggy), ("tests/test_stats.py", tests))),
+        *[text(fenced(("stats.py", buggy)))] * 3,  # the samples, copying the step's body
+        fixed,
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    task = "Sum a list: total(xs), e.g. total([1, 2, 6]) == 9."
+    outcome = asyncio.run(unit.run_step(Step(task, 1, 1, step, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "likelier mistake" not in seen[0] and "total([1, 2, 6])" in seen[0]
+    assert store.read_text("tests/test_stats.py") == tests and store.read_text("stats.py") == right

@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TypeVar
 
@@ -138,8 +138,14 @@ class Weigher:
             return None
         messages = [evidence(failure_messages(current.output)), *map(evidence, failures)]
         # the task's own examples outrank the model's tests: an implementation that passes more of them is kept
-        rank = [await asyncio.to_thread(examples_passed, env, store, examples), *shown] if examples else []
+        now = await asyncio.to_thread(run_examples, examples, store, env.runner, env.python, env.test_timeout_s)
+        tried = now.tried if now is not None else 0
+        rank = [tried - len(now.failed) if now is not None else 0, *shown] if examples else []
         agreement = choose([base, *map(evidence, outcomes)], messages, rank)
+        if tried and rank[agreement.chosen] < tried:
+            # even the implementation kept fails the task's own examples: the code is wrong, whatever the tests
+            # say (seen: every sample copied the wrong body the plan gave, and the right test was removed)
+            agreement = replace(agreement, disputed=(), agreed={})
         self.verdicts[key] = (target, agreement)
         self.log(
             "agreement",
