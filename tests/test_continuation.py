@@ -315,6 +315,15 @@ def test_the_function_a_failure_points_at() -> None:
     assert failing_function(wrong, sources, ["shapes.py"]) == ("shapes.py", "area", "Shape")
     lint = "Code problems:\nshapes.py:7: lint: F821 Undefined name `k2`\nshapes.py:3: lint: E999 x"
     assert failing_function(lint, sources, ["shapes.py"]) == ("shapes.py", "grow", None)  # the first problem
+    # the task's own failing examples name whose they are: before the tests' traceback, after code problems
+    assert failing_function("Tests: 1 failed\n" + raised, sources, ["shapes.py"], ["grow"]) == (
+        "shapes.py",
+        "grow",
+        None,
+    )
+    assert failing_function(wrong, sources, ["shapes.py"], ["Shape.area"]) == ("shapes.py", "area", "Shape")
+    assert failing_function(lint, sources, ["shapes.py"], ["Shape.area"]) == ("shapes.py", "grow", None)
+    assert failing_function("Examples fail", sources, ["shapes.py"], ["Shape", "nowhere"]) is None
     assert failing_function(wrong, sources, ["other.py"]) is None  # not the step's code
 
 

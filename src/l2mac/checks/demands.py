@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Sequence
 
 from l2mac.checks.layout import is_test_file, module_name
 
@@ -105,15 +106,23 @@ _PLACE = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): ", re.MULTILINE)
 _FAILURE_HEADER = re.compile(r"^_{3,} .+ _{3,}$", re.MULTILINE)
 
 
-def failing_function(report: str, sources: dict[str, str], code: list[str]) -> tuple[str, str, str | None] | None:
+def failing_function(
+    report: str, sources: dict[str, str], code: list[str], examples: Sequence[str] = ()
+) -> tuple[str, str, str | None] | None:
     """The function of ``code`` (the step's code files) that a failed check points at, as (file, name, class or
-    None): where the first failure's traceback, or the first code problem, is in one of them, the function
-    holding that line; else the one function of them that the first failing test's failing statement calls.
-    None when nothing points at exactly one."""
+    None): where the first code problem is in one of them, the function holding that line; else the first of
+    ``examples`` (the task's failing examples, ``function`` or ``Class.method``) that one of them defines; else
+    where the first failure's traceback is, or the one function of them that the first failing test's failing
+    statement calls. None when nothing points at exactly one."""
     problems = report.split("Tests:")[0]  # the code problems a report lists first: the first of them
     for m in _PLACE.finditer(problems):
         if m["path"] in code and (found := _enclosing(sources.get(m["path"], ""), int(m["line"]))) is not None:
             return m["path"], *found
+    for example in examples:
+        owner, _, name = example.rpartition(".")
+        defining = [(p, name, owner or None) for p in code if (name, owner or None) in _definitions(sources.get(p, ""))]
+        if len(defining) == 1:
+            return defining[0]
     failures = _FAILURE_HEADER.split(report)
     first = failures[1] if len(failures) > 1 else report
     places = [(m["path"], int(m["line"])) for m in _PLACE.finditer(first)]

@@ -105,6 +105,8 @@ class Verdict:
     standing: Standing = Standing()
     #: agreement weighed the failing tests against sampled code and found the tests the likelier wrong
     tests_doubted: bool = False
+    #: the task's examples that fail, by whose they are (``function`` or ``Class.method``)
+    examples_failed: tuple[str, ...] = ()
 
     @property
     def first_file(self) -> str | None:
@@ -140,6 +142,7 @@ class StepChecks:
         self.examples = task_examples(instruction.instruction, task) if env.python_checks and run_tests else []
         self.standing = Standing()  # of the project when the checks last ran
         self.examples_report = ""  # the part of the last report on the task's failing examples
+        self.examples_failed: tuple[str, ...] = ()  # whose they are
         #: tests (ids, or files that did not import) of other files that failed when the step began, left out
         #: of its test runs once measured; None until a run fails
         self.inherited_tests: tuple[str, ...] | None = None
@@ -164,7 +167,8 @@ class StepChecks:
         removed = tuple(agreed.removed) if agreed is not None else ()
         self.removed += removed
         doubted = agreed is not None and agreed.focus is not None and is_test_file(agreed.focus)
-        return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed, self.standing, doubted)
+        failed = () if ok else self.examples_failed
+        return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed, self.standing, doubted, failed)
 
     # -- the checks --------------------------------------------------------------------------------------
     async def _run_logged(self) -> tuple[bool, str]:
@@ -212,6 +216,7 @@ class StepChecks:
             blocking = len(issues) + len(install)
         examples = run_examples(self.examples, env.store, env.runner, env.python, env.test_timeout_s)
         self.examples_report = ""
+        self.examples_failed = tuple(name for name, _ in examples.failed) if examples is not None else ()
         if examples is not None and examples.failed:
             self.examples_report = self.domain.render(
                 "examples_failing",

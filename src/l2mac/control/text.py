@@ -308,7 +308,7 @@ class TextConversation:
         if not asked or not self.setting.continues or not code or self.doubted or _CALLED_WRONG.search(verdict.report):
             return None  # a call that does not fit the signature: a new body cannot fix it
         sources = python_files(self.setting.toolbox.env.store)
-        found = failing_function(verdict.report, sources, code)
+        found = failing_function(verdict.report, sources, code, verdict.examples_failed)
         if found is None:
             return None
         self.rewrites = self.rewrites + 1 if found == self.rewriting else 1
