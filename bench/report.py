@@ -258,6 +258,38 @@ def runs_section() -> list[str]:
     return lines
 
 
+def changes_section() -> list[str]:
+    """Changes to an existing repository (``--repo``), each saved with its run report (``*-change-*.json``)."""
+    files = sorted(RESULTS.glob("*-change-*.json"))
+    if not files:
+        return []
+    lines = [
+        "## Changes to an existing repository (`--repo`)",
+        "",
+        "| date | repository | change | l2mac | steps passed | tests before -> after (passed, failing) | broken "
+        "| diff | tokens | wall time | status |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes: list[str] = []
+    for path in files:
+        r = json.loads(path.read_text(encoding="utf-8"))
+        rep, steps, change = r["report"], r["report"]["steps"], r["report"]["change"]
+        before, after = change["before"], change["after"] or {}
+        diff = ", ".join(f"{f} {n}" for f, n in r["diff"]["files"].items())
+        notes += [f"- {path.name[:10]} ({r['l2mac']}): {n}" for n in r.get("notes", [])]
+        lines.append(
+            f"| {path.name[:10]} | {r['repository']} | {r['task']} | {r['l2mac']} | {steps['passed']} of "
+            f"{steps['planned']} | {before['tests_passed']}, {before['tests_failing']} -> "
+            f"{after.get('tests_passed')}, {after.get('tests_failing')} | {len(change['broken'])} | {diff} | "
+            f"{rep['tokens']['total']:,} | {rep['wall_time_s']:.0f} s | {rep['status']} |"
+        )
+    lines.append("")
+    lines += ["Command: " + ", ".join(dict.fromkeys(f"`{json.loads(p.read_text())['command']}`" for p in files)), ""]
+    if notes:
+        lines += ["Notes on these runs:", "", *notes, ""]
+    return lines
+
+
 def result_rows(benchmark: str) -> list[dict[str, Any]]:
     """The scored results files of ``benchmark`` (classeval, devbench), with their conditions and summary."""
     rows = []
@@ -386,6 +418,7 @@ def main() -> int:
     lines += classeval_section()
     lines += devbench_section()
     lines += runs_section()
+    lines += changes_section()
     lines += project_section()
     lines += soa_section()
     (BENCH / "RESULTS.md").write_text("\n".join(lines), encoding="utf-8")
