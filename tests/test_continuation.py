@@ -389,3 +389,30 @@ def test_a_failing_function_in_code_the_step_wrote_unnamed_is_rewritten_inside_i
     outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("solution.py") == code.replace("+ min", "- min")
+
+
+def test_a_rewrite_of_a_failing_function_is_not_shown_the_body_the_step_gave_it(tmp_path: Path) -> None:
+    """Seen on a repository: the 1.5B planner wrote a wrong body into the step; every rewrite begun inside
+    the function copied it back from the step. Rewriting it, the step is shown without that body."""
+    given = "def spread(numbers):\n    return max(numbers) + min(numbers)\n"
+    task = Instruction(
+        title="spread",
+        instruction=f"Write solution.py with this, tested in tests/test_solution.py:\n\n```python\n{given}```",
+        requires_tests=True,
+    )
+    test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n"
+
+    def fixed_body(messages: list[ModelMessage]) -> ModelResponse:
+        shown = str(messages[0])
+        assert "max(numbers) + min(numbers)" not in shown and "def spread(numbers):\\n    ...\\n" in shown
+        return text("    return max(numbers) - min(numbers)\n```\n")
+
+    replies = [
+        text(f"solution.py\n```python\n{given}```\n\ntests/test_solution.py\n```python\n{test}```\n"),
+        fixed_body,
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("solution.py") == given.replace("+ min", "- min")

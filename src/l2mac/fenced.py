@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from l2mac.store import FileStore
@@ -154,13 +154,15 @@ def show_files(
     hide: Callable[[str], bool] | None = None,
     rank: Callable[[dict[str, str]], list[str]] | None = None,
     view: Callable[[str, str], str | None] | None = None,
+    shown_as: Mapping[str, str] | None = None,
 ) -> str:
     """Each project file as its path and a fenced block, in path order, until ``budget_chars`` is spent; the rest
     are named with their length (a model reads them with a ranged read). Files for which ``hide`` is true are
     left out. When they do not all fit (a repository l2mac did not write), they come in ``rank``'s order (the
     most relevant first), and at most :data:`MAX_LISTED` are named. ``view`` may show a file otherwise than
-    whole (a long module as its outline): what it returns for a path and text, unless None."""
-    files = {p: t for p, t in store.snapshot().items() if hide is None or not hide(p)}
+    whole (a long module as its outline): what it returns for a path and text, unless None. ``shown_as`` gives
+    files a text to show in place of theirs (a function being rewritten, without its old body)."""
+    files = {p: (shown_as or {}).get(p, t) for p, t in store.snapshot().items() if hide is None or not hide(p)}
     unreadable = [p for p in store.list_files() if p not in files and (hide is None or not hide(p))]
     order = sorted(files)
     if rank is not None and sum(len(fenced_file(p, t)) for p, t in files.items()) > budget_chars:

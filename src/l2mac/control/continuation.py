@@ -61,6 +61,14 @@ class Opening:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
         return f"{self.path}\n```python\n{self.head}\n"
 
+    def elided(self) -> str:
+        """The file with the function's body left out (``...`` in its place): how it is shown while its body
+        is rewritten, so the old body is not copied back."""
+        tail = self.tail.strip("\n")
+        return "\n".join([self.head, " " * self.body_indent + "..."]) + (
+            f"{self._gap}{tail}\n" if tail.strip() else "\n"
+        )
+
     def begun(self) -> ModelResponse:
         """The begun answer, as the last message of a request: the model continues it."""
         return ModelResponse(parts=[TextPart(self.prefill())])
@@ -203,6 +211,33 @@ def function_opening(path: str, source: str, name: str, owner: str | None = None
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == name:
                     return replace(_opening(path, source, m, owner), rewrite=True)
     return None
+
+
+def without_body(instruction: str, name: str, owner: str | None = None) -> str:
+    """``instruction`` with the body the code it shows gives function ``name`` (a method of ``owner``) left out
+    (its signature and docstring kept, then ``...``). When that function fails, the body the step gave is what
+    failed: seen on a repository, a 1.5B planner wrote a wrong body into the step, and every rewrite begun
+    inside the function, and every agreement sample, copied it back."""
+    out = instruction
+    for _, body in fenced_blocks(instruction):
+        try:
+            tree = ast.parse(body)
+        except SyntaxError:
+            continue
+        nodes: list[ast.stmt] = list(tree.body)
+        if owner is not None:
+            nodes = [m for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner for m in n.body]
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                lines = body.splitlines()
+                docstring = ast.get_docstring(node, clean=False) is not None
+                start = node.body[1].lineno - 1 if docstring and len(node.body) > 1 else node.body[0].lineno - 1
+                if docstring and len(node.body) == 1:
+                    continue  # a stub already
+                indent = " " * node.body[0].col_offset
+                kept = [*lines[:start], f"{indent}...", *lines[node.end_lineno or len(lines) :]]
+                out = out.replace(body, "\n".join(kept) + ("\n" if body.endswith("\n") else ""), 1)
+    return out
 
 
 def step_opening(instruction: str, path: str) -> Opening | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -49,7 +49,7 @@ from l2mac.control.answers import (
     split_fragments,
 )
 from l2mac.control.arguments import json_files
-from l2mac.control.continuation import Opening, find_opening, function_opening, step_opening
+from l2mac.control.continuation import Opening, find_opening, function_opening, step_opening, without_body
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
 from l2mac.control.text_context import text_messages
@@ -119,17 +119,27 @@ class TextConversation:
         while True:
             messages = text_messages(
                 self.setting,
-                self.step,
+                self._shown_step(),
                 feedback,
                 focus=self.focus,
                 progress=self.progress,
                 reads=tuple(self.reads),
                 whole=self.written,
+                shown_as={self.opening.path: self.opening.elided()} if self.opening and self.opening.rewrite else None,
             )
             messages += [self.opening.begun()] if self.opening else []
             if self.setting.budget.fits(messages) or len(feedback) <= 500:
                 return messages
             feedback = trim_output(feedback, len(feedback) // 2)
+
+    def _shown_step(self) -> Step:
+        """The step as its next context shows it: rewriting a failing function, without the body the step
+        gives that function (see :func:`without_body`)."""
+        opening = self.opening
+        if opening is None or not opening.rewrite:
+            return self.step
+        shown = without_body(self.step.instruction.instruction, opening.name, opening.owner)
+        return replace(self.step, instruction=self.step.instruction.model_copy(update={"instruction": shown}))
 
     def restart(self, progress: str) -> None:
         self.progress, self.reads = progress, []

@@ -9,7 +9,7 @@ mention is shown as its numbered outline: a small model shown one whole sends it
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from functools import partial
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
@@ -41,6 +41,7 @@ def text_messages(
     progress: str = "",
     reads: tuple[str, ...] = (),
     whole: Collection[str] = (),
+    shown_as: Mapping[str, str] | None = None,
 ) -> list[ModelMessage]:
     """A fresh context: the step, the files (but those ``hide`` names) and the ranges read, and ``request``; the
     format example shows ``focus`` (the file asked for), since a small model writes whatever path it shows. A long
@@ -55,6 +56,7 @@ def text_messages(
         hide,
         partial(rank, request=instruction),
         partial(_outlined, domain, instruction, {*([focus] if focus else []), *whole}),
+        shown_as,
     )
     hidden = _NOT_SHOWN.search(files)
     if hidden and "text_read_hint" in domain.prompts:  # said only when it is of use, with a file it is of use for
