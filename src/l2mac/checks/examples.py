@@ -101,10 +101,28 @@ _LITERAL_END = re.compile(r"(?=[,;:`)\]}\s])|\.(?=\s|$)|$", re.MULTILINE)
 _BUILTINS = frozenset(dir(builtins))
 
 
+#: an operator after a literal: the literal is only part of what the call is compared with
+_OPERATOR_NEXT = re.compile(r"\s*(?:[-+*/%@&|^<>=.\[(]|\b(?:if|or|and not|else)\b)")
+#: words near a statement that say it is not what the code must do: a bug, a negation, a condition
+_NOT_AN_EXAMPLE = re.compile(
+    r"\b(?:not|never|wrong|incorrect|bug|buggy|broken|currently|instead|isn't|aren't|shouldn't|doesn't|"
+    r"if|while|elif|else|unless|when)\b",
+    re.IGNORECASE,
+)
+
+
 def stated_examples(text: str) -> list[Example]:
-    """The ``name(literal, ...) == literal`` examples stated in ``text``'s prose or code, one per function."""
+    """The ``name(literal, ...) == literal`` examples stated in ``text``'s prose or code, one per function;
+    not a call with no arguments, nor one said near words that make it no example ("currently f(1) == 3, which
+    is wrong", "not f(1) == 4", "0 if main() == 0")."""
     by_name: dict[str, list[str]] = {}
     for match in _CALL.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = text.find("\n", match.end())
+        before = text[max(line_start, match.start() - 40) : match.start()]
+        after = text[match.end() : line_end if line_end >= 0 else len(text)][:80]
+        if _NOT_AN_EXAMPLE.search(before) or _NOT_AN_EXAMPLE.search(after):
+            continue
         stated = _stated_at(text, match.start(), match.end() - 1)
         if stated is not None and stated not in by_name.setdefault(match.group(1), []):
             by_name[match.group(1)].append(stated)
@@ -123,7 +141,7 @@ def _stated_at(text: str, start: int, paren: int) -> str | None:
         return None
     try:
         node = ast.parse(call, mode="eval").body
-        if not isinstance(node, ast.Call):
+        if not isinstance(node, ast.Call) or not (node.args or node.keywords):  # main() == 0: code, not an example
             return None
         if not all(_literal(a) for a in node.args) or not all(_literal(k) for k in node.keywords):
             return None
@@ -138,6 +156,8 @@ def _stated_at(text: str, start: int, paren: int) -> str | None:
             value = ast.literal_eval(source)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
+        if _OPERATOR_NEXT.match(after[end.start() :]):  # "== 'a' + 'b'": the literal is not the whole side
+            return None
         if _has_float(value):  # "area(2) == 12.57" is a rounded figure more often than an exact one
             return None
         if _shown_exactly(value):  # doctest compares what is shown: the value's repr, so a failure shows it too
@@ -164,10 +184,10 @@ def _literal(node: ast.expr | ast.keyword) -> bool:
 
 def _shown_exactly(value: object) -> bool:
     """Whether ``x == value`` is the same as ``repr(x) == repr(value)`` for what a function would return: not
-    for floats (3 == 3.0), sets or dicts (their order)."""
+    for numbers and booleans (3 == 3.0, True == 1), sets or dicts (their order)."""
     if isinstance(value, (list, tuple)):
         return all(_shown_exactly(v) for v in value)
-    return value is None or isinstance(value, (str, bytes, bool, int))
+    return value is None or isinstance(value, (str, bytes))
 
 
 def _closing(text: str, paren: int) -> int | None:
