@@ -1083,3 +1083,30 @@ def test_a_file_the_step_names_is_put_back_when_the_change_broke_tests_the_step_
     outcome = run_step(unit, step)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("core.py") == right
+
+
+def test_a_change_of_behaviour_the_step_asks_for_may_break_the_old_test_of_it(tmp_path: Path) -> None:
+    """The step's own file is put back only for tests that are not the step's: the old test of the function
+    whose behaviour the step changes is its to break (and to update)."""
+    text_py = "def slugify(s):\n    return '-'.join(s.split())\n\n\ndef title(s):\n    return s.title()\n"
+    old_tests = "from text import slugify, title\n\n\ndef test_slugify():\n    assert slugify('a b') == 'a-b'\n\n\n"
+    old_tests += "def test_title():\n    assert title('a b') == 'A B'\n"
+    changed = text_py.replace("'-'.join", "'_'.join")
+    new_tests = old_tests.replace("'a-b'", "'a_b'")
+    step = Instruction(
+        title="Underscores", instruction="Modify text.py so that `slugify` joins words with underscores."
+    )
+    replies = [
+        text(fenced(("text.py", changed))),
+        text(fenced(("tests/test_text.py", new_tests))),
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = make_unit(tmp_path, replies)
+    unit.record = RunRecord(store.root)
+    store.write_text("text.py", text_py)
+    store.write_text("tests/test_text.py", old_tests)
+    outcome = run_step(unit, step.model_copy(update={"requires_tests": True}))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("text.py") == changed
+    events = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    assert not [e for e in events if e.get("recovery") == "regression_undone"]

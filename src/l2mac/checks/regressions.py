@@ -9,9 +9,12 @@ What failed when the step began is measured from the same record, so a step is h
 
 from __future__ import annotations
 
+import ast
+import re
 from collections import Counter
 from dataclasses import dataclass
 
+from l2mac.checks.demands import named_definitions
 from l2mac.checks.env import ToolEnv
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file
@@ -36,6 +39,7 @@ class Baseline:
     snapshot: dict[str, str]
     own: set[str]  # the files the step names: its own to write
     store: FileStore | None = None  # the project, whose binary and hidden files the scratch copy needs too
+    names: frozenset[str] = frozenset()  # the functions and classes the step's instruction names
     _tests: Tests | None = None
     _issues: tuple[CodeIssue, ...] | None = None
 
@@ -99,8 +103,8 @@ def find_regression(
     """The files the step changed that it must put back, when the change broke what worked when the step began:
     a test that passed then fails (or is gone), or a file that was clean has code problems (``report`` is the
     step's failed checks). Files of earlier steps are put back for any test broken; a file the step names is
-    its own to change, and is put back only when the change broke tests of files the step does not name (seen
-    on a repository: told to modify its 430-line module, the model rewrote every function, and 191 of the
+    its own to change, and is put back only when the change broke tests that are not the step's (seen on a
+    repository: told to modify its 430-line module, the model rewrote every function, and 191 of the
     repository's tests failed). Tests that agreement removed (``removed``) are not missed. None when nothing
     broke."""
     store = env.store
@@ -115,8 +119,37 @@ def find_regression(
     if passing:
         now = per_test_outcomes(env.test_run(each=True).output)
         broken = sorted(t for t in passing if not now.get(t, False) and t not in removed)
-    others = [t for t in broken if t.split("::")[0] not in before.own]
+    others = [t for t in broken if not _the_steps(t, before)]
     undo = changed if others else earlier if broken else spoiled
     if not undo:
         return None
     return Regression(undo, broken, [p for p in spoiled if p in undo])
+
+
+def _the_steps(test: str, before: Baseline) -> bool:
+    """Whether a test is the step's to break: in a test file it names, or named for a function or class its
+    instruction names (``test_slugify_joins`` when the step changes ``slugify``): a change of behaviour the
+    step asks for may break the old test of it, not tests of everything else."""
+    path, _, name = test.partition("::")
+    if path in before.own:
+        return True
+    name = name.split("[")[0].lower()
+    return any(re.search(rf"(?:^|_){re.escape(n.lower())}(?:_|$)", name) for n in before.names)
+
+
+def step_names(instruction: str, snapshot: dict[str, str]) -> frozenset[str]:
+    """The functions and classes a step's instruction names: those it shows or calls (``slugify()``), and the
+    project's own it mentions in backticks or by a name no English word has (``to_slug``, ``SlugMaker``). A
+    plain word is not taken for a name: "add mul() to core.py" does not name core.py's ``add``."""
+    words = set(re.findall(r"`(\w+)`", instruction))
+    words |= {w for w in re.findall(r"\w+", instruction) if "_" in w.strip("_") or re.search(r"[a-z][A-Z]", w)}
+    defined: set[str] = set()
+    for path, text in snapshot.items():
+        if path.endswith(".py") and not is_test_file(path):
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            defined |= {n.name for n in ast.walk(tree) if isinstance(n, defs) and not n.name.startswith("__")}
+    return frozenset(named_definitions(instruction)) | frozenset(words & defined)

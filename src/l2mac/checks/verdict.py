@@ -34,7 +34,7 @@ from l2mac.checks.env import ToolEnv
 from l2mac.checks.examples import run_examples, task_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
-from l2mac.checks.regressions import Baseline, find_regression
+from l2mac.checks.regressions import Baseline, find_regression, step_names
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
 from l2mac.checks.tests import TestRun, deselected
@@ -137,7 +137,9 @@ class StepChecks:
         self.held_by_own = held_by_own  # held only by what the step made worse (see _new_failures)
         self.save, self.log, self.weigher = save, log, weigher
         self.named = named_files(instruction.instruction)
-        self.baseline = Baseline(env.store.snapshot(), set(self.named), env.store)
+        snapshot = env.store.snapshot()
+        names = step_names(instruction.instruction, snapshot)
+        self.baseline = Baseline(snapshot, set(self.named), env.store, names)
         self.removed: list[str] = []  # tests agreement removed in this step: not missed as regressions
         self.examples = task_examples(instruction.instruction, task) if env.python_checks and run_tests else []
         self.standing = Standing()  # of the project when the checks last ran
