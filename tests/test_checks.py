@@ -483,6 +483,9 @@ def test_a_step_that_implements_in_a_file_and_tests_in_another_names_both_and_it
     assert named_files(planned) == ["slug.py", "test_slug.py"]
     assert named_files("Create a new file named `slug.py` in the `text` directory.") == ["text/slug.py"]
     assert named_files("Write core.py in the src/app/ folder, and a test in tests.") == ["src/app/core.py"]
+    assert named_files("Create config.py in the root directory.") == ["config.py"]
+    assert named_files("Run the tests in test_x.py; the existing tests in tests/test_y.py must still pass.") == []
+    assert named_files("Test it with pytest tests in tests/test_solution.py.") == ["tests/test_solution.py"]
     assert named_files("Modify the `pkg/__init__.py` file to include slug(); extend app.py.") == [
         "pkg/__init__.py",
         "app.py",

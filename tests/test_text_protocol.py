@@ -1015,13 +1015,13 @@ def test_a_long_module_is_shown_as_its_numbered_outline_and_the_definitions_the_
 
     def answer(messages: list[ModelMessage]):
         told = last_user_text(messages)
-        assert "helpers.py (126 lines, too long to show whole" in told and "READ helpers.py:1-41" in told
+        assert "helpers.py (125 lines, too long to show whole" in told and "READ helpers.py:1-41" in told
         assert "   16| h3(x: int) -> int: Add 3." in told and "return x + 3" not in told
         return text(fenced(("shout.py", shout), ("tests/test_shout.py", test)))
 
     def named(messages: list[ModelMessage]):  # a step that mentions the module sees what it names of it
         told = last_user_text(messages)
-        assert "helpers.py (126 lines, too long to show whole" in told
+        assert "helpers.py (125 lines, too long to show whole" in told
         assert "The definitions of helpers.py this step names" in told
         assert "def h3(x: int) -> int:\n    '''Add 3.'''\n    return x + 3" in told and "return x + 4" not in told
         return text("STEP COMPLETE")

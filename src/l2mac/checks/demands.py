@@ -39,7 +39,15 @@ def _writes(m: re.Match[str]) -> str | None:
     verb, gap, path = m.group(2).lower(), m.group(3), m.group(4)
     if _ELSEWHERE.search(gap) or (verb.startswith("test") and not is_test_file(path)):
         return None
+    if verb == "tests" and not _WRITING_TESTS.search(m.string[max(0, m.start() - 25) : m.start()]):
+        return None  # "run the tests in test_x.py", "the existing tests in tests/test_x.py still pass"
     return path
+
+
+#: words before "tests ... in test_x.py" that say the step writes them
+_WRITING_TESTS = re.compile(
+    r"\b(?:add|adds|write|writes|create|creates|with|pytest|new|its|their)\s+(?:\w+\s+)?$", re.I
+)
 
 
 def _file_mentions(text: str) -> list[tuple[int, str]]:
@@ -58,9 +66,17 @@ _IN_FOLDER = re.compile(
 
 
 def _in_folder(path: str, after: str) -> str:
-    """``path`` in the folder the words after it name, when it is a bare file name ("x.py in the pkg folder")."""
+    """``path`` in the folder the words after it name, when it is a bare file name ("x.py in the pkg folder");
+    not "in the root (same, current, ...) directory"."""
     m = _IN_FOLDER.match(after)
-    return f"{m.group(1)}/{path}" if m and "/" not in path else path
+    if m is None or "/" in path or m.group(1).lower() in _NOT_FOLDERS:
+        return path
+    return f"{m.group(1)}/{path}"
+
+
+_NOT_FOLDERS = frozenset(
+    {"root", "same", "current", "project", "top", "main", "this", "that", "parent", "its", "base", "working", "right"}
+)
 
 
 _CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")

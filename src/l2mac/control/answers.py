@@ -27,7 +27,7 @@ LONG_FILE_LINES = 100
 
 def long_files(store: FileStore, limit: int = 5) -> list[str]:
     """The project's longest Python files of at least LONG_FILE_LINES lines (at most ``limit``)."""
-    sizes = {p: s.count("\n") + 1 for p, s in python_files(store).items()}
+    sizes = {p: len(s.splitlines()) for p, s in python_files(store).items()}  # as split_fragments counts
     return sorted((p for p, n in sizes.items() if n >= LONG_FILE_LINES), key=lambda p: -sizes[p])[:limit]
 
 

@@ -88,7 +88,7 @@ def _outlined(domain: Domain, instruction: str, whole: set[str], path: str, text
     where each begins (for a ranged read), and the code it changes."""
     if path in whole or not path.endswith(".py") or "text_long_file" not in domain.prompts:
         return None
-    lines = text.count("\n") + 1
+    lines = len(text.splitlines())  # as split_fragments counts
     rows = numbered_outline(text, docs=True)
     if lines < LONG_FILE_LINES or not rows:
         return None
