@@ -1110,3 +1110,23 @@ def test_a_change_of_behaviour_the_step_asks_for_may_break_the_old_test_of_it(tm
     assert store.read_text("text.py") == changed
     events = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
     assert not [e for e in events if e.get("recovery") == "regression_undone"]
+
+
+def test_a_class_sent_again_is_merged_member_by_member() -> None:
+    """Told to send only what it changes, a small model sends the class with the one method it changed: the
+    class's other methods stay; a stub among them replaces nothing; a new method is added at the class's end."""
+    source = (
+        "import functools\n\n\nclass Inflector:\n    def __init__(self):\n        self.n = 1\n\n"
+        "    @functools.cache\n    def plural(self, w):\n        return w + 's'\n\n    def single(self, w):\n"
+        "        return w[:-1]\n\n\ndef after():\n    return 2\n"
+    )
+    sent = (
+        "class Inflector:\n    def plural(self, w):\n        return w + 'es'\n\n    def single(self, w):\n"
+        "        pass\n\n    def shout(self, w):\n        return w.upper()\n"
+    )
+    merged = merge_definitions(source, sent, add_new=True)
+    assert merged is not None
+    assert "self.n = 1" in merged and "return w[:-1]" in merged and "return w + 'es'" in merged
+    assert "@functools.cache" not in merged  # the method sent replaces the old one, decorators and all
+    assert merged.index("def shout") < merged.index("def after") and merged.count("class Inflector") == 1
+    compile(merged, "merged.py", "exec")

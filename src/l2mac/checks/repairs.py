@@ -245,19 +245,38 @@ def definition_span(node: ast.stmt) -> tuple[int, int]:
     return min([node.lineno, *(d.lineno for d in decorators)]) - 1, node.end_lineno or node.lineno
 
 
-def _stub_for_body(new: ast.stmt, old: ast.stmt) -> bool:
-    """Whether ``new`` is a stub of a function ``old`` defines with a body (or a class of only stubs, of a class
-    with a method that has one)."""
+def _stub_for_body(new: ast.stmt, old: ast.stmt, owner: ast.ClassDef | None = None) -> bool:
+    """Whether ``new`` is a stub of a function ``old`` defines with a body."""
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     if isinstance(new, functions) and isinstance(old, functions):
-        return is_stub_definition(new) and not is_stub_definition(old)
-    if isinstance(new, ast.ClassDef) and isinstance(old, ast.ClassDef):
-        new_methods = [m for m in new.body if isinstance(m, functions)]
-        old_methods = [m for m in old.body if isinstance(m, functions)]
-        return all(is_stub_definition(m, new) for m in new_methods) and not all(
-            is_stub_definition(m, old) for m in old_methods
-        )
+        return is_stub_definition(new, owner) and not is_stub_definition(old, owner)
     return False
+
+
+Replacement = tuple[tuple[int, int], list[str]]
+
+
+def _class_members(new: ast.ClassDef, old: ast.ClassDef, snippet_lines: list[str]) -> list[Replacement]:
+    """A class sent again, merged member by member: each method sent replaces the one of the same name (not a
+    stub over a body), new ones go after the class's last line, and the methods not sent stay as they are (a
+    small model sends the class with the one method it changed)."""
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    old_methods = {m.name: m for m in old.body if isinstance(m, functions)}
+    out: list[Replacement] = []
+    added: list[str] = []
+    for member in new.body:
+        if not isinstance(member, functions):
+            continue
+        a, b = definition_span(member)
+        before = old_methods.get(member.name)
+        if before is None:
+            added += ["", *snippet_lines[a:b]]
+        elif not _stub_for_body(member, before, old):
+            out.append((definition_span(before), snippet_lines[a:b]))
+    if added:
+        end = old.end_lineno or old.lineno
+        out.append(((end, end), added))
+    return out
 
 
 def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> str | None:
@@ -269,7 +288,8 @@ def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> st
     ``add_new`` (the answer named the file), a definition ``source`` lacks is added after its last definition
     (before a ``__main__`` guard): a function added to a long module, which a small model cannot send whole.
     A stub never replaces a function that has a body: a small model shown a module's outline copies it back as
-    ``pass`` bodies (inflection, issue 23). With ``add_new``, a block of imports alone adds those missing."""
+    ``pass`` bodies (inflection, issue 23). A class is merged member by member (see :func:`_class_members`).
+    With ``add_new``, a block of imports alone adds those missing."""
     try:
         new_tree, old_tree = ast.parse(snippet), ast.parse(source)
     except SyntaxError:
@@ -287,11 +307,14 @@ def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> st
     before = [n for n in old_tree.body if guard is None or n.lineno < guard.lineno]
     end = (before[-1].end_lineno or len(lines)) if before else 0  # new definitions: after these, before a guard
 
-    replacements: list[tuple[tuple[int, int], list[str]]] = []
+    replacements: list[Replacement] = []
     added: list[str] = []
     for node in new_defs:
         a, b = definition_span(node)
         old = old_defs.get(node.name)
+        if isinstance(node, ast.ClassDef) and isinstance(old, ast.ClassDef):
+            replacements += _class_members(node, old, snippet_lines)
+            continue
         if old is not None and _stub_for_body(node, old):
             continue
         if old is not None:

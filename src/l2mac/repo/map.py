@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 
 from l2mac.checks.layout import is_test_file, module_name
-from l2mac.checks.repairs import imported_modules
+from l2mac.checks.repairs import definition_span, imported_modules
 
 #: share of a file's rank passed to each project module it imports
 IMPORT_SHARE = 0.5
@@ -85,13 +85,15 @@ def named_definitions(source: str, text: str, max_lines: int = 120) -> list[str]
     except (SyntaxError, ValueError):
         return []
     words = set(re.findall(r"\w+", text))
+    lines = source.splitlines()
     defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     nodes: list[ast.stmt] = [n for n in tree.body if isinstance(n, defs)]
     nodes += [m for n in tree.body if isinstance(n, ast.ClassDef) and n.name not in words for m in n.body]
     out: list[str] = []
     taken = 0
     for node in sorted((n for n in nodes if isinstance(n, defs) and n.name in words), key=lambda n: n.lineno):
-        segment = ast.get_source_segment(source, node, padded=True) or ""
+        a, b = definition_span(node)  # with its decorators: sent back without them, they would be lost
+        segment = "\n".join(lines[a:b])
         if segment and taken + segment.count("\n") + 1 <= max_lines:
             out.append(segment)
             taken += segment.count("\n") + 1
