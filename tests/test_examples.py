@@ -137,6 +137,7 @@ def test_examples_a_task_states_in_its_prose_are_read_one_doctest_per_function()
         "tally": ">>> tally('a') == {'a': 1}\nTrue",
     }  # not count(xs) nor f(x): their arguments are names
     assert [e.name for e in stated_examples("assert add(1, 2) == 3")] == ["add"]
+    assert [e.text for e in stated_examples("Sum: e.g. total([1, 6]) == 7.")] == [">>> total([1, 6]) == 7\nTrue"]
 
 
 def test_a_tasks_stated_example_holds_a_step_whose_instruction_dropped_it(tmp_path: Path) -> None:

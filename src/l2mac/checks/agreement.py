@@ -11,6 +11,7 @@ to save one and where to log.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import hashlib
 import json
@@ -36,7 +37,7 @@ from l2mac.checks.env import ToolEnv
 from l2mac.checks.examples import Example, run_examples, task_examples
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
-from l2mac.checks.python import find_code_issues
+from l2mac.checks.python import defined_at_top_level, find_code_issues
 from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes
 from l2mac.domains import Domain
@@ -131,7 +132,9 @@ class Weigher:
         if not base or all(base.values()):
             return None  # the tests did not run one by one (collection error, timeout): nothing to weigh
         self.rounds += 1
-        examples = task_examples(instruction, self.task)
+        # the task's examples of what the file under weighing defines: another file's failing example says
+        # nothing of this one's code or tests
+        examples = [e for e in task_examples(instruction, self.task) if _defines(snapshot.get(target, ""), e.owner)]
         candidates, outcomes, failures, shown = await self._implementations(snapshot, target, examples)
         if not candidates:
             self.log("agreement", target=target, samples=self.limits.samples, usable=0)
@@ -399,3 +402,12 @@ def outcomes_with(
             return None
         shown = examples_passed(env, scratch, examples) if examples else 0
         return Sampled(scratch.read_text(target), outcome, failure_messages(output), shown)
+
+
+def _defines(source: str, name: str) -> bool:
+    """Whether ``source`` defines ``name`` at its top level."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return name in defined_at_top_level(tree)

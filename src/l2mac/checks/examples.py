@@ -102,7 +102,7 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 #: an operator after a literal: the literal is only part of what the call is compared with
-_OPERATOR_NEXT = re.compile(r"\s*(?:[-+*/%@&|^<>=.\[(]|\b(?:if|or|and not|else)\b)")
+_OPERATOR_NEXT = re.compile(r"\s*(?:[-+*/%@&|^<>=\[(]|\.\w|\b(?:if|or|and not|else)\b)")
 #: words near a statement that say it is not what the code must do: a bug, a negation, a condition
 _NOT_AN_EXAMPLE = re.compile(
     r"\b(?:not|never|wrong|incorrect|bug|buggy|broken|currently|instead|isn't|aren't|shouldn't|doesn't|"

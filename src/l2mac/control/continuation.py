@@ -229,6 +229,8 @@ def without_body(instruction: str, name: str, owner: str | None = None) -> str:
             nodes = [m for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner for m in n.body]
         for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                if node.body[0].lineno == node.lineno:  # def f(x): return x, on one line: left as it is
+                    continue
                 lines = body.splitlines()
                 docstring = ast.get_docstring(node, clean=False) is not None
                 start = node.body[1].lineno - 1 if docstring and len(node.body) > 1 else node.body[0].lineno - 1
