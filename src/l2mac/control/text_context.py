@@ -21,7 +21,7 @@ from l2mac.control.protocol import Setting
 from l2mac.control.step import Step
 from l2mac.domains import Domain
 from l2mac.fenced import fence_lang, show_files
-from l2mac.repo.map import named_definitions, numbered_outline, rank
+from l2mac.repo.map import numbered_outline, rank, sources_named
 
 #: a file :func:`l2mac.fenced.show_files` names without its content
 _NOT_SHOWN = re.compile(r"^- (\S+) \(\d+ lines, not shown\)$", re.MULTILINE)
@@ -95,7 +95,7 @@ def _outlined(domain: Domain, instruction: str, whole: set[str], path: str, text
     first = rows[0][0]
     head = domain.render("text_long_file", path=path, lines=lines, first=first, last=min(first + 40, lines))
     shown = head + "\n" + "\n".join(f"{n:>5}| {_entry(line)}" for n, line in rows[:MAX_OUTLINE])
-    named = named_definitions(text, instruction) if path in mentioned_files(instruction) else []
+    named = sources_named(text, instruction) if path in mentioned_files(instruction) else []
     if named and "text_long_file_named" in domain.prompts:
         code = "\n\n\n".join(named)
         shown += "\n" + domain.render("text_long_file_named", path=path) + f"\n```python\n{code.rstrip()}\n```"

@@ -77,7 +77,7 @@ def numbered_outline(source: str, *, docs: bool = False) -> list[tuple[int, str]
     return lines
 
 
-def named_definitions(source: str, text: str, max_lines: int = 120) -> list[str]:
+def sources_named(source: str, text: str, max_lines: int = 120) -> list[str]:
     """The source of each top-level function and class of ``source`` (and method of a class) that ``text``
     names as a word, in file order, until ``max_lines`` are taken."""
     try:
