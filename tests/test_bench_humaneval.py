@@ -283,7 +283,7 @@ def test_ctrl_c_ends_the_process_while_tasks_are_still_in_flight() -> None:
 
     script = (
         "import os, signal, threading, time\n"
-        "from l2mac.benchmarks.runner import run_in_threads\n"
+        "from l2mac.executors.threads import run_in_threads\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
         "run_in_threads(lambda item: time.sleep(600), [1, 2, 3], 2, threading.Event())\n"

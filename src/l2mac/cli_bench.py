@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import shlex
@@ -15,7 +16,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from l2mac.benchmarks.runner import HasTaskId, Scorer, Suite
-from l2mac.benchmarks.setup import bench_model, results_meta
+from l2mac.benchmarks.setup import ModelSpec, bench_model, results_meta, suite_worker
 from l2mac.errors import L2MACError
 from l2mac.terminal import make_console
 
@@ -38,9 +39,19 @@ LlamaServerOpt = Annotated[
 SeedOpt = Annotated[int | None, typer.Option(help="Sampling seed, where the model supports one.")]
 TaskTokensOpt = Annotated[int, typer.Option(help="Token budget per task (every strategy).")]
 WorkersOpt = Annotated[
-    int, typer.Option(help="Tasks generated at once (with --llama-server they share its slots).", min=1)
+    int, typer.Option(help="Tasks generated at once (threads: sharing --llama-server's slots; ray: actors).", min=1)
 ]
 OutOpt = Annotated[Path | None, typer.Option(help="Results file (default: bench/results/<date>-...json).")]
+
+
+ExecutorOpt = Annotated[
+    str, typer.Option(help="Where tasks run: threads (this process) or ray (Ray actors; pip install 'l2mac[ray]').")
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(help="Run on the Ray cluster at this address (implies --executor ray; without it, a local instance)."),
+]
+CpusOpt = Annotated[float, typer.Option(help="CPUs each Ray worker asks for (its local model's threads).", min=0.1)]
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,9 @@ class Generating:
     task_tokens: int
     workers: int
     out: Path | None
+    executor: str = "threads"
+    ray_address: str | None = None
+    cpus_per_worker: float = 1.0
 
 
 def run_suite(
@@ -64,45 +78,55 @@ def run_suite(
     scorer_note: str | None = None,
 ) -> None:
     """Run a benchmark's tasks (from ``prepare``: the tasks chosen, their data's digest, and the scorer, made
-    before the model loads so a scorer that cannot be set up costs nothing) and print its summary line."""
+    before the model loads so a scorer that cannot be set up costs nothing) and print its summary line.
+
+    In this process the workers are threads sharing one model (a llama-server's ``workers`` slots); on Ray
+    each worker loads its own (its own llama-server with one slot and its CPUs as threads, or the shared
+    ``--base-url`` endpoint)."""
     from l2mac.benchmarks import runner
+    from l2mac.executors import make_executor
+    from l2mac.executors.threads import ThreadExecutor
 
     console = make_console()
-    with ExitStack() as stack:  # closes the model (and stops a llama-server child) however the run ends
-        try:
-            if how.strategy not in runner.STRATEGIES:
-                raise typer.BadParameter(f"--strategy must be one of {', '.join(runner.STRATEGIES)}")
-            tasks, data_md5, score = prepare()
-            bm = bench_model(
-                how.model,
-                how.base_url,
-                how.seed,
-                how.task_tokens,
-                how.llama_server,
-                slots=how.workers,
-                run=suite.engine_budget,
-            )
-            stack.callback(bm.close)
-            target = how.out or runner.results_path(Path("bench/results"), suite.name, bm.label, how.strategy)
-            meta = results_meta(suite.title, data_md5, bm, how.strategy, how.seed, how.task_tokens, suite.engine_budget)
-            if scorer_note:
-                meta["scorer"] = scorer_note
-            result = runner.run_benchmark(
-                tasks,
-                strategy=how.strategy,
-                generate=suite.generator(how.strategy, bm.settings, bm.model, bm.client_for),
-                score=score,
-                summarise=suite.summarise,
-                unscored=suite.unscored,
-                out=target,
-                meta=meta,
-                say=console.print,
-                workers=how.workers,
-            )
-            console.print(f"{how.strategy} · {bm.label}: {suite.headline(result['summary'])}. Written to {target}")
-        except L2MACError as e:
-            make_console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
+    try:
+        if how.strategy not in runner.STRATEGIES:
+            raise typer.BadParameter(f"--strategy must be one of {', '.join(runner.STRATEGIES)}")
+        executor = make_executor(
+            how.executor, how.workers, address=how.ray_address, cpus_per_worker=how.cpus_per_worker
+        )
+        tasks, data_md5, score = prepare()
+        local = isinstance(executor, ThreadExecutor)
+        spec = ModelSpec(
+            how.model,
+            how.base_url,
+            how.seed,
+            how.task_tokens,
+            how.llama_server,
+            slots=how.workers if local else 1,
+            run=suite.engine_budget,
+            threads=None if local else max(1, round(how.cpus_per_worker)),
+        )
+        label = spec.label()
+        target = how.out or runner.results_path(Path("bench/results"), suite.name, label, how.strategy)
+        meta = results_meta(suite.title, data_md5, spec, how.strategy, suite.engine_budget, executor)
+        if scorer_note:
+            meta["scorer"] = scorer_note
+        result = runner.run_benchmark(
+            tasks,
+            strategy=how.strategy,
+            start=functools.partial(suite_worker, suite, how.strategy, spec),
+            score=score,
+            summarise=suite.summarise,
+            unscored=suite.unscored,
+            out=target,
+            meta=meta,
+            say=console.print,
+            executor=executor,
+        )
+        console.print(f"{how.strategy} · {label}: {suite.headline(result['summary'])}. Written to {target}")
+    except L2MACError as e:
+        make_console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from None
 
 
 @bench_app.command("humaneval")
@@ -116,6 +140,9 @@ def humaneval_command(
     seed: SeedOpt = None,
     task_tokens: TaskTokensOpt = 40_000,
     workers: WorkersOpt = 1,
+    executor: ExecutorOpt = "threads",
+    ray_address: RayAddressOpt = None,
+    cpus_per_worker: CpusOpt = 1.0,
     data: Annotated[Path | None, typer.Option(help="HumanEval+ v0.1.10 .jsonl.gz (default: bench/data).")] = None,
     out: OutOpt = None,
     self_test: Annotated[
@@ -145,7 +172,9 @@ def humaneval_command(
         chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
         return chosen, he.DATA_MD5, he.as_fields(score)
 
-    how = Generating(strategy, model, base_url, llama_server, seed, task_tokens, workers, out)
+    how = Generating(
+        strategy, model, base_url, llama_server, seed, task_tokens, workers, out, executor, ray_address, cpus_per_worker
+    )
     run_suite(he.SUITE, how, prepare, scorer_note=scorer.EVALPLUS)
 
 
@@ -160,6 +189,9 @@ def classeval_command(
     seed: SeedOpt = None,
     task_tokens: TaskTokensOpt = 60_000,
     workers: WorkersOpt = 1,
+    executor: ExecutorOpt = "threads",
+    ray_address: RayAddressOpt = None,
+    cpus_per_worker: CpusOpt = 1.0,
     data: Annotated[Path | None, typer.Option(help="ClassEval_dev.json (default: bench/data).")] = None,
     out: OutOpt = None,
 ) -> None:
@@ -172,7 +204,9 @@ def classeval_command(
         chosen = ce.select(all_tasks, limit, tasks.split(",") if tasks else None)
         return chosen, ce.DATA_MD5, ce.scorer_for(all_tasks, choose_runner("auto"), ce.scorer_python(all_tasks))
 
-    how = Generating(strategy, model, base_url, llama_server, seed, task_tokens, workers, out)
+    how = Generating(
+        strategy, model, base_url, llama_server, seed, task_tokens, workers, out, executor, ray_address, cpus_per_worker
+    )
     run_suite(ce.SUITE, how, prepare)
 
 
@@ -187,6 +221,9 @@ def devbench_command(
     seed: SeedOpt = None,
     task_tokens: TaskTokensOpt = 400_000,
     workers: WorkersOpt = 1,
+    executor: ExecutorOpt = "threads",
+    ray_address: RayAddressOpt = None,
+    cpus_per_worker: CpusOpt = 1.0,
     data: Annotated[Path | None, typer.Option(help="DevBench repositories (default: bench/data/devbench).")] = None,
     out: OutOpt = None,
 ) -> None:
@@ -201,7 +238,9 @@ def devbench_command(
         score = db.scorer_for(chosen, choose_runner("auto"), lambda r: pythons[r.task_id])
         return chosen, db.data_digest(chosen), score
 
-    how = Generating(strategy, model, base_url, llama_server, seed, task_tokens, workers, out)
+    how = Generating(
+        strategy, model, base_url, llama_server, seed, task_tokens, workers, out, executor, ray_address, cpus_per_worker
+    )
     run_suite(db.SUITE, how, prepare)
 
 

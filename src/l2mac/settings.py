@@ -65,6 +65,9 @@ class LLMSettings(BaseModel):
         "as a managed child process with parallel slots, instead of in-process.",
     )
     local_slots: int = Field(default=4, gt=0, description="Parallel slots of the llama-server child.")
+    local_threads: int | None = Field(
+        default=None, gt=0, description="CPU threads of the local model (default: all the machine's cores)."
+    )
     retry_base_delay_s: float = Field(
         default=1.0, gt=0, description="First retry's delay; doubles each time (a Retry-After header wins)."
     )

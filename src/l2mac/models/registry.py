@@ -182,6 +182,7 @@ def _local_info(llm: LLMSettings, provider: str, name: str, environ: Mapping[str
         seed=llm.seed or 0,
         server=server,
         slots=llm.local_slots,
+        threads=llm.local_threads,
         server_log=models_dir(environ) / "llama-server.log" if server else None,
         request_timeout_s=max(llm.timeout_s, SERVED_REQUEST_TIMEOUT_S),
     )

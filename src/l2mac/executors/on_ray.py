@@ -1,0 +1,134 @@
+"""Ray: each worker a Ray actor with its own state (its model loaded once, reused across its tasks) and its
+CPU request, on an existing cluster (``address``) or a local instance started and stopped here.
+
+The caller's process hands out one item per idle worker and takes each result as it finishes, so results are
+saved as they arrive and an interrupted sweep resumes without redoing finished work. A worker that dies (its
+node lost, its process killed) gives its item back to the queue, where another worker takes it; nothing it
+finished is lost, and nothing is finished twice. Only this module imports ray (``l2mac[ray]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
+
+from l2mac.errors import ConfigError, L2MACError
+from l2mac.executors.base import Done, Start, Worker
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+#: how often the caller's loop looks up from waiting (Ctrl-C, a stop asked for)
+_WAKE_S = 0.5
+
+
+class WorkersLost(L2MACError):
+    """Every Ray worker died before the items were done."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("the ray executor needs Ray: pip install 'l2mac[ray]'") from None
+    return ray
+
+
+class _Actor(Generic[_Item, _Result]):
+    """One Ray worker: its state made once from ``start`` in its own process."""
+
+    def __init__(self, start: Start[_Item, _Result]) -> None:
+        self._worker: Worker[_Item, _Result] = start()
+
+    def work(self, item: _Item) -> _Result:
+        return self._worker.work(item)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def close(self) -> None:
+        self._worker.close()
+
+
+@dataclass
+class RayExecutor:
+    workers: int = 1
+    address: str | None = None
+    cpus_per_worker: float = 1.0
+    #: the actors of the run in progress (tests kill one to see the others finish)
+    actors: list[Any] | None = None
+
+    @property
+    def describe(self) -> str:
+        where = self.address or "a local Ray instance"
+        workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
+        return f"ray ({where}), {workers}, {self.cpus_per_worker:g} CPU each"
+
+    def run(
+        self,
+        start: Start[_Item, _Result],
+        items: Sequence[_Item],
+        done: Done[_Item, _Result],
+        stopping: threading.Event,
+    ) -> None:
+        if not items:
+            return
+        ray = _ray()
+        started_here = not ray.is_initialized()
+        if started_here:
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+        actor_class = ray.remote(_Actor).options(num_cpus=self.cpus_per_worker, max_restarts=0, max_task_retries=0)
+        self.actors = actors = [actor_class.remote(start) for _ in range(min(self.workers, len(items)))]
+        try:
+            self._hand_out(ray, actors, items, done, stopping)
+        finally:
+            for actor in actors:
+                with contextlib.suppress(Exception):  # a dead or stuck worker: killed below all the same
+                    ray.get(actor.close.remote(), timeout=30)
+                ray.kill(actor)
+            self.actors = None
+            if started_here:
+                ray.shutdown()
+
+    def _hand_out(
+        self,
+        ray: Any,
+        actors: list[Any],
+        items: Sequence[_Item],
+        done: Done[_Item, _Result],
+        stopping: threading.Event,
+    ) -> None:
+        from ray.exceptions import RayActorError, RayTaskError
+
+        queue: deque[_Item] = deque(items)
+        idle = list(actors)
+        in_flight: dict[Any, tuple[Any, _Item]] = {}
+        deaths: list[str] = []
+        while queue or in_flight:
+            while idle and queue and not stopping.is_set():
+                actor, item = idle.pop(0), queue.popleft()
+                in_flight[actor.work.remote(item)] = (actor, item)
+            if not in_flight:
+                return  # stopping: the rest is never started
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_WAKE_S)
+            for ref in ready:
+                actor, item = in_flight.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except RayActorError as e:  # the worker died with this item: another one does it
+                    deaths.append(str(e).splitlines()[0] if str(e) else type(e).__name__)
+                    queue.appendleft(item)
+                    if not idle and not in_flight:
+                        raise WorkersLost(
+                            f"every Ray worker died ({len(deaths)}); {len(queue)} items not done. First: {deaths[0]}"
+                        ) from e
+                    continue
+                except RayTaskError as e:  # the work's own error, as the work raised it
+                    raise cast(Any, e).as_instanceof_cause() from None
+                done(item, result)
+                idle.append(actor)

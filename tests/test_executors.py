@@ -1,0 +1,90 @@
+"""Executors: choosing one, and the benchmark runner's tasks on threads in this process (the Ray executor is
+in test_executors_ray.py). The scripted workers here serve the Ray tests too."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from l2mac.benchmarks import humaneval as he
+from l2mac.benchmarks.runner import Generation, run_benchmark
+from l2mac.benchmarks.scorer import TaskScore
+from l2mac.errors import ConfigError
+from l2mac.executors import Worker, make_executor
+from l2mac.executors.threads import ThreadExecutor
+from l2mac.models.client import ModelClient
+from l2mac.models.scripted import last_user_text
+
+TASKS = he.load_tasks(he.default_data_path())[:8]
+
+
+def seeded_answer(seed: int) -> FunctionModel:
+    """A scripted model whose answer depends on the prompt and the seed, as a sampling model's does."""
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = last_user_text(messages)
+        name = prompt.split("def ", 1)[1].split("(", 1)[0]
+        pick = int(hashlib.sha256(f"{seed}:{prompt}".encode()).hexdigest(), 16) % 3
+        return ModelResponse(parts=[TextPart(f"```python\ndef {name}(*args):\n    return {pick}\n```")])
+
+    return FunctionModel(answer, model_name="seeded")
+
+
+def scripted_worker(seed: int) -> Worker[he.Task, Generation]:
+    """A benchmark worker on the scripted model: one call per task, a fresh client each, like ``single``."""
+
+    def generate(task: he.Task) -> Generation:
+        return asyncio.run(he.generate_single(ModelClient(seeded_answer(seed)), task))
+
+    return Worker(generate)
+
+
+def score(solutions: dict[str, str]) -> dict[str, TaskScore]:
+    return {tid: TaskScore(base="return 0" in code, plus="return 0" in code) for tid, code in solutions.items()}
+
+
+def sweep(out: Path, start: Any, executor: Any) -> dict[str, Any]:
+    return run_benchmark(
+        TASKS,
+        strategy="single",
+        start=start,
+        score=he.as_fields(score),
+        summarise=he.summarise,
+        unscored=he.UNSCORED,
+        out=out,
+        meta={"data_md5": he.DATA_MD5},
+        say=lambda line: None,
+        executor=executor,
+    )
+
+
+def outcomes(data: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    keep = ("solution", "tokens", "requests", "error", "base", "plus")
+    return {tid: tuple(t[k] for k in keep) for tid, t in data["tasks"].items()}
+
+
+def test_an_unknown_executor_or_no_workers_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="--executor must be one of threads, ray"):
+        make_executor("dask", 2)
+    with pytest.raises(ConfigError, match="workers must be at least 1"):
+        make_executor("threads", 0)
+    assert make_executor("threads", 1, address="ray://head:10001").describe.startswith("ray (ray://head:10001)")
+
+
+def test_threads_make_one_worker_state_shared_by_all_and_close_it(tmp_path: Path) -> None:
+    made: list[int] = []
+    closed: list[bool] = []
+
+    def start() -> Worker[he.Task, Generation]:
+        made.append(1)
+        inner = scripted_worker(0)
+        return Worker(inner.work, lambda: closed.append(True))
+
+    data = sweep(tmp_path / "r.json", start, ThreadExecutor(3))
+    assert len(data["tasks"]) == 8 and made == [1] and closed == [True]

@@ -1,0 +1,162 @@
+"""The Ray executor on a local Ray instance (slow: about 6 s to start it, then seconds per sweep), each worker
+a Ray actor with its own scripted model: the same seeds give the in-process runner's results; a worker killed
+in the middle of a sweep leaves its task to the others, with nothing lost and nothing done twice; a sweep whose
+driver is killed resumes without redoing what it finished; a worker that cannot start is a clear error."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_executors as scripted
+from test_executors import TASKS, outcomes, scripted_worker, sweep
+
+from l2mac.benchmarks import humaneval as he
+from l2mac.benchmarks.runner import Generation
+from l2mac.errors import ConfigError
+from l2mac.executors import Worker, make_executor
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    # the workers unpickle this module's functions by value: tests/ is not on their import path
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.cloudpickle.register_pickle_by_value(scripted)
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def test_a_ray_sweep_gives_the_in_process_runners_results_for_the_same_seed(cluster: str, tmp_path: Path) -> None:
+    start = functools.partial(scripted_worker, 7)
+    local = sweep(tmp_path / "threads.json", start, make_executor("threads", 2))
+    on_ray = sweep(tmp_path / "ray.json", start, make_executor("ray", 2))
+    assert outcomes(on_ray) == outcomes(local) and len(outcomes(local)) == 8
+    assert on_ray["summary"]["base_passed"] == local["summary"]["base_passed"]
+    other_seed = sweep(tmp_path / "seed8.json", functools.partial(scripted_worker, 8), make_executor("ray", 2))
+    assert outcomes(other_seed) != outcomes(local)  # the seed reaches the workers' model
+    assert "ray (a local Ray instance), 2 workers" in on_ray["sessions"][0]["executor"]
+
+
+def slow_worker(log: str, latency_s: float) -> Worker[he.Task, Generation]:
+    """A model of fixed latency that writes ``started``/``finished`` lines (task, pid) to ``log``."""
+
+    def generate(task: he.Task) -> Generation:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"started {task.task_id} {os.getpid()}\n")
+        time.sleep(latency_s)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"finished {task.task_id} {os.getpid()}\n")
+        return Generation(f"def f():\n    return 0  # {task.task_id}\n", tokens=10, requests=1)
+
+    return Worker(generate)
+
+
+def events(log: Path, kind: str) -> list[tuple[str, int]]:
+    if not log.exists():
+        return []
+    lines = [line.split() for line in log.read_text().splitlines()]
+    return [(tid, int(pid)) for k, tid, pid in lines if k == kind]
+
+
+def test_a_worker_killed_mid_sweep_leaves_its_task_to_the_others(cluster: str, tmp_path: Path) -> None:
+    log = tmp_path / "events.log"
+    out = tmp_path / "r.json"
+    result: dict[str, Any] = {}
+    runner = threading.Thread(
+        target=lambda: result.update(sweep(out, functools.partial(slow_worker, str(log), 1.5), make_executor("ray", 3)))
+    )
+    runner.start()
+    deadline = time.monotonic() + 120
+    while len(events(log, "finished")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    busy = {tid: pid for tid, pid in events(log, "started")}
+    busy = {tid: pid for tid, pid in busy.items() if tid not in dict(events(log, "finished"))}
+    victim_task, victim = next(iter(busy.items()))
+    os.kill(victim, signal.SIGKILL)
+    runner.join(timeout=180)
+    assert not runner.is_alive()
+    finished = [tid for tid, _ in events(log, "finished")]
+    assert sorted(finished) == sorted(t.task_id for t in TASKS)  # every task finished exactly once
+    assert set(result["tasks"]) == {t.task_id for t in TASKS} and all(not t["error"] for t in result["tasks"].values())
+    assert dict(events(log, "finished"))[victim_task] != victim  # another worker did the killed one's task
+
+
+DRIVER = """
+import functools, sys
+sys.path.insert(0, {tests!r})
+import ray
+import test_executors, test_executors_ray as t
+ray.cloudpickle.register_pickle_by_value(test_executors)
+ray.cloudpickle.register_pickle_by_value(t)
+from pathlib import Path
+t.sweep(Path({out!r}), functools.partial(t.slow_worker, {log!r}, 1.0), t.make_executor("ray", 2, address={address!r}))
+"""
+
+
+def test_a_sweep_whose_driver_is_killed_resumes_without_redoing_finished_tasks(cluster: str, tmp_path: Path) -> None:
+    log, out = tmp_path / "events.log", tmp_path / "r.json"
+    script = textwrap.dedent(
+        DRIVER.format(tests=str(Path(__file__).parent), out=str(out), log=str(log), address=cluster)
+    )
+    driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not out.exists() or len(json.loads(out.read_text())["tasks"]) < 3):
+        assert driver.poll() is None, driver.stdout.read().decode() if driver.stdout else ""
+        time.sleep(0.1)
+    driver.kill()
+    driver.wait()
+    saved = set(json.loads(out.read_text())["tasks"])
+    assert 3 <= len(saved) < len(TASKS)
+    started_before = len(events(log, "started"))
+    data = sweep(out, functools.partial(slow_worker, str(log), 0.1), make_executor("ray", 2))
+    assert set(data["tasks"]) == {t.task_id for t in TASKS}
+    rerun = [tid for tid, _ in events(log, "started")[started_before:]]
+    assert not set(rerun) & saved and sorted(rerun) == sorted(set(t.task_id for t in TASKS) - saved)
+
+
+def test_a_worker_that_cannot_start_is_a_clear_error_not_a_hang(cluster: str, tmp_path: Path) -> None:
+    from l2mac.executors.on_ray import WorkersLost
+
+    def broken() -> Worker[he.Task, Generation]:
+        raise ConfigError("no model file at /nowhere/model.gguf")
+
+    with pytest.raises(WorkersLost, match="every Ray worker died"):
+        sweep(tmp_path / "r.json", broken, make_executor("ray", 2))
+
+
+def test_the_bench_command_runs_its_tasks_on_ray_workers_reaching_a_shared_endpoint(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_openai import Answer, serve
+    from test_cli import cli
+
+    from l2mac.benchmarks import classeval as ce
+
+    monkeypatch.setattr(ce, "scorer_python", lambda tasks: sys.executable)  # these tasks need no package
+    answers = [Answer(f"```python\nclass {name}:\n    pass\n```") for name in ("AccessGatewayFilter", "AreaCalculator")]
+    out = tmp_path / "ce.json"
+    with serve(answers) as (fake, url):
+        args = ["bench", "classeval", "--tasks", "0,1", "--model", "openai-compatible:fake", "--base-url", url]
+        assert cli([*args, "--executor", "ray", "--workers", "2", "--out", str(out)]) == 0
+    assert len(fake.served) == 2  # one call per task, made by the workers
+    data = json.loads(out.read_text())
+    assert set(data["tasks"]) == {"ClassEval_0", "ClassEval_1"}
+    assert all(t["tests"] and not t["error"] for t in data["tasks"].values())
+    assert data["serving"].startswith("ray (a local Ray instance), 2 workers") and url in data["serving"]
