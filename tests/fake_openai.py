@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,12 +37,17 @@ class Served:
 
 
 class FakeOpenAI:
-    def __init__(self, script: list[Answer | str]) -> None:
+    def __init__(
+        self, script: list[Answer | str], answer_for: Callable[[dict[str, Any]], Answer] | None = None
+    ) -> None:
         self.script = list(script)
+        self.answer_for = answer_for  # answers every request from its body instead (concurrent clients)
         self.served: list[Served] = []
         self.lock = threading.Lock()
 
-    def next(self) -> Answer | str:
+    def next(self, body: dict[str, Any]) -> Answer | str:
+        if self.answer_for is not None:
+            return self.answer_for(body)
         with self.lock:
             if not self.script:
                 raise AssertionError("the fake server's script is exhausted")
@@ -86,7 +91,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-            step = fake.next()
+            step = fake.next(body)
             what = step if isinstance(step, str) else "answer"
             fake.served.append(Served(time.monotonic(), what, body, dict(self.headers)))
             error = {"error": {"message": f"injected {what}", "type": "server_error"}}
@@ -108,9 +113,11 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve(script: list[Answer | str]) -> Iterator[tuple[FakeOpenAI, str]]:
+def serve(
+    script: list[Answer | str], answer_for: Callable[[dict[str, Any]], Answer] | None = None
+) -> Iterator[tuple[FakeOpenAI, str]]:
     """Run the fake on a free loopback port; yields it and its base URL (``http://127.0.0.1:PORT/v1``)."""
-    fake = FakeOpenAI(script)
+    fake = FakeOpenAI(script, answer_for)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
     server.daemon_threads = True
     server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]  # injected drops

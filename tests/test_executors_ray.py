@@ -160,3 +160,28 @@ def test_the_bench_command_runs_its_tasks_on_ray_workers_reaching_a_shared_endpo
     assert set(data["tasks"]) == {"ClassEval_0", "ClassEval_1"}
     assert all(t["tests"] and not t["error"] for t in data["tasks"].values())
     assert data["serving"].startswith("ray (a local Ray instance), 2 workers") and url in data["serving"]
+
+
+def test_a_batch_runs_its_projects_on_ray_workers_reaching_a_shared_endpoint(cluster: str, tmp_path: Path) -> None:
+    from fake_openai import serve
+    from test_batch import hello_answer
+
+    from l2mac.batch import BatchSettings, Project, run_batch
+
+    projects = [Project(f"p{i}", f"hello number {i}") for i in range(3)]
+    with serve([], hello_answer) as (fake, url):
+        batch = BatchSettings(
+            tmp_path / "out",
+            llm={"model": "openai-compatible:fake", "base_url": url},
+            run={"readme_step": False, "verify_readme": False, "protocol": "tools"},
+        )
+        data = run_batch(projects, batch, executor=make_executor("ray", 2), meta={"command": "test"})
+    errors = {name: e["error"] for name, e in data["projects"].items() if e["error"]}
+    assert not errors
+    assert {name: e["status"] for name, e in data["projects"].items()} == {
+        "p0": "passed",
+        "p1": "passed",
+        "p2": "passed",
+    }
+    assert all((tmp_path / "out" / p.name / "hello.py").read_text() == "print('hi')\n" for p in projects)
+    assert len(fake.served) == 9 and data["sessions"][0]["executor"].startswith("ray (a local Ray instance), 2 workers")

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from l2mac.checks.sandbox import isolation_line
+from l2mac.cli_batch import batch_command
 from l2mac.cli_bench import bench_app
 from l2mac.cli_models import models_app
 from l2mac.cli_report import report_command
@@ -44,7 +45,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="The LLM Auto
 app.add_typer(models_app, name="models")
 app.add_typer(bench_app, name="bench")
 app.command("report")(report_command)
-SUBCOMMANDS = {"run", "models", "resume", "bench", "report"}
+app.command("batch")(batch_command)
+SUBCOMMANDS = {"run", "models", "resume", "bench", "report", "batch"}
 
 
 @app.callback()

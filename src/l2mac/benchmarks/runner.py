@@ -16,7 +16,6 @@ import platform
 import re
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pydantic_ai.models import Model
 
 from l2mac.errors import ConfigError
 from l2mac.executors.base import Executor, Start, Worker
+from l2mac.executors.sweep import Timed, sweep
 from l2mac.executors.threads import ThreadExecutor
 from l2mac.models.client import ModelClient
 from l2mac.settings import Settings
@@ -102,29 +102,6 @@ def run_benchmark(
     return data
 
 
-@dataclass(frozen=True)
-class Timed:
-    """What a worker sends back for one task: its generation (or the error it ended with), and its wall time."""
-
-    generation: Generation
-    wall_time_s: float
-
-
-def timed(start: Start[_Task, Generation]) -> Worker[_Task, Timed]:
-    """The worker ``start`` makes, each task timed where it runs and its failure made its outcome."""
-    inner = start()
-
-    def work(task: _Task) -> Timed:
-        began = time.monotonic()
-        try:
-            gen = inner.work(task)
-        except Exception as e:  # a task's failure is its outcome, not the benchmark's end
-            gen = Generation("", 0, 0, error=f"{type(e).__name__}: {e}")
-        return Timed(gen, round(time.monotonic() - began, 1))
-
-    return Worker(work, inner.close)
-
-
 def generate_missing(
     tasks: Sequence[_Task],
     data: dict[str, Any],
@@ -135,54 +112,27 @@ def generate_missing(
     say: Callable[[str], None],
     executor: Executor,
 ) -> None:
-    """Generate each of ``tasks`` not yet in ``data["tasks"]`` on ``executor`` (its workers made by ``start``),
-    adding its entry there and calling ``save`` as each one ends; this invocation's conditions (executor,
-    serving and code version from ``data``) go to ``data["sessions"]``, saved at once when it is interrupted."""
-    done: dict[str, dict[str, Any]] = data["tasks"]
-    todo = [t for t in tasks if t.task_id not in done]
+    """Generate each of ``tasks`` not yet in ``data["tasks"]`` on ``executor`` (a sweep: each entry saved as it
+    comes, the invocation's conditions in ``data["sessions"]``)."""
     number = {t.task_id: i for i, t in enumerate(tasks, 1)}
-    session_start = time.monotonic()
-    sessions: list[dict[str, Any]] = data.get("sessions", [])
-    workers = executor.workers
 
-    def session(finished: int, interrupted: bool = False) -> dict[str, Any]:
-        """One invocation's conditions: tasks it finished, workers, elapsed time, serving, code version."""
-        elapsed = round(time.monotonic() - session_start, 1)
-        entry = {"tasks": finished, "workers": workers, "elapsed_s": elapsed, "serving": data.get("serving")}
-        if not isinstance(executor, ThreadExecutor):
-            entry["executor"] = executor.describe
-        entry["l2mac"] = data.get("l2mac")
-        return {**entry, "interrupted": True} if interrupted else entry
-
-    stopping = threading.Event()
-
-    def one(task: _Task, result: Timed) -> None:
-        gen = result.generation
-        if stopping.is_set():
-            return  # interrupted: its model went away under it, so this is no outcome; a rerun generates it
-        done[task.task_id] = {
+    def entry(task: _Task, outcome: Timed[Generation]) -> dict[str, Any]:
+        gen = outcome.result or Generation("", 0, 0, error=outcome.error)
+        return {
             "solution": gen.solution,
             "tokens": gen.tokens,
             "requests": gen.requests,
             "cost_usd": gen.cost_usd,
-            "wall_time_s": result.wall_time_s,
-            "workers": workers,
+            "wall_time_s": outcome.wall_time_s,
+            "workers": executor.workers,
             "error": gen.error,
             **unscored,
         }
-        save()
-        say(f"[{number[task.task_id]}/{len(tasks)}] {task.task_id}: {result.wall_time_s}s, {gen.tokens} tokens")
 
-    try:
-        executor.run(functools.partial(timed, start), todo, one, stopping)
-    except BaseException:  # Ctrl-C: no new task starts, and those in flight are dropped (a rerun makes them)
-        stopping.set()
-        finished = sum(1 for t in todo if t.task_id in done)
-        data["sessions"] = [*sessions, session(finished, interrupted=True)]
-        save()
-        raise
-    if todo:
-        data["sessions"] = [*sessions, session(len(todo))]
+    def said(task: _Task, entry: Mapping[str, Any]) -> None:
+        say(f"[{number[task.task_id]}/{len(tasks)}] {task.task_id}: {entry['wall_time_s']}s, {entry['tokens']} tokens")
+
+    sweep(tasks, data, start, key=lambda t: t.task_id, entry=entry, save=save, executor=executor, said=said)
 
 
 def save_results(path: Path, data: dict[str, Any]) -> None:

@@ -46,13 +46,15 @@ def results_meta(
 @dataclass
 class BenchModel:
     """One model for a whole benchmark: the engine's settings (protocol and window fixed from the model), its
-    label, a fresh client per task for the single strategy, and the loaded model itself, shared by every task
-    (and by concurrent workers, through a llama-server's slots) and closed once at the end."""
+    label, a fresh client per task for the single strategy, and the model every run shares: a local model,
+    loaded once (shared by concurrent workers through a llama-server's slots) and closed once at the end. A
+    model behind an API is no model to share (``None``: each run builds its own), as its async HTTP client is
+    bound to the event loop of the run that first used it."""
 
     settings: Settings
     label: str
     client_for: Callable[[], ModelClient]
-    model: Model
+    model: Model | None
     close: Callable[[], None]
 
 
@@ -123,10 +125,8 @@ def bench_model(
     run: dict[str, Any] | None = None,
     threads: int | None = None,
 ) -> BenchModel:
-    from l2mac.models.client import RetryPolicy
-    from l2mac.models.registry import model_settings
-    from l2mac.run import protocol_for, resolve_model
-
+    """The model of a benchmark (its tasks scored by hidden tests or a judge), with the engine's limits per
+    task from ``run``."""
     settings = load_settings(
         llm={
             "model": model,
@@ -138,14 +138,25 @@ def bench_model(
         # scored by hidden tests or a judge: no README step spending a task's budget
         run={"max_tokens": task_tokens, "max_turns": 12, "readme_step": False, **(run or {})},
     )
+    return loaded_model(settings, task_tokens, seed)
+
+
+def loaded_model(settings: Settings, task_tokens: int | None = None, seed: int | None = None) -> BenchModel:
+    """``settings``' model loaded once to serve many runs: the settings fixed from what the model is (its
+    label, window and protocol), with a client maker for single calls of ``task_tokens`` at most."""
+    from l2mac.models.client import RetryPolicy
+    from l2mac.models.registry import build_model, model_settings
+    from l2mac.run import protocol_for, resolve_model
+
     info, _ = resolve_model(settings, None)
     ms = model_settings(settings.llm)
     if seed is not None:
         ms["seed"] = seed
+    shared = info.close is not None  # loaded here (the local model), not a client of an API
 
     def client_for() -> ModelClient:
         return ModelClient(
-            info.model,
+            info.model if shared else build_model(llm).model,
             settings=ms,
             retry=RetryPolicy(max_retries=settings.llm.max_retries),
             max_tokens=task_tokens,
@@ -160,6 +171,6 @@ def bench_model(
         settings.model_copy(update={"llm": llm, "run": run_settings}),
         info.label,
         client_for,
-        info.model,
+        info.model if shared else None,
         info.close or (lambda: None),
     )
