@@ -145,7 +145,7 @@ def loaded_model(settings: Settings, task_tokens: int | None = None, seed: int |
     """``settings``' model loaded once to serve many runs: the settings fixed from what the model is (its
     label, window and protocol), with a client maker for single calls of ``task_tokens`` at most."""
     from l2mac.models.client import RetryPolicy
-    from l2mac.models.registry import build_model, model_settings
+    from l2mac.models.registry import model_settings
     from l2mac.run import protocol_for, resolve_model
 
     info, _ = resolve_model(settings, None)
@@ -156,7 +156,7 @@ def loaded_model(settings: Settings, task_tokens: int | None = None, seed: int |
 
     def client_for() -> ModelClient:
         return ModelClient(
-            info.model if shared else build_model(llm).model,
+            info.model if shared else resolve_model(settings, None)[0].model,
             settings=ms,
             retry=RetryPolicy(max_retries=settings.llm.max_retries),
             max_tokens=task_tokens,
