@@ -1,5 +1,5 @@
 """Writes bench/RESULTS.md and its plots from the results in bench/results/ (HumanEval+, ClassEval, DevBench,
-the system-design projects, SoA scaling).
+the system-design projects, SoA scaling, sweeps on Ray).
 
     .venv/bin/python bench/report.py          # plots with matplotlib (an l2mac dependency)
 
@@ -146,6 +146,48 @@ def soa_section() -> list[str]:
         fig.tight_layout()
         fig.savefig(BENCH / "soa_scaling.png", dpi=100)
         lines += ["![SoA scaling](soa_scaling.png)", ""]
+    return lines
+
+
+def ray_section() -> list[str]:
+    """Sweeps on Ray workers: throughput by worker count (fake model, bench/ray_scaling.py), and real sweeps on
+    Ray beside the same tasks in-process (results files whose sessions ran on Ray)."""
+    files = sorted(RESULTS.glob("ray-scaling-*.json"))
+    if not files:
+        return []
+    data = json.loads(files[-1].read_text(encoding="utf-8"))
+    lines = [
+        "## Sweeps on Ray: throughput by worker count (fake model, `bench/ray_scaling.py`)",
+        "",
+        f"From `results/{files[-1].name}` (Ray {data['ray']}, local instance started in {data['ray_start_s']} s, "
+        f"{data['machine']['cpus']} CPUs; load average {', '.join(f'{x:.1f}' for x in data['load'])} at the end). "
+        "Each worker is a Ray actor with a fake model answering every call after a fixed latency (a sleep, so "
+        "the figures measure the executor, not the cores); wall time includes starting the actors.",
+        "",
+        "| Ray workers | tasks | latency per call | wall time | ideal | tasks per minute | speedup |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        lines.append(
+            f"| {r['workers']} | {r['done']}/{r['tasks']} | {r['latency_s']} s | {r['wall_time_s']} s | "
+            f"{r['ideal_wall_time_s']} s | {r['tasks_per_minute']} | {r['speedup']}x |"
+        )
+    lines += ["", f"Command: `{data['command']}`", ""]
+    lines += [f"- {note}" for note in data.get("notes", [])]
+    if data.get("notes"):
+        lines.append("")
+    if (plt := pyplot()) is not None:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        xs = [r["workers"] for r in data["rows"]]
+        ax.plot(xs, [r["tasks_per_minute"] for r in data["rows"]], "o-", label="measured")
+        ax.plot(xs, [60 * r["tasks"] / r["ideal_wall_time_s"] for r in data["rows"]], "--", label="ideal")
+        ax.set_xticks(xs)
+        ax.set_xlabel("Ray workers")
+        ax.set_ylabel("tasks per minute")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(BENCH / "ray_scaling.png", dpi=100)
+        lines += ["![Sweep throughput by Ray workers](ray_scaling.png)", ""]
     return lines
 
 
@@ -421,6 +463,7 @@ def main() -> int:
     lines += changes_section()
     lines += project_section()
     lines += soa_section()
+    lines += ray_section()
     (BENCH / "RESULTS.md").write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {BENCH / 'RESULTS.md'} ({len(rows)} runs)")
     return 0
