@@ -188,6 +188,32 @@ def ray_section() -> list[str]:
         fig.tight_layout()
         fig.savefig(BENCH / "ray_scaling.png", dpi=100)
         lines += ["![Sweep throughput by Ray workers](ray_scaling.png)", ""]
+    return lines + ray_sweep_lines()
+
+
+def ray_sweep_lines() -> list[str]:
+    """A real sweep on Ray beside the in-process runner at the same seed, and what makes their answers differ."""
+    files = sorted(RESULTS.glob("ray-sweep-*.json"))
+    if not files:
+        return []
+    data = json.loads(files[-1].read_text(encoding="utf-8"))
+    lines = [
+        f"### A real sweep on Ray ({data['model']}, `results/{files[-1].name}`)",
+        "",
+        f"{data['what'][0].upper()}{data['what'][1:]}.",
+        "",
+        "| configuration | base | plus | tokens | sweep time | results file |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        lines.append(
+            f"| {r['configuration']} | {r['base']}/{r['tasks']} | {r['plus']}/{r['tasks']} | {r['tokens']:,} | "
+            f"{r['elapsed_s']} s | `{r['file']}` |"
+        )
+    lines += ["", "| compared | identical solutions |", "|---|---|"]
+    lines += [f"| `{c['a']}` and `{c['b']}` | {c['identical_solutions']} of {c['of']} |" for c in data["comparisons"]]
+    lines += ["", *[f"- {note}" for note in data["notes"]], ""]
+    lines += ["Commands:", "", *[f"- `{r['command']}`" for r in data["rows"]], ""]
     return lines
 
 
