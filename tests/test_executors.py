@@ -88,3 +88,19 @@ def test_threads_make_one_worker_state_shared_by_all_and_close_it(tmp_path: Path
 
     data = sweep(tmp_path / "r.json", start, ThreadExecutor(3))
     assert len(data["tasks"]) == 8 and made == [1] and closed == [True]
+
+
+def test_nothing_but_the_ray_executor_imports_ray() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, pkgutil, importlib, l2mac\n"
+        "for m in pkgutil.walk_packages(l2mac.__path__, 'l2mac.'):\n"
+        "    if m.name != 'l2mac.executors.on_ray' and not m.name.endswith('_driver'):  # drivers are scripts\n"
+        "        importlib.import_module(m.name)\n"
+        "print('ray' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

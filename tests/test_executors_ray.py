@@ -55,7 +55,9 @@ def test_a_ray_sweep_gives_the_in_process_runners_results_for_the_same_seed(clus
 
 
 def slow_worker(log: str, latency_s: float) -> Worker[he.Task, Generation]:
-    """A model of fixed latency that writes ``started``/``finished`` lines (task, pid) to ``log``."""
+    """A model of fixed latency that writes ``made``/``started``/``finished`` lines (task, pid) to ``log``."""
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(f"made - {os.getpid()}\n")
 
     def generate(task: he.Task) -> Generation:
         with open(log, "a", encoding="utf-8") as f:
@@ -75,12 +77,14 @@ def events(log: Path, kind: str) -> list[tuple[str, int]]:
     return [(tid, int(pid)) for k, tid, pid in lines if k == kind]
 
 
-def test_a_worker_killed_mid_sweep_leaves_its_task_to_the_others(cluster: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("slots", [1, 2])
+def test_a_worker_killed_mid_sweep_leaves_its_tasks_to_the_others(cluster: str, tmp_path: Path, slots: int) -> None:
     log = tmp_path / "events.log"
     out = tmp_path / "r.json"
     result: dict[str, Any] = {}
+    executor = make_executor("ray", 2 if slots > 1 else 3, slots_per_worker=slots)
     runner = threading.Thread(
-        target=lambda: result.update(sweep(out, functools.partial(slow_worker, str(log), 1.5), make_executor("ray", 3)))
+        target=lambda: result.update(sweep(out, functools.partial(slow_worker, str(log), 1.5), executor))
     )
     runner.start()
     deadline = time.monotonic() + 120
@@ -96,6 +100,23 @@ def test_a_worker_killed_mid_sweep_leaves_its_task_to_the_others(cluster: str, t
     assert sorted(finished) == sorted(t.task_id for t in TASKS)  # every task finished exactly once
     assert set(result["tasks"]) == {t.task_id for t in TASKS} and all(not t["error"] for t in result["tasks"].values())
     assert dict(events(log, "finished"))[victim_task] != victim  # another worker did the killed one's task
+
+
+def test_a_worker_with_slots_does_that_many_tasks_at_once_sharing_one_model(cluster: str, tmp_path: Path) -> None:
+    log = tmp_path / "events.log"
+    executor = make_executor("ray", 2, slots_per_worker=2)
+    data = sweep(tmp_path / "r.json", functools.partial(slow_worker, str(log), 1.0), executor)
+    assert set(data["tasks"]) == {t.task_id for t in TASKS}
+    running: dict[int, int] = {}
+    most: dict[int, int] = {}
+    for kind, _, pid in (line.split() for line in log.read_text().splitlines()):
+        if kind == "made":
+            continue
+        running[int(pid)] = running.get(int(pid), 0) + (1 if kind == "started" else -1)
+        most[int(pid)] = max(most.get(int(pid), 0), running[int(pid)])
+    assert sorted(most.values()) == [2, 2]  # two workers (processes), each with two tasks in flight at once
+    assert sorted(pid for _, pid in events(log, "made")) == sorted(most)  # each made its state (model) once
+    assert "2 workers, 1 CPU each, 2 tasks at once each" in data["sessions"][0]["executor"]
 
 
 DRIVER = """

@@ -12,7 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from l2mac.cli_bench import CpusOpt, ExecutorOpt, RayAddressOpt
+from l2mac.cli_bench import CpusOpt, ExecutorOpt, RayAddressOpt, SlotsOpt
 from l2mac.errors import L2MACError
 from l2mac.terminal import make_console
 
@@ -26,6 +26,7 @@ def batch_command(
     executor: ExecutorOpt = "threads",
     ray_address: RayAddressOpt = None,
     cpus_per_worker: CpusOpt = 1.0,
+    slots_per_worker: SlotsOpt = 1,
     strategy: Annotated[str | None, typer.Option(help="l2mac or soa (default: as configured, else l2mac).")] = None,
     domain: Annotated[str | None, typer.Option(help="codebase or book (default: codebase).")] = None,
     model: Annotated[str | None, typer.Option(help="Model (default: as configured; else the local model).")] = None,
@@ -49,11 +50,13 @@ def batch_command(
     console, err = make_console(), make_console(stderr=True)
     try:
         projects = read_prompts(prompts)
-        chosen = make_executor(executor, workers, address=ray_address, cpus_per_worker=cpus_per_worker)
+        chosen = make_executor(
+            executor, workers, address=ray_address, cpus_per_worker=cpus_per_worker, slots_per_worker=slots_per_worker
+        )
         local = isinstance(chosen, ThreadExecutor)
         llm: dict[str, Any] = {"model": model, "base_url": base_url, "llama_server": llama_server, "seed": seed}
         # in this process the threads share one model (a llama-server's slots); a Ray worker serves its own
-        own = {"local_slots": 1, "local_threads": max(1, round(cpus_per_worker))}
+        own = {"local_slots": slots_per_worker, "local_threads": max(1, round(cpus_per_worker))}
         llm |= {"local_slots": workers} if local else own
         run = {"strategy": strategy, "domain": domain, "max_wall_time_s": max_wall_time, "max_tokens": max_tokens}
         batch = BatchSettings(

@@ -52,6 +52,10 @@ RayAddressOpt = Annotated[
     typer.Option(help="Run on the Ray cluster at this address (implies --executor ray; without it, a local instance)."),
 ]
 CpusOpt = Annotated[float, typer.Option(help="CPUs each Ray worker asks for (its local model's threads).", min=0.1)]
+SlotsOpt = Annotated[
+    int,
+    typer.Option(help="Tasks each Ray worker does at once, sharing its model (its llama-server's slots).", min=1),
+]
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class Generating:
     executor: str = "threads"
     ray_address: str | None = None
     cpus_per_worker: float = 1.0
+    slots_per_worker: int = 1
 
 
 def run_suite(
@@ -81,8 +86,8 @@ def run_suite(
     before the model loads so a scorer that cannot be set up costs nothing) and print its summary line.
 
     In this process the workers are threads sharing one model (a llama-server's ``workers`` slots); on Ray
-    each worker loads its own (its own llama-server with one slot and its CPUs as threads, or the shared
-    ``--base-url`` endpoint)."""
+    each worker loads its own (its own llama-server with ``slots_per_worker`` slots and its CPUs as threads,
+    or the shared ``--base-url`` endpoint)."""
     from l2mac.benchmarks import runner
     from l2mac.executors import make_executor
     from l2mac.executors.threads import ThreadExecutor
@@ -92,7 +97,11 @@ def run_suite(
         if how.strategy not in runner.STRATEGIES:
             raise typer.BadParameter(f"--strategy must be one of {', '.join(runner.STRATEGIES)}")
         executor = make_executor(
-            how.executor, how.workers, address=how.ray_address, cpus_per_worker=how.cpus_per_worker
+            how.executor,
+            how.workers,
+            address=how.ray_address,
+            cpus_per_worker=how.cpus_per_worker,
+            slots_per_worker=how.slots_per_worker,
         )
         tasks, data_md5, score = prepare()
         local = isinstance(executor, ThreadExecutor)
@@ -102,7 +111,7 @@ def run_suite(
             how.seed,
             how.task_tokens,
             how.llama_server,
-            slots=how.workers if local else 1,
+            slots=how.workers if local else how.slots_per_worker,
             run=suite.engine_budget,
             threads=None if local else max(1, round(how.cpus_per_worker)),
         )
@@ -143,6 +152,7 @@ def humaneval_command(
     executor: ExecutorOpt = "threads",
     ray_address: RayAddressOpt = None,
     cpus_per_worker: CpusOpt = 1.0,
+    slots_per_worker: SlotsOpt = 1,
     data: Annotated[Path | None, typer.Option(help="HumanEval+ v0.1.10 .jsonl.gz (default: bench/data).")] = None,
     out: OutOpt = None,
     self_test: Annotated[
@@ -173,7 +183,18 @@ def humaneval_command(
         return chosen, he.DATA_MD5, he.as_fields(score)
 
     how = Generating(
-        strategy, model, base_url, llama_server, seed, task_tokens, workers, out, executor, ray_address, cpus_per_worker
+        strategy,
+        model,
+        base_url,
+        llama_server,
+        seed,
+        task_tokens,
+        workers,
+        out,
+        executor,
+        ray_address,
+        cpus_per_worker,
+        slots_per_worker,
     )
     run_suite(he.SUITE, how, prepare, scorer_note=scorer.EVALPLUS)
 
@@ -192,6 +213,7 @@ def classeval_command(
     executor: ExecutorOpt = "threads",
     ray_address: RayAddressOpt = None,
     cpus_per_worker: CpusOpt = 1.0,
+    slots_per_worker: SlotsOpt = 1,
     data: Annotated[Path | None, typer.Option(help="ClassEval_dev.json (default: bench/data).")] = None,
     out: OutOpt = None,
 ) -> None:
@@ -205,7 +227,18 @@ def classeval_command(
         return chosen, ce.DATA_MD5, ce.scorer_for(all_tasks, choose_runner("auto"), ce.scorer_python(all_tasks))
 
     how = Generating(
-        strategy, model, base_url, llama_server, seed, task_tokens, workers, out, executor, ray_address, cpus_per_worker
+        strategy,
+        model,
+        base_url,
+        llama_server,
+        seed,
+        task_tokens,
+        workers,
+        out,
+        executor,
+        ray_address,
+        cpus_per_worker,
+        slots_per_worker,
     )
     run_suite(ce.SUITE, how, prepare)
 
@@ -224,6 +257,7 @@ def devbench_command(
     executor: ExecutorOpt = "threads",
     ray_address: RayAddressOpt = None,
     cpus_per_worker: CpusOpt = 1.0,
+    slots_per_worker: SlotsOpt = 1,
     data: Annotated[Path | None, typer.Option(help="DevBench repositories (default: bench/data/devbench).")] = None,
     out: OutOpt = None,
 ) -> None:
@@ -239,7 +273,18 @@ def devbench_command(
         return chosen, db.data_digest(chosen), score
 
     how = Generating(
-        strategy, model, base_url, llama_server, seed, task_tokens, workers, out, executor, ray_address, cpus_per_worker
+        strategy,
+        model,
+        base_url,
+        llama_server,
+        seed,
+        task_tokens,
+        workers,
+        out,
+        executor,
+        ray_address,
+        cpus_per_worker,
+        slots_per_worker,
     )
     run_suite(db.SUITE, how, prepare)
 

@@ -57,9 +57,14 @@ class _Actor(Generic[_Item, _Result]):
 
 @dataclass
 class RayExecutor:
+    """``workers`` actors spread over the cluster's nodes, each asking for ``cpus_per_worker`` CPUs and doing
+    ``slots_per_worker`` items at once on threads sharing its state (one model, e.g. one llama-server with that
+    many slots: with one worker per node, one llama.cpp instance per node)."""
+
     workers: int = 1
     address: str | None = None
     cpus_per_worker: float = 1.0
+    slots_per_worker: int = 1
     #: the actors of the run in progress (tests kill one to see the others finish)
     actors: list[Any] | None = None
 
@@ -67,7 +72,8 @@ class RayExecutor:
     def describe(self) -> str:
         where = self.address or "a local Ray instance"
         workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
-        return f"ray ({where}), {workers}, {self.cpus_per_worker:g} CPU each"
+        slots = f", {self.slots_per_worker} tasks at once each" if self.slots_per_worker > 1 else ""
+        return f"ray ({where}), {workers}, {self.cpus_per_worker:g} CPU each{slots}"
 
     def run(
         self,
@@ -82,8 +88,15 @@ class RayExecutor:
         started_here = not ray.is_initialized()
         if started_here:
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
-        actor_class = ray.remote(_Actor).options(num_cpus=self.cpus_per_worker, max_restarts=0, max_task_retries=0)
-        self.actors = actors = [actor_class.remote(start) for _ in range(min(self.workers, len(items)))]
+        actor_class = ray.remote(_Actor).options(
+            num_cpus=self.cpus_per_worker,
+            max_concurrency=self.slots_per_worker,
+            scheduling_strategy="SPREAD",  # one per node while there are nodes
+            max_restarts=0,
+            max_task_retries=0,
+        )
+        wanted = min(self.workers, -(-len(items) // self.slots_per_worker))
+        self.actors = actors = [actor_class.remote(start) for _ in range(wanted)]
         try:
             self._hand_out(ray, actors, items, done, stopping)
         finally:
@@ -106,7 +119,7 @@ class RayExecutor:
         from ray.exceptions import RayActorError, RayTaskError
 
         queue: deque[_Item] = deque(items)
-        idle = list(actors)
+        idle = [actor for _ in range(self.slots_per_worker) for actor in actors]  # a free slot each
         in_flight: dict[Any, tuple[Any, _Item]] = {}
         deaths: list[str] = []
         while queue or in_flight:
@@ -123,6 +136,7 @@ class RayExecutor:
                 except RayActorError as e:  # the worker died with this item: another one does it
                     deaths.append(str(e).splitlines()[0] if str(e) else type(e).__name__)
                     queue.appendleft(item)
+                    idle = [a for a in idle if a is not actor]  # its other free slots went with it
                     if not idle and not in_flight:
                         raise WorkersLost(
                             f"every Ray worker died ({len(deaths)}); {len(queue)} items not done. First: {deaths[0]}"
