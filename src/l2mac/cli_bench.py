@@ -7,11 +7,11 @@ import gzip
 import json
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -74,6 +74,11 @@ class Generating:
     ray_address: str | None = None
     cpus_per_worker: float = 1.0
     slots_per_worker: int = 1
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> Generating:
+        """From a command's options (its ``locals()``), which bear these names."""
+        return cls(**{f.name: options[f.name] for f in fields(cls)})
 
 
 def run_suite(
@@ -182,20 +187,7 @@ def humaneval_command(
         chosen = he.select(all_tasks, limit, tasks.split(",") if tasks else None)
         return chosen, he.DATA_MD5, he.as_fields(score)
 
-    how = Generating(
-        strategy,
-        model,
-        base_url,
-        llama_server,
-        seed,
-        task_tokens,
-        workers,
-        out,
-        executor,
-        ray_address,
-        cpus_per_worker,
-        slots_per_worker,
-    )
+    how = Generating.of(locals())
     run_suite(he.SUITE, how, prepare, scorer_note=scorer.EVALPLUS)
 
 
@@ -226,20 +218,7 @@ def classeval_command(
         chosen = ce.select(all_tasks, limit, tasks.split(",") if tasks else None)
         return chosen, ce.DATA_MD5, ce.scorer_for(all_tasks, choose_runner("auto"), ce.scorer_python(all_tasks))
 
-    how = Generating(
-        strategy,
-        model,
-        base_url,
-        llama_server,
-        seed,
-        task_tokens,
-        workers,
-        out,
-        executor,
-        ray_address,
-        cpus_per_worker,
-        slots_per_worker,
-    )
+    how = Generating.of(locals())
     run_suite(ce.SUITE, how, prepare)
 
 
@@ -272,20 +251,7 @@ def devbench_command(
         score = db.scorer_for(chosen, choose_runner("auto"), lambda r: pythons[r.task_id])
         return chosen, db.data_digest(chosen), score
 
-    how = Generating(
-        strategy,
-        model,
-        base_url,
-        llama_server,
-        seed,
-        task_tokens,
-        workers,
-        out,
-        executor,
-        ray_address,
-        cpus_per_worker,
-        slots_per_worker,
-    )
+    how = Generating.of(locals())
     run_suite(db.SUITE, how, prepare)
 
 

@@ -5,6 +5,7 @@ In this process on threads (the default), or on a Ray cluster (``l2mac[ray]``). 
 results come back to the caller's process one by one as they finish, so it saves each at once.
 """
 
-from l2mac.executors.base import Executor, Worker, make_executor
+from l2mac.executors.base import Executor, Worker
+from l2mac.executors.choose import make_executor
 
 __all__ = ["Executor", "Worker", "make_executor"]
