@@ -754,3 +754,40 @@ def test_a_test_is_not_doubted_while_every_implementation_fails_the_tasks_own_ex
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "likelier mistake" not in seen[0] and "total([1, 2, 6])" in seen[0]
     assert store.read_text("tests/test_stats.py") == tests and store.read_text("stats.py") == right
+
+
+def test_samples_are_not_shown_the_body_the_step_gives_a_function_failing_the_tasks_examples(tmp_path: Path) -> None:
+    """Seen on the inflection trial: the plan's step gave the new function a wrong body; every agreement sample,
+    written from the step, copied it, so agreement could never find the right code. A function failing the
+    task's own examples is sampled from its signature and docstring, without the body the step gives it."""
+    buggy = 'def total(xs):\n    """The sum of xs."""\n    return sum(xs[1:])\n'
+    right = 'def total(xs):\n    """The sum of xs."""\n    return sum(xs)\n'
+    tests = "from stats import total\n\n\ndef test_total():\n    assert total([1, 2, 6]) == 9\n"
+    step = Instruction(
+        title="Stats",
+        instruction=f"Write stats.py with this function, and tests/test_stats.py:\n```python\n{buggy}```",
+        requires_tests=True,
+    )
+    shown_to_samples: list[str] = []
+
+    def sample(messages: list[ModelMessage]):
+        shown = "\n".join(str(getattr(p, "content", "")) for m in messages for p in m.parts)
+        shown_to_samples.append(shown)
+        # a sample copies a body it is shown; shown none, it writes the docstring's sum
+        return text(fenced(("stats.py", buggy if "sum(xs[1:])" in shown else right)))
+
+    replies = [
+        text(fenced(("stats.py", buggy), ("tests/test_stats.py", tests))),
+        sample,
+        sample,
+        sample,
+        text("STEP COMPLETE"),
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    task = "Sum a list: total(xs), e.g. total([1, 2, 6]) == 9."
+    outcome = asyncio.run(unit.run_step(Step(task, 1, 1, step, "")))
+    assert len(shown_to_samples) == 3
+    assert all("sum(xs[1:])" not in s and "def total(xs):" in s for s in shown_to_samples)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("stats.py") == right and store.read_text("tests/test_stats.py") == tests

@@ -46,7 +46,11 @@ from l2mac.store import FileStore, scratch_copy
 
 #: the messages that ask for ``target`` from the step alone, (target, request, files to hide) -> messages, and
 #: what makes the file from the answer when the asking begins the answer itself (else None: the answer's block)
-AskForFile = Callable[[str, str, Callable[[str], bool]], tuple[list[ModelMessage], Callable[[str], str | None] | None]]
+#: asks for one file for a sample: (path, request, which files to hide, which functions' given bodies to withhold)
+AskForFile = Callable[
+    [str, str, Callable[[str], bool], tuple[str, ...]],
+    tuple[list[ModelMessage], Callable[[str], str | None] | None],
+]
 #: saves one file for the step, as a write the model did not ask for: (path, content, why)
 SaveFile = Callable[[str, str, str], Awaitable[None]]
 
@@ -135,13 +139,16 @@ class Weigher:
         # the task's examples of what the file under weighing defines: another file's failing example says
         # nothing of this one's code or tests
         examples = [e for e in task_examples(instruction, self.task) if _defines(snapshot.get(target, ""), e.owner)]
-        candidates, outcomes, failures, shown = await self._implementations(snapshot, target, examples)
+        now = await asyncio.to_thread(run_examples, examples, store, env.runner, env.python, env.test_timeout_s)
+        # a function failing the task's own examples: the body the step gives it is what failed, so the samples
+        # are not shown it (seen: every sample copied the plan's wrong body and "agreed" with the code)
+        failing = tuple(name for name, _ in now.failed) if now is not None else ()
+        candidates, outcomes, failures, shown = await self._implementations(snapshot, target, examples, failing)
         if not candidates:
             self.log("agreement", target=target, samples=self.limits.samples, usable=0)
             return None
         messages = [evidence(failure_messages(current.output)), *map(evidence, failures)]
         # the task's own examples outrank the model's tests: an implementation that passes more of them is kept
-        now = await asyncio.to_thread(run_examples, examples, store, env.runner, env.python, env.test_timeout_s)
         tried = now.tried if now is not None else 0
         rank = [tried - len(now.failed) if now is not None else 0, *shown] if examples else []
         agreement = choose([base, *map(evidence, outcomes)], messages, rank)
@@ -163,11 +170,12 @@ class Weigher:
         return await self._apply(target, agreement, candidates, base)
 
     async def _implementations(
-        self, snapshot: dict[str, str], target: str, examples: list[Example]
+        self, snapshot: dict[str, str], target: str, examples: list[Example], withheld: tuple[str, ...] = ()
     ) -> tuple[list[str], list[dict[str, bool]], list[dict[str, str]], list[int]]:
-        """Sampled implementations of ``target`` written from the step alone (the file and the tests hidden) that
-        define what the step gives it, each (repaired as a written file is) with the tests' outcomes with it, the
-        failed tests' messages, and how many of ``examples`` it passes."""
+        """Sampled implementations of ``target`` written from the step alone (the file and the tests hidden, and
+        the bodies the step gives the functions ``withheld``) that define what the step gives it, each (repaired
+        as a written file is) with the tests' outcomes with it, the failed tests' messages, and how many of
+        ``examples`` it passes."""
 
         def hide(path: str) -> bool:
             return path == target or is_test_file(path)
@@ -180,7 +188,7 @@ class Weigher:
             if owned
             else self.domain.render("text_request_file", path=target)
         )
-        messages, finish = self.ask(target, request, hide)
+        messages, finish = self.ask(target, request, hide, withheld)
         if self.client.parallel:
             answers = await asyncio.gather(*(self._sample(messages) for _ in range(self.limits.samples)))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order

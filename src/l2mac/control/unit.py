@@ -15,7 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
@@ -26,7 +26,7 @@ from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.verdict import Standing, StepChecks
 from l2mac.context import ContextBudget
-from l2mac.control.continuation import step_opening
+from l2mac.control.continuation import step_opening, without_body
 from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn
 from l2mac.control.step import Step, StepLimits
 from l2mac.control.text_context import text_messages
@@ -263,10 +263,23 @@ class ControlUnit:
         )
 
     def _ask_sample(
-        self, step: Step, setting: Setting, target: str, request: str, hide: Callable[[str], bool]
+        self,
+        step: Step,
+        setting: Setting,
+        target: str,
+        request: str,
+        hide: Callable[[str], bool],
+        withheld: tuple[str, ...] = (),
     ) -> tuple[list[ModelMessage], Callable[[str], str | None] | None]:
-        """How agreement asks for an implementation of ``target`` from the step alone: begun inside the stub the
-        step gives it, when the model continues begun answers (see control.continuation)."""
+        """How agreement asks for an implementation of ``target`` from the step alone, without the bodies the
+        step gives the functions ``withheld`` (``f`` or ``Class.m``): begun inside the stub the step gives it,
+        when the model continues begun answers (see control.continuation)."""
+        if withheld:
+            shown = step.instruction.instruction
+            for name in withheld:
+                owner, _, function = name.rpartition(".")
+                shown = without_body(shown, function, owner or None)
+            step = replace(step, instruction=step.instruction.model_copy(update={"instruction": shown}))
         opening = step_opening(step.instruction.instruction, target) if self.client.continues else None
         if opening is None:
             return text_messages(setting, step, request, focus=target, hide=hide), None
