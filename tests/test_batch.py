@@ -41,6 +41,7 @@ def test_a_prompts_file_is_checked_line_by_line_before_anything_runs(tmp_path: P
         (['{"prompt": "a"}', "{'prompt': 'b'}"], r"prompts.jsonl:2: not JSON"),
         (['{"name": "x"}'], r'prompts.jsonl:1: no "prompt"'),
         (['{"prompt": "a", "name": "../etc"}'], r'"name" must be a folder name'),
+        (['{"prompt": "a", "name": "batch.json"}'], "is the batch's results file"),
         (['{"prompt": "a", "name": "x"}', '{"prompt": "b", "name": "x"}'], "project names given twice.*: x"),
         (["# nothing"], "holds no prompts"),
     ]:
@@ -96,6 +97,36 @@ def test_a_project_that_fails_is_recorded_and_the_batch_goes_on(tmp_path: Path) 
     assert data["projects"]["bad"]["error"] == "ConfigError: the model is not reachable"
     assert data["projects"]["good"]["status"] == "passed"
     assert data["summary"] == {**data["summary"], "projects": 2, "passed": 1, "errors": 1}
+    ran: list[str] = []
+
+    def start_again() -> Worker[Project, dict[str, Any]]:
+        def generate(project: Project) -> dict[str, Any]:
+            ran.append(project.name)
+            return {"status": "passed", "steps_passed": 1, "steps_planned": 1, "tokens": 10}
+
+        return Worker(generate)
+
+    again = make_executor("threads", 2)
+    data = run_batch(projects, BatchSettings(tmp_path), executor=again, meta={}, start=start_again)
+    assert ran == ["bad"] and data["projects"]["bad"]["error"] is None  # an error is no outcome: tried again
+
+
+def test_a_project_stopped_in_the_middle_is_resumed_from_its_journal_not_paid_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = use_script(monkeypatch, hello("a"))
+    prompts = write(tmp_path, '{"prompt": "hello a", "name": "a"}')
+    out = tmp_path / "batch"
+    assert cli(["batch", str(prompts), "--out", str(out), "--model", "gpt-4o"]) == 0
+    journal = (out / "a" / ".l2mac" / "journal.jsonl").read_text()
+    results = json.loads((out / "batch.json").read_text())
+    del results["projects"]["a"]  # as if the batch was stopped before it could record project a
+    (out / "batch.json").write_text(json.dumps(results))
+    requests = len(script.requests)
+    assert cli(["batch", str(prompts), "--out", str(out), "--model", "gpt-4o"]) == 0
+    assert len(script.requests) == requests  # every answer replayed from the journal
+    assert (out / "a" / ".l2mac" / "journal.jsonl").read_text() == journal
+    assert json.loads((out / "batch.json").read_text())["projects"]["a"]["status"] == "passed"
 
 
 def hello_answer(body: dict[str, Any]) -> Answer:

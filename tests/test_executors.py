@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +106,52 @@ def test_nothing_but_the_ray_executor_imports_ray() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_a_set_up_error_records_no_interrupted_session_and_saves_never_overlap(tmp_path: Path) -> None:
+    from l2mac.executors.sweep import sweep as run_sweep
+
+    def broken() -> Worker[he.Task, Generation]:
+        raise ConfigError("no model file")
+
+    out = tmp_path / "r.json"
+    with pytest.raises(ConfigError):
+        sweep(out, broken, ThreadExecutor(2))
+    assert not out.exists()  # nothing ran: no results file claiming an interrupted session
+
+    saving, overlaps = threading.Lock(), []
+
+    def save() -> None:
+        if not saving.acquire(blocking=False):
+            overlaps.append(threading.current_thread().name)
+            return
+        time.sleep(0.3)
+        saving.release()
+
+    class Interrupted:
+        """An executor whose worker's result arrives while Ctrl-C reaches the caller."""
+
+        workers, describe = 1, "fake"
+
+        def run(self, start: Any, items: Any, done: Any, stopping: Any) -> None:
+            worker = start()
+            thread = threading.Thread(target=lambda: done(items[0], worker.work(items[0])))
+            thread.start()
+            time.sleep(0.1)
+            try:
+                raise KeyboardInterrupt
+            finally:
+                thread.join()
+
+    data: dict[str, Any] = {}
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(TASKS[:1], data, lambda: Worker(lambda t: 1), key=lambda t: t.task_id,
+                  entry=lambda t, o: {"x": o.result}, save=save, executor=Interrupted())  # fmt: skip
+    assert overlaps == [] and data["sessions"][0]["interrupted"] is True
+
+
+def test_an_error_message_is_printed_as_written_not_read_as_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    from l2mac.terminal import make_console, print_error
+
+    print_error(make_console(stderr=True), "the ray executor needs Ray: pip install 'l2mac[ray]'")
+    assert "pip install 'l2mac[ray]'" in capsys.readouterr().err

@@ -158,8 +158,30 @@ def test_a_worker_that_cannot_start_is_a_clear_error_not_a_hang(cluster: str, tm
     def broken() -> Worker[he.Task, Generation]:
         raise ConfigError("no model file at /nowhere/model.gguf")
 
-    with pytest.raises(WorkersLost, match="every Ray worker died"):
+    with pytest.raises(WorkersLost, match=r"every Ray worker died .*ConfigError: no model file at /nowhere"):
         sweep(tmp_path / "r.json", broken, make_executor("ray", 2))
+    with pytest.raises(ConfigError, match="the Ray cluster has 4 CPUs, and a worker asks for 8"):
+        sweep(tmp_path / "r2.json", broken, make_executor("ray", 1, cpus_per_worker=8))
+
+
+def test_workers_the_cluster_cannot_place_yet_do_not_hold_the_sweep(cluster: str, tmp_path: Path) -> None:
+    # Seen in review: with 3 workers of 1 CPU on 2 CPUs, the third one's task waited forever for its placement
+    log = tmp_path / "events.log"
+    data = sweep(tmp_path / "r.json", functools.partial(slow_worker, str(log), 0.3), make_executor("ray", 6))
+    assert set(data["tasks"]) == {t.task_id for t in TASKS}  # done by the 4 the cluster's 4 CPUs hold
+    assert len({pid for _, pid in events(log, "finished")}) <= 4
+
+
+def test_ctrl_c_in_the_driver_stops_the_workers_at_once(cluster: str, tmp_path: Path) -> None:
+    # Seen in review: Ctrl-C waited 30 s per worker for it to close behind its running task
+    log = tmp_path / "events.log"
+    executor = make_executor("ray", 3)
+    threading.Timer(3, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C while the 60 s tasks run
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        executor.run(functools.partial(slow_worker, str(log), 60), TASKS[:3], lambda i, r: None, threading.Event())
+    assert time.monotonic() - began < 15
+    assert events(log, "finished") == []
 
 
 def test_the_bench_command_runs_its_tasks_on_ray_workers_reaching_a_shared_endpoint(

@@ -35,7 +35,7 @@ from l2mac.events import (
 )
 from l2mac.record import PAGE_FILE, RECORD_DIR
 from l2mac.settings import default_config_path, init_config, load_settings
-from l2mac.terminal import make_console
+from l2mac.terminal import make_console, print_error
 
 if TYPE_CHECKING:
     from l2mac.report import ChangeSummary, EnvironmentSummary, RunReport, StepsSummary
@@ -332,7 +332,7 @@ def run_command(
 def _usage_error(err: Console, e: L2MACError, verbose: bool) -> None:
     if verbose:
         err.print_exception()
-    err.print(f"[red]error:[/] {e}", highlight=False)
+    print_error(err, e)
     raise typer.Exit(EXIT_USAGE) from None
 
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from l2mac.cli_bench import CpusOpt, ExecutorOpt, RayAddressOpt, SlotsOpt
 from l2mac.errors import L2MACError
-from l2mac.terminal import make_console
+from l2mac.terminal import make_console, print_error
 
 
 def batch_command(
@@ -89,7 +89,7 @@ def batch_command(
         console.print(summary_table({p.name: data["projects"][p.name] for p in projects if p.name in data["projects"]}))
         console.print(f"Results: {out / RESULTS_FILE}")
     except L2MACError as e:
-        err.print(f"[red]error:[/] {e}", highlight=False)
+        print_error(err, e)
         raise typer.Exit(2) from None
 
 
@@ -99,7 +99,8 @@ def _finished(results: Path) -> set[str]:
     if not results.exists():
         return set()
     try:
-        return set(json.loads(results.read_text(encoding="utf-8")).get("projects", {}))
+        projects = json.loads(results.read_text(encoding="utf-8")).get("projects", {})
+        return {name for name, entry in projects.items() if not entry.get("error")}  # errors are tried again
     except (OSError, ValueError):
         return set()
 

@@ -18,7 +18,7 @@ import typer
 from l2mac.benchmarks.runner import HasTaskId, Scorer, Suite
 from l2mac.benchmarks.setup import ModelSpec, bench_model, results_meta, suite_worker
 from l2mac.errors import L2MACError
-from l2mac.terminal import make_console
+from l2mac.terminal import make_console, print_error
 
 bench_app = typer.Typer(
     no_args_is_help=True,
@@ -45,7 +45,7 @@ OutOpt = Annotated[Path | None, typer.Option(help="Results file (default: bench/
 
 
 ExecutorOpt = Annotated[
-    str, typer.Option(help="Where tasks run: threads (this process) or ray (Ray actors; pip install 'l2mac[ray]').")
+    str, typer.Option(help="Where tasks run: threads (this process) or ray (Ray actors; pip install 'l2mac\\[ray]').")
 ]
 RayAddressOpt = Annotated[
     str | None,
@@ -139,7 +139,7 @@ def run_suite(
         )
         console.print(f"{how.strategy} · {label}: {suite.headline(result['summary'])}. Written to {target}")
     except L2MACError as e:
-        make_console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+        print_error(make_console(stderr=True), e)
         raise typer.Exit(2) from None
 
 
@@ -338,7 +338,7 @@ def project_command(
             f"(LLM-judged by {judge_label}) {f.get('features_pct')}. Written to {target}"
         )
     except L2MACError as e:
-        make_console(stderr=True).print(f"[red]error:[/] {e}", highlight=False)
+        print_error(make_console(stderr=True), e)
         raise typer.Exit(2) from None
     finally:
         stack.close()

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from l2mac.models.local import CATALOG, DEFAULT_LOCAL_MODEL, PullError, get_spec, model_path, models_dir, pull
 from l2mac.models.local.fetch import is_installed
-from l2mac.terminal import make_console
+from l2mac.terminal import make_console, print_error
 
 models_app = typer.Typer(help="List and fetch the embedded local models.", no_args_is_help=True)
 
@@ -68,7 +68,7 @@ def pull_model(
             path = pull(spec, directory, progress=lambda done, total: bar.update(task, completed=done))
         console.print(f"{spec.name} verified (sha256 {spec.sha256[:12]}…) at {path}")
     except PullError as e:
-        console.print(f"[red]error:[/] {e}", highlight=False)
+        print_error(console, e)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]; run `l2mac models pull` again to resume")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from l2mac.terminal import make_console
+from l2mac.terminal import make_console, print_error
 
 COMPARISON_FILE = "l2mac-comparison.html"
 
@@ -34,7 +34,7 @@ def report_command(
     err = make_console(stderr=True)
     missing = [p for p in paths if not p.exists()]
     if missing:
-        err.print(f"[red]error:[/] no such file or folder: {', '.join(map(str, missing))}", highlight=False)
+        print_error(err, f"no such file or folder: {', '.join(map(str, missing))}")
         raise typer.Exit(2)
     try:
         if len(paths) == 1 and paths[0].is_dir():
@@ -44,7 +44,7 @@ def report_command(
             for p in skipped:
                 err.print(f"[yellow]left out[/] {p}: not a benchmark results file with a summary", highlight=False)
     except (OSError, ValueError) as e:
-        err.print(f"[red]error:[/] {e}", highlight=False)
+        print_error(err, e)
         raise typer.Exit(2) from None
     print(page.resolve())
     if open_page:

@@ -72,20 +72,25 @@ def sweep(
         return {**record, "interrupted": True} if interrupted else record
 
     stopping = threading.Event()
+    saving = threading.Lock()  # one save at a time: an item's, or the interrupted session's
 
     def one(item: _Item, outcome: Timed[_Result]) -> None:
-        if stopping.is_set():
-            return  # interrupted: its model went away under it, so this is no outcome
-        done[key(item)] = entry(item, outcome)
-        save()
+        with saving:
+            if stopping.is_set():
+                return  # interrupted: its model went away under it, so this is no outcome
+            done[key(item)] = entry(item, outcome)
+            save()
         said(item, done[key(item)])
 
     try:
         executor.run(functools.partial(timed, start), todo, one, stopping)
-    except BaseException:  # Ctrl-C: no new item starts
-        stopping.set()
-        data["sessions"] = [*sessions, session(sum(1 for item in todo if key(item) in done), interrupted=True)]
-        save()
+    except BaseException as e:  # Ctrl-C: no new item starts, and what finished is kept
+        with saving:
+            stopping.set()
+            finished = sum(1 for item in todo if key(item) in done)
+            if finished or isinstance(e, KeyboardInterrupt):  # not a set-up error before anything ran
+                data["sessions"] = [*sessions, session(finished, interrupted=True)]
+                save()
         raise
     if todo:
         data["sessions"] = [*sessions, session(len(todo))]
