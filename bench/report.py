@@ -214,7 +214,30 @@ def ray_sweep_lines() -> list[str]:
     lines += [f"| `{c['a']}` and `{c['b']}` | {c['identical_solutions']} of {c['of']} |" for c in data["comparisons"]]
     lines += ["", *[f"- {note}" for note in data["notes"]], ""]
     lines += ["Commands:", "", *[f"- `{r['command']}`" for r in data["rows"]], ""]
-    return lines
+    return lines + ray_batch_lines()
+
+
+def ray_batch_lines() -> list[str]:
+    """A batch of projects on Ray workers (``l2mac batch``), from its batch.json."""
+    files = sorted(RESULTS.glob("ray-batch-*.json"))
+    if not files:
+        return []
+    data = json.loads(files[-1].read_text(encoding="utf-8"))
+    lines = [
+        f"### A batch on Ray (`results/{files[-1].name}`)",
+        "",
+        f"`{data['command']}` ({data['executor']}; l2mac {data['l2mac']}):",
+        "",
+        "| project | prompt | status | steps | tests | files | lines | tokens | wall time |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, e in data["projects"].items():
+        tests = f"{e['tests_passed']} passed, {e['tests_failed']} failed"
+        lines.append(
+            f"| {name} | {e['prompt']} | {e['status']} | {e['steps_passed']}/{e['steps_planned']} | {tests} | "
+            f"{e['files']} | {e['loc']} | {e['tokens']:,} | {e['wall_time_s']:.0f} s |"
+        )
+    return [*lines, "", *[f"- {note}" for note in data.get("notes", [])], ""]
 
 
 def engine_text(r: dict[str, Any]) -> str:
