@@ -791,3 +791,33 @@ def test_samples_are_not_shown_the_body_the_step_gives_a_function_failing_the_ta
     assert all("sum(xs[1:])" not in s and "def total(xs):" in s for s in shown_to_samples)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("stats.py") == right and store.read_text("tests/test_stats.py") == tests
+
+
+def test_a_sample_request_that_gave_nothing_usable_is_not_asked_again(tmp_path: Path) -> None:
+    """Seen on ClassEval: the second sampling round of a step sent the very request of the first, whose three
+    samples were all unusable, and got three unusable samples again (7 rounds in 3 tasks, none of use)."""
+    asked: list[str] = []
+
+    def sample_or_answer(reply: str):
+        def answer(messages: list[ModelMessage]):
+            asked.append(last_user_text(messages))
+            return text(reply)
+
+        return answer
+
+    replies = [
+        text(fenced(("stats.py", MEAN_BUGGY))),
+        text(fenced(("tests/test_stats.py", RIGHT_TESTS))),
+        *[sample_or_answer("I cannot.")] * 3,  # round 1: nothing usable
+        sample_or_answer(fenced(("stats.py", MEAN_OTHER_BUG))),  # the model's next try, still wrong
+        sample_or_answer(fenced(("stats.py", MEAN))),  # without the memory, taken as round 2's first sample
+        sample_or_answer("STEP COMPLETE\nfixed."),
+        sample_or_answer("STEP COMPLETE\nfixed."),
+        sample_or_answer("STEP COMPLETE\nfixed."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    samples = [a for a in asked if "It must define all of these" in a or "Write the complete file" in a]
+    assert len(samples) == 3  # round 1 only
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("stats.py") == MEAN

@@ -101,6 +101,7 @@ class Weigher:
     verdicts: dict[str, tuple[str, Agreement]] = field(default_factory=dict)  # per project state: target, verdict
     told: set[str] = field(default_factory=set)  # tests already named to the model as doubtful
     rounds: int = 0  # sampling rounds spent
+    barren: set[str] = field(default_factory=set)  # sample requests that gave no usable implementation
 
     async def seek(self, report: str) -> Settled | None:
         """The step's tests fail: tell a wrong test from wrong code by agreement.
@@ -189,6 +190,12 @@ class Weigher:
             else self.domain.render("text_request_file", path=target)
         )
         messages, finish = self.ask(target, request, hide, withheld)
+        asked = hashlib.sha256(
+            "\n".join(str(getattr(p, "content", "")) for m in messages for p in m.parts).encode()
+        ).hexdigest()
+        if asked in self.barren:  # the very request gave nothing usable before (seen: 7 rounds, none of use)
+            self.log("agreement_skipped", target=target, reason="the same sample request gave no usable sample")
+            return [], [], [], []
         if self.client.parallel:
             answers = await asyncio.gather(*(self._sample(messages) for _ in range(self.limits.samples)))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order
@@ -207,6 +214,8 @@ class Weigher:
                 outcomes.append(run.outcomes)
                 failures.append(run.failures)
                 shown.append(run.examples_passed)
+        if not candidates:
+            self.barren.add(asked)
         return candidates, outcomes, failures, shown
 
     async def _apply(
