@@ -401,6 +401,17 @@ def test_forgotten_standard_imports_are_added_and_unknown_names_are_left_to_the_
     assert add_imports("x = frobnicate(1)\n", {"frobnicate"}) == ("x = frobnicate(1)\n", [])
 
 
+def test_a_name_that_is_a_module_and_its_member_is_imported_as_the_code_uses_it() -> None:
+    # Seen on ClassEval: a test using datetime.date.today() was given `from datetime import datetime`, which
+    # broke every test in the file; the model never saw why
+    module_use = "def test_today():\n    assert datetime.date.today().year > 2000\n"
+    fixed, added = add_imports(module_use, {"datetime"})
+    assert added == ["import datetime"]
+    exec(fixed + "test_today()\n", {})  # the repaired module runs
+    class_use = "def stamp():\n    return datetime.now().year\n"
+    assert add_imports(class_use, {"datetime"})[1] == ["from datetime import datetime"]
+
+
 def test_a_conventional_alias_is_imported_as_the_community_writes_it() -> None:
     code = "from xml.etree.ElementTree import fromstring\n\n\ndef root(xml):\n    return ET.fromstring(xml)\n"
     fixed, added = add_imports(code, {"ET"})

@@ -50,6 +50,23 @@ KNOWN_IMPORTS: dict[str, str] = {name: f"import {name}" for name in _MODULES}
 KNOWN_IMPORTS.update({alias: f"import {module} as {alias}" for alias, module in _ALIASES.items()})
 KNOWN_IMPORTS.update({n: f"from {mod} import {n}" for mod, names in _FROM.items() for n in names})
 
+#: names that are a module and a member of it: used as ``name.<one of these>``, the name is the module. Seen:
+#: ``datetime.date.today()`` in a test given ``from datetime import datetime``, which broke every test it held.
+_MODULE_WHEN_USED_FOR = {
+    "datetime": {"date", "datetime", "time", "timedelta", "timezone", "tzinfo", "MINYEAR", "MAXYEAR", "UTC"},
+}
+
+
+def _known_import(name: str, tree: ast.Module) -> str | None:
+    """The import that binds ``name`` as ``tree`` uses it, from the table (None: not in the table)."""
+    members = _MODULE_WHEN_USED_FOR.get(name)
+    if members and any(
+        isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name and n.attr in members
+        for n in ast.walk(tree)
+    ):
+        return f"import {name}"
+    return KNOWN_IMPORTS.get(name)
+
 
 def project_imports(trees: dict[str, ast.Module]) -> dict[str, str]:
     """The names the project's files bind by importing, each with its import line, where every file that binds
@@ -114,17 +131,18 @@ def add_imports(
     one project module that defines the name, or the one way the project's other files import it), and the
     import lines added."""
     project, imported = project or {}, imported or {}
-    lines_to_add = sorted(
-        {KNOWN_IMPORTS[n] for n in names if n in KNOWN_IMPORTS}
-        | {f"from {project[n]} import {n}" for n in names if n not in KNOWN_IMPORTS and n in project}
-        | {imported[n] for n in names if n not in KNOWN_IMPORTS and n not in project and n in imported}
-        - {f"from {own_module} import {n}" for n in names}
-    )
-    if not lines_to_add:
-        return source, []
     try:
         tree = ast.parse(source)
     except SyntaxError:
+        return source, []
+    known = {n: line for n in names if (line := _known_import(n, tree)) is not None}
+    lines_to_add = sorted(
+        set(known.values())
+        | {f"from {project[n]} import {n}" for n in names if n not in known and n in project}
+        | {imported[n] for n in names if n not in known and n not in project and n in imported}
+        - {f"from {own_module} import {n}" for n in names}
+    )
+    if not lines_to_add:
         return source, []
     head = import_line(tree)
     lines = source.splitlines()
