@@ -163,3 +163,26 @@ def test_a_tasks_stated_example_holds_a_step_whose_instruction_dropped_it(tmp_pa
     outcome = asyncio.run(unit.run_step(Step(task, 1, 1, step, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("text.py") == right
+
+
+def test_an_example_whose_expected_literal_no_code_can_print_is_skipped_and_the_rest_hold(tmp_path: Path) -> None:
+    # Seen on ClassEval: `{'user': {'name': 'user1'}` (a brace missing) held a step through every attempt
+    code = (
+        "def user(request):\n"
+        '    """The request\'s user.\n\n'
+        "    >>> user({'user': {'name': 'u1'}})\n"
+        "    {'user': {'name': 'u1'}\n"
+        "    >>> user({'user': 3})['user']\n"
+        "    3\n"
+        '    """\n'
+        "    return request\n"
+    )
+    examples = given_examples(f"users.py\n```python\n{code}```\n")
+    assert len(examples) == 1 and "+SKIP" in examples[0].text
+    store = FileStore(tmp_path)
+    store.write_text("users.py", code)
+    result = run_examples(examples, store, SubprocessRunner(), sys.executable, 60)
+    assert result is not None and result.failed == ()
+    store.write_text("users.py", code.replace("return request", "return {'user': 0}"))
+    result = run_examples(examples, store, SubprocessRunner(), sys.executable, 60)
+    assert result is not None and len(result.failed) == 1  # the well-formed example still holds the code
