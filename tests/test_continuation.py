@@ -365,6 +365,11 @@ def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_o
     conversation = TextConversation(step, unit._setting(step))
     report = "____ test_spread ____\nE   TypeError: spread() takes 1 positional argument but 2 were given"
     assert conversation._failing_function(Verdict(False, report)) is None
+    # the task's own examples failing in spread: a test's call that does not fit is the test's, not a reason to
+    # leave spread unfixed (seen on ClassEval: a test built the class wrongly, and the three methods the
+    # examples showed wrong were never rewritten)
+    opening = conversation._failing_function(Verdict(False, report, examples_failed=("spread",)))
+    assert opening is not None and opening.name == "spread"
 
 
 def test_a_failing_function_in_code_the_step_wrote_unnamed_is_rewritten_inside_it(tmp_path: Path) -> None:

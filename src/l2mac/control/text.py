@@ -315,8 +315,11 @@ class TextConversation:
         written = sorted(p for p in self.written if not is_test_file(p))  # the step's own code, named or not
         code = [p for p in dict.fromkeys([*self._code_files(), *written]) if p.endswith(".py")]
         asked = "text_request_rewrite" in self.setting.domain.prompts
-        if not asked or not self.setting.continues or not code or self.doubted or _CALLED_WRONG.search(verdict.report):
-            return None  # a call that does not fit the signature: a new body cannot fix it
+        if not asked or not self.setting.continues or not code or self.doubted:
+            return None
+        if _CALLED_WRONG.search(verdict.report) and not verdict.examples_failed:
+            return None  # a call that does not fit the signature: a new body cannot fix it (the task's own
+            # failing examples still point at a function to fix, whatever a test's call did)
         sources = python_files(self.setting.toolbox.env.store)
         found = failing_function(verdict.report, sources, code, verdict.examples_failed)
         if found is None:
