@@ -8,6 +8,7 @@ from the prompt, as ``l2mac run`` makes it); blank lines and lines starting with
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -152,17 +153,12 @@ def run_batch(
     """Generate each project not yet in ``batch.out/batch.json`` (one that fails is recorded with its error and
     the batch goes on; the next invocation tries it again); returns the results. ``start`` makes a worker
     (default: ``project_worker(batch)``)."""
-    import functools
-
     from l2mac.benchmarks.runner import save_results
 
     batch.out.mkdir(parents=True, exist_ok=True)
     path = batch.out / RESULTS_FILE
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    data = {**meta, **{k: v for k, v in data.items() if k in ("projects", "sessions")}}
+    data = {**meta, **load_results(batch.out)}
     projects_done: dict[str, dict[str, Any]] = data.setdefault("projects", {})
-    for name in [n for n, e in projects_done.items() if e.get("error")]:
-        del projects_done[name]  # ended in an error, not an outcome (an endpoint down, ...): tried again
     for p in projects:  # a name reused for another prompt would mix two projects' results
         if p.name in projects_done and projects_done[p.name].get("prompt") != p.prompt:
             raise ConfigError(f"{path} has a project {p.name!r} from another prompt; use another --out or another name")
@@ -189,6 +185,20 @@ def run_batch(
     )
     save()
     return data
+
+
+def load_results(out: Path) -> dict[str, Any]:
+    """What ``out/batch.json`` holds of earlier invocations: their projects' outcomes and their sessions. A
+    project that ended in an error (an endpoint down, ...) has no outcome: it is left out, to be tried again."""
+    path = out / RESULTS_FILE
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot read the batch's results {path}: {e}; move it aside to start afresh") from None
+    projects = {name: e for name, e in data.get("projects", {}).items() if not e.get("error")}
+    return {"projects": projects, **({"sessions": data["sessions"]} if "sessions" in data else {})}
 
 
 def summarise(projects: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def batch_command(
 ) -> None:
     """Generate a project for every prompt in PROMPTS into OUT/<name>/; resumable (run it again to go on), with
     a progress bar and a summary table; each project's figures in OUT/batch.json."""
-    from l2mac.batch import RESULTS_FILE, BatchSettings, read_prompts, run_batch
+    from l2mac.batch import RESULTS_FILE, BatchSettings, load_results, read_prompts, run_batch
     from l2mac.benchmarks.runner import code_version, machine
     from l2mac.executors import make_executor
     from l2mac.executors.threads import ThreadExecutor
@@ -77,8 +77,7 @@ def batch_command(
             TextColumn("{task.description}"),
             console=console,
         ) as progress:
-            results = out / RESULTS_FILE
-            already = _finished(results)
+            already = load_results(out).get("projects", {})
             bar = progress.add_task("", total=len(projects), completed=sum(p.name in already for p in projects))
 
             def said(project: Any, entry: Mapping[str, Any]) -> None:
@@ -91,18 +90,6 @@ def batch_command(
     except L2MACError as e:
         print_error(err, e)
         raise typer.Exit(2) from None
-
-
-def _finished(results: Path) -> set[str]:
-    import json
-
-    if not results.exists():
-        return set()
-    try:
-        projects = json.loads(results.read_text(encoding="utf-8")).get("projects", {})
-        return {name for name, entry in projects.items() if not entry.get("error")}  # errors are tried again
-    except (OSError, ValueError):
-        return set()
 
 
 def _line(name: str, entry: Mapping[str, Any]) -> str:

@@ -41,6 +41,7 @@ from l2mac.checks.python import defined_at_top_level, find_code_issues
 from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes
 from l2mac.domains import Domain
+from l2mac.journal import request_key
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.store import FileStore, scratch_copy
 
@@ -190,9 +191,7 @@ class Weigher:
             else self.domain.render("text_request_file", path=target)
         )
         messages, finish = self.ask(target, request, hide, withheld)
-        asked = hashlib.sha256(
-            "\n".join(str(getattr(p, "content", "")) for m in messages for p in m.parts).encode()
-        ).hexdigest()
+        asked = request_key(messages, "sample")
         if asked in self.barren:  # the very request gave nothing usable before (seen: 7 rounds, none of use)
             self.log("agreement_skipped", target=target, reason="the same sample request gave no usable sample")
             return [], [], [], []
