@@ -10,7 +10,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage
 from test_text_protocol import fenced, make_unit
 
-from l2mac.checks.agreement import Weigher, outcomes_with
+from l2mac.checks.agreement import Asked, Weigher, outcomes_with
 from l2mac.checks.consensus import choose, relevant_tests, remove_statement, remove_tests, weighable
 from l2mac.checks.demands import untested_functions, untested_modules
 from l2mac.checks.runner import SubprocessRunner
@@ -466,7 +466,7 @@ def test_the_last_test_of_a_function_the_step_names_is_never_removed(tmp_path: P
         raise AssertionError("nothing is saved here")
 
     weigher = Weigher(
-        unit.client, unit.toolbox.env, unit.domain, STEP.instruction, ask=lambda *a: ([], None), save=no_save, log=print
+        unit.client, unit.toolbox.env, unit.domain, STEP.instruction, ask=lambda *a: Asked([]), save=no_save, log=print
     )
     assert not weigher.leaves_a_step_function_untested("tests/test_stats.py", without_wrong)
     assert weigher.leaves_a_step_function_untested("tests/test_stats.py", without_all)  # mean() untested

@@ -199,13 +199,13 @@ def test_without_continuation_the_same_echoing_model_never_gets_past_the_stub(tm
 def test_agreement_samples_of_a_given_stub_are_begun_inside_it_too(tmp_path: Path) -> None:
     unit, _, _ = _unit(tmp_path, [], continues=True)
     step = Step("spread", 1, 1, TASK, "")
-    messages, finish = unit._ask_sample(step, unit._setting(step), "solution.py", "Write it.", lambda p: False)
+    messages, finish, _ = unit._ask_sample(step, unit._setting(step), "solution.py", "Write it.", lambda p: False)
     assert isinstance(messages[-1], ModelResponse) and finish is not None
     request = messages[0].parts[-1].content  # type: ignore[union-attr]
     assert "Complete spread in solution.py" in str(request)  # asked for the body it is begun inside
     assert "return max(numbers) - min(numbers)" in (finish("    return max(numbers) - min(numbers)\n```") or "")
     plain, _, _ = _unit(tmp_path / "plain", [], continues=False)
-    messages, finish = plain._ask_sample(step, plain._setting(step), "solution.py", "Write it.", lambda p: False)
+    messages, finish, _ = plain._ask_sample(step, plain._setting(step), "solution.py", "Write it.", lambda p: False)
     assert finish is None and not isinstance(messages[-1], ModelResponse)
 
 

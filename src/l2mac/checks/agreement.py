@@ -15,10 +15,11 @@ import ast
 import asyncio
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TypeVar
+from types import MappingProxyType
+from typing import NamedTuple, TypeVar
 
 from pydantic_ai.messages import ModelMessage
 
@@ -45,13 +46,19 @@ from l2mac.journal import request_key
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.store import FileStore, scratch_copy
 
-#: the messages that ask for ``target`` from the step alone, (target, request, files to hide) -> messages, and
-#: what makes the file from the answer when the asking begins the answer itself (else None: the answer's block)
+
+class Asked(NamedTuple):
+    """A request for one file from the step alone: its messages; what makes the file from the answer when the
+    request begins the answer itself (else None: the answer's block); the text the answer is given where the
+    model would copy it (see ``ModelClient.request``)."""
+
+    messages: list[ModelMessage]
+    finish: Callable[[str], str | None] | None = None
+    given: Mapping[str, str] = MappingProxyType({})
+
+
 #: asks for one file for a sample: (path, request, which files to hide, which functions' given bodies to withhold)
-AskForFile = Callable[
-    [str, str, Callable[[str], bool], tuple[str, ...]],
-    tuple[list[ModelMessage], Callable[[str], str | None] | None],
-]
+AskForFile = Callable[[str, str, Callable[[str], bool], tuple[str, ...]], Asked]
 #: saves one file for the step, as a write the model did not ask for: (path, content, why)
 SaveFile = Callable[[str, str, str], Awaitable[None]]
 
@@ -190,15 +197,15 @@ class Weigher:
             if owned
             else self.domain.render("text_request_file", path=target)
         )
-        messages, finish = self.ask(target, request, hide, withheld)
+        messages, finish, given = self.ask(target, request, hide, withheld)
         asked = request_key(messages, "sample")
         if asked in self.barren:  # the very request gave nothing usable before (seen: 7 rounds, none of use)
             self.log("agreement_skipped", target=target, reason="the same sample request gave no usable sample")
             return [], [], [], []
         if self.client.parallel:
-            answers = await asyncio.gather(*(self._sample(messages) for _ in range(self.limits.samples)))
+            answers = await asyncio.gather(*(self._sample(messages, given) for _ in range(self.limits.samples)))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order
-            answers = [await self._sample(messages) for _ in range(self.limits.samples)]
+            answers = [await self._sample(messages, given) for _ in range(self.limits.samples)]
         candidates: list[str] = []
         outcomes: list[dict[str, bool]] = []
         failures: list[dict[str, str]] = []
@@ -353,10 +360,10 @@ class Weigher:
         before = untested_functions(instruction, code, sources)
         return untested_functions(instruction, code, {**sources, path: source}) != before
 
-    async def _sample(self, messages: list[ModelMessage]) -> str:
+    async def _sample(self, messages: list[ModelMessage], given: Mapping[str, str]) -> str:
         try:
             response = await self.client.request(
-                messages, [], purpose=f"{self.label} sample", temperature=SAMPLE_TEMPERATURE
+                messages, [], purpose=f"{self.label} sample", temperature=SAMPLE_TEMPERATURE, given=given
             )
         except ContextOverflow:
             return ""

@@ -56,6 +56,9 @@ class Opening:
     body_indent: int
     owner: str | None = None  # the class the stub is a method of
     rewrite: bool = False  # a whole function's new body, not a stub's (an answer that is no body is dropped)
+    #: the stubs after this one in its scope (its class, or the module), each as its text up to the end of its
+    #: docstring: given to the answer where the model would copy them (see l2mac.models.local.given)
+    later_stubs: tuple[tuple[str, str], ...] = ()
 
     def prefill(self) -> str:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
@@ -68,6 +71,10 @@ class Opening:
         return "\n".join([self.head, " " * self.body_indent + "..."]) + (
             f"{self._gap}{tail}\n" if tail.strip() else "\n"
         )
+
+    def given(self) -> dict[str, str]:
+        """The later stubs' text by name, for the request (``ModelClient.request(given=...)``)."""
+        return dict(self.later_stubs)
 
     def begun(self) -> ModelResponse:
         """The begun answer, as the last message of a request: the model continues it."""
@@ -262,6 +269,7 @@ def given_skeleton(instruction: str, names: list[str], path: str | None = None) 
 
 def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None = None) -> Opening:
     lines = source.splitlines()
+    later = _later_stubs(lines, ast.parse(source), fn, owner)
     doc = fn.body[0] if fn.body and _is_docstring(fn.body[0]) else None
     # the head ends after the docstring, else after the signature (the line before the first body statement)
     last = doc.end_lineno if doc is not None and doc.end_lineno else fn.body[0].lineno - 1
@@ -275,7 +283,28 @@ def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef,
     tail = "\n".join(lines[fn.end_lineno or fn.lineno :])
     inline = doc is None or doc.lineno == fn.lineno
     body_indent = fn.col_offset + 4 if inline or doc is None else doc.col_offset
-    return Opening(path, fn.name, "\n".join(head_lines), tail, fn.col_offset, body_indent, owner)
+    return Opening(path, fn.name, "\n".join(head_lines), tail, fn.col_offset, body_indent, owner, later_stubs=later)
+
+
+def _later_stubs(
+    lines: list[str], tree: ast.Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None
+) -> tuple[tuple[str, str], ...]:
+    """The stubs after ``fn`` in its scope (the methods of class ``owner``, else the module's functions) with a
+    docstring on lines of its own: each as its lines from its first decorator to the end of its docstring."""
+    scope: list[ast.stmt] = tree.body
+    if owner is not None:
+        scope = next((n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), [])
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+    out: list[tuple[str, str]] = []
+    for node in scope:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.lineno <= fn.lineno:
+            continue
+        doc = node.body[0] if node.body and _is_docstring(node.body[0]) else None
+        if doc is None or doc.lineno == node.lineno or not is_stub_definition(node, cls):
+            continue
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        out.append((node.name, "\n".join(lines[first - 1 : doc.end_lineno]) + "\n"))
+    return tuple(out)
 
 
 def _is_docstring(node: ast.stmt) -> bool:

@@ -71,6 +71,11 @@ class Conversation(Protocol):
         """The sampling temperature for the next request (None: the model's own)."""
         ...
 
+    @property
+    def given(self) -> dict[str, str]:
+        """Text the next answer is given where the model would copy it (see ``ModelClient.request``)."""
+        ...
+
     def messages(self) -> list[ModelMessage]:
         """The context to send now."""
         ...

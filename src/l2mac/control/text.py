@@ -106,6 +106,11 @@ class TextConversation:
     rewriting: tuple[str, str, str | None] | None = None  # the function last begun inside to fix a failure
     rewrites: int = 0  # how many times in a row
 
+    @property
+    def given(self) -> dict[str, str]:
+        """The stubs after the one the next answer is begun inside, given where the model would copy them."""
+        return self.opening.given() if self.opening is not None else {}
+
     def __post_init__(self) -> None:
         store = self.setting.toolbox.env.store
         self.to_write = [p for p in named_files(self.step.instruction.instruction) if not store.exists(p)]

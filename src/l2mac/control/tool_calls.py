@@ -41,6 +41,10 @@ class ToolConversation:
         self.tools = self.setting.toolbox.definitions()
         self._messages = self._fresh("")
 
+    @property
+    def given(self) -> dict[str, str]:
+        return {}  # answers are tool calls: none is begun
+
     def _fresh(self, progress: str) -> list[ModelMessage]:
         domain = self.setting.domain
         store = self.setting.toolbox.env.store

@@ -20,7 +20,7 @@ from functools import partial
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 
-from l2mac.checks.agreement import AgreementLimits, Weigher
+from l2mac.checks.agreement import AgreementLimits, Asked, Weigher
 from l2mac.checks.consensus import test_functions
 from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import repair_written
@@ -120,7 +120,11 @@ class ControlUnit:
                 continue
             try:
                 response = await self.client.request(
-                    messages, talk.tools, purpose=f"step {step.index}", temperature=talk.temperature
+                    messages,
+                    talk.tools,
+                    purpose=f"step {step.index}",
+                    temperature=talk.temperature,
+                    given=talk.given,
                 )
             except ContextOverflow:
                 if state.restarts >= self.limits.max_context_restarts:
@@ -270,7 +274,7 @@ class ControlUnit:
         request: str,
         hide: Callable[[str], bool],
         withheld: tuple[str, ...] = (),
-    ) -> tuple[list[ModelMessage], Callable[[str], str | None] | None]:
+    ) -> Asked:
         """How agreement asks for an implementation of ``target`` from the step alone, without the bodies the
         step gives the functions ``withheld`` (``f`` or ``Class.m``): begun inside the stub the step gives it,
         when the model continues begun answers (see control.continuation)."""
@@ -282,10 +286,11 @@ class ControlUnit:
             step = replace(step, instruction=step.instruction.model_copy(update={"instruction": shown}))
         opening = step_opening(step.instruction.instruction, target) if self.client.continues else None
         if opening is None:
-            return text_messages(setting, step, request, focus=target, hide=hide), None
+            return Asked(text_messages(setting, step, request, focus=target, hide=hide))
         # asked for "the complete file" while the answer is begun inside it, the model closed the block at once
         request = self.domain.render("text_request_body", path=target, name=opening.name)
-        return [*text_messages(setting, step, request, focus=target, hide=hide), opening.begun()], opening.complete
+        messages = [*text_messages(setting, step, request, focus=target, hide=hide), opening.begun()]
+        return Asked(messages, opening.complete, opening.given())
 
     # -- context -----------------------------------------------------------------------------------------
     async def _plain_answer(self, messages: list[ModelMessage], prompt_key: str, purpose: str) -> str:

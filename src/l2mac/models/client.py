@@ -6,7 +6,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import cast
@@ -29,6 +29,7 @@ from pydantic_ai.usage import RequestUsage
 from l2mac.context import estimate_messages
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.journal import Journal, JournaledCall, request_key
+from l2mac.models.local.given import with_given
 from l2mac.types import Usage
 
 RETRYABLE = (ModelRateLimitError, ModelUnavailableError, ModelServerError, ModelConnectionError, TimeoutError)
@@ -158,11 +159,14 @@ class ModelClient:
         purpose: str,
         allow_text: bool = True,
         temperature: float | None = None,
+        given: Mapping[str, str] | None = None,
     ) -> ModelResponse:
         """Send ``messages``; retry transient failures; raise ContextOverflow, ProviderError or BudgetExceeded.
 
         ``temperature`` overrides the configured one for this request (e.g. to get a different answer after
-        a model repeated itself)."""
+        a model repeated itself). ``given``: for an answer the messages begin, the text of definitions the model
+        would otherwise copy, by name (see :mod:`l2mac.models.local.given`); only a model that continues begun
+        answers is sent them."""
         seq, key = 0, ""
         if self.journal is not None:
             seq = self.journal.next_seq()
@@ -173,6 +177,8 @@ class ModelClient:
         settings = self.settings
         if temperature is not None:
             settings = cast(ModelSettings, {**(settings or {}), "temperature": temperature})
+        if given and self.continues:
+            settings = with_given(settings, given)
         params = ModelRequestParameters(function_tools=list(tools), allow_text_output=allow_text or not tools)
         attempt = 0
         start = time.monotonic()

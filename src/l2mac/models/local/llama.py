@@ -18,7 +18,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -40,6 +40,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from l2mac.errors import ConfigError
+from l2mac.models.local.given import continue_with_given, given_text
 from l2mac.models.local.loops import LoopGuard
 from l2mac.models.local.server import LlamaServer
 
@@ -247,11 +248,50 @@ class LocalChat:
         return tokens, room
 
     def complete(
-        self, prompt: str, max_tokens: int, temperature: float | None = None, stop: tuple[str, ...] = ()
+        self,
+        prompt: str,
+        max_tokens: int,
+        temperature: float | None = None,
+        stop: tuple[str, ...] = (),
+        given: Mapping[str, str] | None = None,
     ) -> tuple[str, GenerationStats]:
-        """The model's answer to ``prompt``; it stops at the end of its turn, or at any of ``stop``."""
+        """The model's answer to ``prompt``; it stops at the end of its turn, or at any of ``stop``. Where it begins
+        one of the ``given`` definitions, their text is put in and it goes on (see :mod:`given`)."""
+        if not given:
+            text, stats = self._generate(prompt, max_tokens, temperature, stop)
+            self.stats.append(stats)
+            return text, stats
+
+        def generate(p: str, limit: int, watch: Callable[[str], bool]) -> tuple[str, GenerationStats, int]:
+            text, stats = self._generate(p, limit, temperature, stop, watch)
+            return text, stats, stats.completion_tokens
+
+        text, parts, _ = continue_with_given(generate, prompt, max_tokens, given)
+        written_before = sum(s.completion_tokens for s in parts[:-1])
+        stats = GenerationStats(
+            # read: the prompt and the text given (the last prompt holds both, and what was written before it)
+            max(parts[0].prompt_tokens, parts[-1].prompt_tokens - written_before),
+            sum(s.new_prompt_tokens for s in parts),
+            sum(s.completion_tokens for s in parts),
+            sum(s.prompt_s for s in parts),
+            sum(s.total_s for s in parts),
+            parts[-1].loop_cut,
+            parts[-1].hit_limit,
+        )
+        self.stats.append(stats)
+        return text, stats
+
+    def _generate(
+        self,
+        prompt: str,
+        max_tokens: int,
+        temperature: float | None,
+        stop: tuple[str, ...],
+        watch: Callable[[str], bool] | None = None,
+    ) -> tuple[str, GenerationStats]:
+        """One generation, stopped also when ``watch`` (told each piece) returns True."""
         if self.served is not None:
-            return self._complete_served(prompt, max_tokens, temperature, stop)
+            return self._complete_served(prompt, max_tokens, temperature, stop, watch)
         with self.lock:
             tokens, room = self._tokens(prompt)
             cached = _common_prefix(list(self.llm._input_ids), tokens)
@@ -271,12 +311,17 @@ class LocalChat:
             )
             guard = LoopGuard()
             chunks = cast(Iterator[dict[str, Any]], stream)
+            watched = False
             for chunk in chunks:
                 if first is None:
                     first = time.monotonic()
                 n_out += 1
-                if guard.feed(chunk["choices"][0]["text"]):
+                piece = chunk["choices"][0]["text"]
+                if guard.feed(piece):
                     break  # the answer is looping: stop generating, keep what came before the loop
+                if watch is not None and watch(piece):
+                    watched = True
+                    break
             close = getattr(chunks, "close", None)
             if close is not None:
                 close()  # a generator left open would finish its bookkeeping whenever it is collected
@@ -288,13 +333,17 @@ class LocalChat:
             (first or end) - start,
             end - start,
             guard.looped,
-            not guard.looped and n_out >= limit,
+            not guard.looped and not watched and n_out >= limit,
         )
-        self.stats.append(stats)
         return guard.trimmed(), stats
 
     def _complete_served(
-        self, prompt: str, max_tokens: int, temperature: float | None, stop: tuple[str, ...]
+        self,
+        prompt: str,
+        max_tokens: int,
+        temperature: float | None,
+        stop: tuple[str, ...],
+        watch: Callable[[str], bool] | None = None,
     ) -> tuple[str, GenerationStats]:
         """The same request to the llama-server child: no lock, the server batches concurrent requests."""
         assert self.served is not None
@@ -313,7 +362,12 @@ class LocalChat:
         }
         guard = LoopGuard()
         start = time.monotonic()
-        data = self.served.complete(payload, self.request_timeout_s, stop_when=guard.feed)
+
+        def stop_when(piece: str) -> bool:
+            looped = guard.feed(piece)
+            return looped or (watch is not None and watch(piece))
+
+        data = self.served.complete(payload, self.request_timeout_s, stop_when=stop_when)
         timings = data.get("timings") or {}  # absent when the stream was cut: then measured here
         prompt_s = float(timings.get("prompt_ms", 0.0)) / 1000
         n_out = int(timings.get("predicted_n", data.get("tokens_predicted", 0)))
@@ -324,9 +378,8 @@ class LocalChat:
             prompt_s,
             prompt_s + float(timings["predicted_ms"]) / 1000 if timings else time.monotonic() - start,
             guard.looped,
-            not guard.looped and n_out >= limit,
+            not guard.looped and not data.get("stopped_by_client") and n_out >= limit,
         )
-        self.stats.append(stats)
         return guard.trimmed() if guard.looped else str(data.get("content", "")), stats
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -336,11 +389,14 @@ class LocalChat:
         temperature = settings.get("temperature")
         prompt = self.render(messages, tools)
         begun = answer_begun(messages) is not None
+        given = given_text(settings) if begun else None
         try:
             # a begun answer is one file's code block: it ends where the block closes (the model went on to
             # write tests and prose after it, 335 tokens where the body took 40)
             stop = (CLOSING_FENCE,) if begun else ()
-            text, stats = self.complete(prompt, max_tokens, None if temperature is None else float(temperature), stop)
+            text, stats = self.complete(
+                prompt, max_tokens, None if temperature is None else float(temperature), stop, given
+            )
         except ModelAPIError:
             raise  # e.g. the context window is exceeded: the control unit handles it
         except (RuntimeError, ValueError, OSError) as e:  # llama.cpp failed (e.g. decode error, out of memory)

@@ -1,0 +1,201 @@
+"""An answer begun inside a stub is given the later stubs where the model would copy them
+(models/local/given.py): the model writes bodies, not the skeleton again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import jinja2
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from l2mac.checks.runner import SubprocessRunner
+from l2mac.context import ContextBudget
+from l2mac.control import ControlUnit, Step, StepLimits
+from l2mac.control.continuation import find_opening
+from l2mac.control.text import TEXT
+from l2mac.domains import load_domain
+from l2mac.models.client import ModelClient
+from l2mac.models.local.given import GivenWatch, continue_with_given, given_text
+from l2mac.models.local.llama import GenerationStats, LocalChat
+from l2mac.record import RunRecord
+from l2mac.store import FileStore
+from l2mac.tools import Toolbox, ToolEnv, tools_named
+from l2mac.types import Instruction
+
+SKELETON = '''class Tally:
+    """Counts things."""
+
+    def __init__(self):
+        self.n = 0
+
+    def add(self, k):
+        """Add k and return the new count.
+        >>> Tally().add(2)
+        2
+        """
+
+    def size(self):
+        return self.n
+
+    @staticmethod
+    def total(a, b):
+        """The sum of a and b.
+        >>> Tally.total(1, 2)
+        3
+        """
+
+    def twice(self): """One line: not given."""
+'''
+TOTAL = '''    @staticmethod
+    def total(a, b):
+        """The sum of a and b.
+        >>> Tally.total(1, 2)
+        3
+        """
+'''
+ADD_BODY = "        self.n += k\n        return self.n\n"
+# what the model writes after a body: the next stub copied (its signature changed), then its body
+COPIED = '\n    @staticmethod\n    def total(a: int, b: int) -> int:\n        """The sum."""\n        return a + b\n'
+
+
+def _model_writes(prompt: str) -> list[str]:
+    """A model that copies the skeleton's next stub after a body, as the 1.5B model does: its answer, line by
+    line, to ``prompt`` (a body for the stub whose docstring the prompt ends with)."""
+    if prompt.endswith(TOTAL):
+        return ["        return a + b\n"]
+    return [*ADD_BODY.splitlines(keepends=True), *COPIED.splitlines(keepends=True)]
+
+
+def _streamed(prompts: list[str]) -> Callable[[str, int, Callable[[str], bool]], tuple[str, int, int]]:
+    def generate(prompt: str, limit: int, watch: Callable[[str], bool]) -> tuple[str, int, int]:
+        prompts.append(prompt)
+        sent: list[str] = []
+        for piece in _model_writes(prompt)[:limit]:
+            sent.append(piece)
+            if watch(piece):
+                break
+        return "".join(sent), len(sent), len(sent)
+
+    return generate
+
+
+def test_where_the_model_begins_to_copy_a_later_stub_it_is_given_it_and_writes_the_body() -> None:
+    opening = find_opening("tally.py", SKELETON, ["Tally"])
+    assert opening is not None and opening.name == "add"
+    prompts: list[str] = []
+    answer, costs, names = continue_with_given(_streamed(prompts), "PROMPT\n", 100, opening.given())
+    assert names == ["total"]
+    assert answer == ADD_BODY + "\n" + TOTAL + "        return a + b\n"
+    assert prompts == ["PROMPT\n", "PROMPT\n" + ADD_BODY + "\n" + TOTAL]  # it went on from the given docstring
+    assert costs == [5, 1]  # the body, a blank line, the decorator and the def: never the docstring
+    done = opening.complete(answer + "```")
+    assert done is not None
+    namespace: dict[str, object] = {}
+    exec(compile(done, "tally.py", "exec"), namespace)
+    tally = namespace["Tally"]
+    assert tally().add(2) == 2 and tally.total(1, 2) == 3  # type: ignore[attr-defined,operator]
+    assert "def total(a, b):" in done and "a: int" not in done  # the signature as the skeleton has it
+
+
+def test_only_later_stubs_with_a_docstring_of_their_own_are_given_and_each_once() -> None:
+    opening = find_opening("tally.py", SKELETON, ["Tally"])
+    assert opening is not None
+    assert opening.given() == {"total": TOTAL}  # not size (complete), twice (one line), nor add itself
+    watch = GivenWatch(opening.given())
+    assert not watch.feed("        def total(x):\n")  # a function nested in the body, not the stub
+    assert not watch.feed("    def totals(self):\n")
+    assert watch.feed("    @staticmethod\n    def total(")
+    assert watch.text[: watch.cut].endswith("def totals(self):\n") and watch.name == "total"
+    prompts: list[str] = []
+    answer, _, names = continue_with_given(_streamed(prompts), "P", 100, {})
+    assert names == [] and answer == ADD_BODY + COPIED and len(prompts) == 1  # nothing given: as written
+
+
+def test_the_token_limit_counts_every_generation_and_a_limit_spent_ends_the_answer() -> None:
+    prompts: list[str] = []
+    opening = find_opening("tally.py", SKELETON, ["Tally"])
+    assert opening is not None
+    answer, _, names = continue_with_given(_streamed(prompts), "P", 5, opening.given())
+    assert names == ["total"] and len(prompts) == 1 and answer.endswith(TOTAL)
+
+
+def _local(prompts: list[str]) -> LocalChat:
+    """The embedded model's adapter, its generation played by :func:`_model_writes`."""
+    chat = LocalChat.__new__(LocalChat)
+    chat.template = jinja2.Template(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
+    chat.stats = []
+    generate = _streamed(prompts)
+
+    def played(
+        prompt: str,
+        limit: int,
+        temperature: float | None,
+        stop: tuple[str, ...],
+        watch: Callable[[str], bool] | None = None,
+    ) -> tuple[str, GenerationStats]:
+        text, _, n = generate(prompt, limit, watch or (lambda piece: False))
+        return text, GenerationStats(len(prompt) // 4, len(prompt) // 4, n, 0.1, 0.2)
+
+    chat._generate = played  # type: ignore[method-assign]
+    return chat
+
+
+def test_a_step_on_the_local_model_writes_bodies_only_and_the_class_is_complete(tmp_path: Path) -> None:
+    prompts: list[str] = []
+    chat = _local(prompts)
+    seen: list[dict[str, str]] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(given_text(info.model_settings or {}))
+        if isinstance(messages[-1], ModelResponse):  # begun inside the stub: the local model
+            return chat(messages, info)
+        return ModelResponse(parts=[])
+
+    store = FileStore(tmp_path / "proj")
+    domain = load_domain("codebase")
+    task = Instruction(
+        title="tally",
+        instruction=f"Implement the class below in tally.py.\n\n```python\n{SKELETON}```",
+        requires_tests=False,
+    )
+    unit = ControlUnit(
+        ModelClient(FunctionModel(answer), continues=True),
+        Toolbox(tools_named(domain.tools), ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)),
+        domain,
+        ContextBudget(window=16000, reply=500, margin=0.1),
+        protocol=TEXT,
+        limits=StepLimits(max_turns=1, samples=0),
+        record=RunRecord(store.root),
+    )
+    step = Step("tally", 1, 1, task, "")
+    assert unit._ask_sample(step, unit._setting(step), "tally.py", "Write it.", lambda p: False).given == {
+        "total": TOTAL
+    }  # an agreement sample, begun inside the same stub, is given the same
+    asyncio.run(unit.run_step(step))
+    assert seen[0] == {"total": TOTAL}  # the request carried the later stub
+    assert len(prompts) == 2 and prompts[1].endswith(TOTAL)  # one answer, two generations
+    code = store.read_text("tally.py")
+    namespace: dict[str, object] = {}
+    exec(compile(code, "tally.py", "exec"), namespace)
+    tally = namespace["Tally"]
+    assert tally().add(3) == 3 and tally.total(2, 2) == 4  # type: ignore[attr-defined,operator]
+    usage = unit.client.usage
+    assert usage.output_tokens == 6  # five lines and one: never the copied docstring
+
+
+def test_a_model_that_does_not_continue_begun_answers_is_sent_nothing_given(tmp_path: Path) -> None:
+    seen: list[dict[str, str]] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(given_text(info.model_settings or {}))
+        return ModelResponse(parts=[])
+
+    client = ModelClient(FunctionModel(answer), continues=False)
+    asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("hi")])], [], purpose="p", given={"total": TOTAL}))
+    assert seen == [{}]
