@@ -69,15 +69,23 @@ def _model_writes(prompt: str) -> list[str]:
     return [*ADD_BODY.splitlines(keepends=True), *COPIED.splitlines(keepends=True)]
 
 
-def _streamed(prompts: list[str]) -> Callable[[str, int, Callable[[str], bool]], tuple[str, int, int]]:
-    def generate(prompt: str, limit: int, watch: Callable[[str], bool]) -> tuple[str, int, int]:
+Generation = tuple[str, int, int, bool]
+
+
+def _streamed(
+    prompts: list[str], writes: Callable[[str], list[str]] = _model_writes
+) -> Callable[[str, int, Callable[[str], bool]], Generation]:
+    """Generations by the model ``writes`` plays, streamed to the watch, which may stop them."""
+
+    def generate(prompt: str, limit: int, watch: Callable[[str], bool]) -> Generation:
         prompts.append(prompt)
         sent: list[str] = []
-        for piece in _model_writes(prompt)[:limit]:
+        planned = writes(prompt)
+        for piece in planned[:limit]:
             sent.append(piece)
             if watch(piece):
                 break
-        return "".join(sent), len(sent), len(sent)
+        return "".join(sent), len(sent), len(sent), sent == planned
 
     return generate
 
@@ -122,6 +130,30 @@ def test_the_token_limit_counts_every_generation_and_a_limit_spent_ends_the_answ
     assert names == ["total"] and len(prompts) == 1 and answer.endswith(TOTAL)
 
 
+def _closes_early(prompt: str) -> list[str]:
+    """A model that closes the block after each body (the block's closing fence is a stop: not in the text)."""
+    if prompt.endswith(TOTAL):
+        return ["        return a + b\n"]
+    return ADD_BODY.splitlines(keepends=True)
+
+
+def test_an_answer_that_ends_after_a_body_with_stubs_left_is_given_the_next_and_goes_on() -> None:
+    opening = find_opening("tally.py", SKELETON, ["Tally"])
+    assert opening is not None
+    prompts: list[str] = []
+    answer, _, names = continue_with_given(_streamed(prompts, _closes_early), "P\n", 100, opening.given())
+    assert names == ["total"] and answer == ADD_BODY + "\n" + TOTAL + "        return a + b\n"
+    done = opening.complete(answer)
+    assert done is not None and "return a + b" in done and "return self.n" in done
+
+    def then_a_module_statement(prompt: str) -> list[str]:
+        return [*ADD_BODY.splitlines(keepends=True), "\n", "print(Tally().add(1))\n"]
+
+    prompts = []
+    answer, _, names = continue_with_given(_streamed(prompts, then_a_module_statement), "P", 100, opening.given())
+    assert names == [] and len(prompts) == 1  # a stub given after it would not be in the class
+
+
 def _local(prompts: list[str]) -> LocalChat:
     """The embedded model's adapter, its generation played by :func:`_model_writes`."""
     chat = LocalChat.__new__(LocalChat)
@@ -139,8 +171,8 @@ def _local(prompts: list[str]) -> LocalChat:
         stop: tuple[str, ...],
         watch: Callable[[str], bool] | None = None,
     ) -> tuple[str, GenerationStats]:
-        text, _, n = generate(prompt, limit, watch or (lambda piece: False))
-        return text, GenerationStats(len(prompt) // 4, len(prompt) // 4, n, 0.1, 0.2)
+        text, _, n, ended = generate(prompt, limit, watch or (lambda piece: False))
+        return text, GenerationStats(len(prompt) // 4, len(prompt) // 4, n, 0.1, 0.2, watched=not ended)
 
     chat._generate = played  # type: ignore[method-assign]
     return chat

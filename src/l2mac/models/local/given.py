@@ -8,6 +8,10 @@ from the first decorator to the end of its docstring). The answer is watched as 
 one of those definitions, generation stops there, the definition's text is put in as given (its signature as
 the file has it), and the model goes on from after the docstring, with the prompt it had: the model reads the
 given text (a prompt token, its prefix cached) instead of writing it (a generated token). Each is given once.
+
+An answer that ends inside a body while given stubs are left (seen: the __init__ body, then the block closed)
+is given the next one too, and goes on: the stub would otherwise be asked for in a turn of its own, a new context
+read afresh, where the model here writes its body after a prompt it has already read.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from pydantic_ai.settings import ModelSettings
 _S = TypeVar("_S")
 
 #: one generation: (prompt, token limit, a watch told each piece as it streams, which stops it by returning
-#: True) -> (text, what it cost, tokens generated)
-Generate = Callable[[str, int, Callable[[str], bool]], tuple[str, _S, int]]
+#: True) -> (text, what it cost, tokens generated, whether the model ended it: not a limit, a loop or the watch)
+Generate = Callable[[str, int, Callable[[str], bool]], tuple[str, _S, int, bool]]
 
 
 #: where a request carries its given definitions, in the model settings' ``extra_body``
@@ -103,12 +107,26 @@ def continue_with_given(
     answer, costs, names = "", list[_S](), list[str]()
     while True:
         watch = GivenWatch(left)
-        text, cost, generated = generate(prompt + answer, limit, watch.feed)
+        text, cost, generated, ended = generate(prompt + answer, limit, watch.feed)
         costs.append(cost)
         limit -= generated
-        if watch.name is None or watch.cut is None:
+        if watch.name is not None and watch.cut is not None:  # it began to copy a given stub
+            answer += watch.text[: watch.cut] + left.pop(watch.name)
+            names.append(watch.name)
+        elif ended and left and _inside_a_body(answer + text, stub := next(iter(left.values()))):
+            name = next(iter(left))  # it closed the block with stubs left: it is given the next one
+            answer += text.rstrip("\n") + "\n\n" + stub
+            del left[name]
+            names.append(name)
+        else:
             return answer + text, costs, names
-        answer += watch.text[: watch.cut] + left.pop(watch.name)
-        names.append(watch.name)
         if limit <= 0:
             return answer, costs, names
+
+
+def _inside_a_body(text: str, stub: str) -> bool:
+    """Whether ``text`` ends inside a body at a level below the ``stub``'s definition: what follows it there is
+    the stub's sibling (not after a module-level statement or test the model wrote at the end)."""
+    last = next((x for x in reversed(text.splitlines()) if x.strip()), None)
+    line = next((x for x in stub.splitlines() if x.strip() and not x.lstrip().startswith("@")), "")
+    return last is not None and len(last) - len(last.lstrip()) > len(line) - len(line.lstrip())

@@ -67,6 +67,7 @@ class GenerationStats:
     total_s: float
     loop_cut: bool = False  # the answer fell into a loop and was cut there (see loops.LoopGuard)
     hit_limit: bool = False  # the answer reached its token limit: it is most likely cut off
+    watched: bool = False  # stopped where a watch said (see given.GivenWatch)
 
 
 def openai_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
@@ -262,9 +263,9 @@ class LocalChat:
             self.stats.append(stats)
             return text, stats
 
-        def generate(p: str, limit: int, watch: Callable[[str], bool]) -> tuple[str, GenerationStats, int]:
+        def generate(p: str, limit: int, watch: Callable[[str], bool]) -> tuple[str, GenerationStats, int, bool]:
             text, stats = self._generate(p, limit, temperature, stop, watch)
-            return text, stats, stats.completion_tokens
+            return text, stats, stats.completion_tokens, not (stats.loop_cut or stats.hit_limit or stats.watched)
 
         text, parts, _ = continue_with_given(generate, prompt, max_tokens, given)
         written_before = sum(s.completion_tokens for s in parts[:-1])
@@ -334,6 +335,7 @@ class LocalChat:
             end - start,
             guard.looped,
             not guard.looped and not watched and n_out >= limit,
+            watched,
         )
         return guard.trimmed(), stats
 
@@ -379,6 +381,7 @@ class LocalChat:
             prompt_s + float(timings["predicted_ms"]) / 1000 if timings else time.monotonic() - start,
             guard.looped,
             not guard.looped and not data.get("stopped_by_client") and n_out >= limit,
+            bool(data.get("stopped_by_client")) and not guard.looped,
         )
         return guard.trimmed() if guard.looped else str(data.get("content", "")), stats
 
