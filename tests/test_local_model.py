@@ -29,8 +29,9 @@ from l2mac.control.arguments import recover_tool_calls
 from l2mac.errors import ConfigError
 from l2mac.fenced import fenced_files
 from l2mac.models.local.catalog import LocalModelSpec, WheelPart
+from l2mac.models.local.chat_format import openai_messages, parse_reply
 from l2mac.models.local.fetch import PullError, pull
-from l2mac.models.local.llama import LocalChat, openai_messages, parse_reply
+from l2mac.models.local.llama import LocalChat
 from l2mac.models.registry import build_model
 from l2mac.planner import parse_text_plan
 from l2mac.settings import LLMSettings

@@ -6,7 +6,7 @@ whose content is null beside tool_calls (what pydantic-ai sends after a tool cal
 the repeated prompt prefix in the KV cache between the turns of a step, with no child process to manage.
 
 The prompt is rendered with the chat template stored in the GGUF file, so the model sees tools and tool results
-in the exact format it was trained on; tool calls are parsed back from its ``<tool_call>`` blocks.
+in the exact format it was trained on (``chat_format``); tool calls are parsed back from its ``<tool_call>`` blocks.
 """
 
 from __future__ import annotations
@@ -14,32 +14,21 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from pydantic_ai.exceptions import ModelAPIError, ModelContextWindowExceededError
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from l2mac.errors import ConfigError
+from l2mac.models.local.chat_format import answer_begun, openai_messages, parse_reply, tool_schemas
 from l2mac.models.local.given import continue_with_given, given_text
 from l2mac.models.local.loops import LoopGuard
 from l2mac.models.local.server import LlamaServer
@@ -54,8 +43,6 @@ CLOSING_FENCE = "\n```"
 #: a request to the llama-server child may take many minutes (a 16k-token prompt at ~95 tokens/s, then 2,048
 #: tokens at 5-10 tokens/s per slot while other slots decode); a dead server is seen by its process, not a timeout
 SERVED_REQUEST_TIMEOUT_S = 3600.0
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
-_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -68,105 +55,6 @@ class GenerationStats:
     loop_cut: bool = False  # the answer fell into a loop and was cut there (see loops.LoopGuard)
     hit_limit: bool = False  # the answer reached its token limit: it is most likely cut off
     watched: bool = False  # stopped where a watch said (see given.GivenWatch)
-
-
-def openai_messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
-    """pydantic-ai messages as the role/content dicts a chat template expects."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if isinstance(m, ModelRequest):
-            for p in m.parts:
-                if isinstance(p, SystemPromptPart):
-                    out.append({"role": "system", "content": p.content})
-                elif isinstance(p, UserPromptPart):
-                    out.append({"role": "user", "content": p.content if isinstance(p.content, str) else str(p.content)})
-                elif isinstance(p, ToolReturnPart):
-                    out.append({"role": "tool", "content": p.model_response_str()})
-                elif isinstance(p, RetryPromptPart):
-                    out.append({"role": "user", "content": p.model_response()})
-        elif isinstance(m, ModelResponse):
-            calls = []
-            for c in m.tool_calls:
-                try:
-                    args: Any = c.args_as_dict()
-                except ValueError:
-                    args = c.args
-                calls.append({"type": "function", "function": {"name": c.tool_name, "arguments": args}})
-            out.append({"role": "assistant", "content": m.text or "", "tool_calls": calls})
-    # the template wants one leading system message
-    systems = [i for i, msg in enumerate(out) if msg["role"] == "system"]
-    if len(systems) > 1 or (systems and systems[0] != 0):
-        merged = "\n\n".join(out[i]["content"] for i in systems)
-        out = [{"role": "system", "content": merged}] + [msg for msg in out if msg["role"] != "system"]
-    return out
-
-
-def answer_begun(messages: list[ModelMessage]) -> str | None:
-    """The text an answer was begun with, when the last message is a response of text alone (a prefill)."""
-    last = messages[-1] if messages else None
-    if isinstance(last, ModelResponse) and last.parts and all(isinstance(p, TextPart) for p in last.parts):
-        return "".join(p.content for p in last.parts if isinstance(p, TextPart))
-    return None
-
-
-def tool_schemas(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description or "", "parameters": t.parameters_json_schema},
-        }
-        for t in tools
-    ]
-
-
-def parse_reply(text: str, tool_names: set[str]) -> list[TextPart | ToolCallPart]:
-    """Text and tool calls from the model's raw output. Broken JSON is kept raw so the control unit can answer it."""
-    parts: list[TextPart | ToolCallPart] = []
-    calls = list(_TOOL_CALL.finditer(text))
-    prose = _TOOL_CALL.sub("", text).strip()
-    if not calls:
-        bare = _bare_json_call(text, tool_names)
-        if bare is not None:
-            return [bare]
-    if prose:
-        parts.append(TextPart(prose))
-    for m in calls:
-        body = m.group(1).strip()
-        call_id = f"call_{uuid.uuid4().hex[:12]}"
-        try:
-            obj = json.loads(body)
-            name = str(obj.get("name", ""))
-            args = obj.get("arguments", {})
-            raw = args if isinstance(args, str) else json.dumps(args)
-        except (json.JSONDecodeError, AttributeError):
-            found = _NAME.search(body)
-            name = found.group(1) if found else "unknown"
-            after = body.split('"arguments"', 1)
-            raw = after[1].lstrip(" :") if len(after) == 2 else body
-            raw = raw.rstrip().removesuffix("}") if raw.rstrip().endswith("}}") else raw
-        parts.append(ToolCallPart(name, raw, tool_call_id=call_id))
-    return parts
-
-
-def _bare_json_call(text: str, tool_names: set[str]) -> ToolCallPart | None:
-    """A tool call written as a bare (or fenced) JSON object, as small models sometimes do."""
-    stripped = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(\{.*\})\s*```", stripped, re.DOTALL)
-    candidate = fenced.group(1) if fenced else stripped
-    if not (candidate.startswith("{") and candidate.endswith("}")):
-        return None
-    try:
-        obj = json.loads(candidate)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or obj.get("name") not in tool_names:
-        return None
-    args = obj.get("arguments", {})
-    return ToolCallPart(
-        str(obj["name"]),
-        args if isinstance(args, str) else json.dumps(args),
-        tool_call_id=f"call_{uuid.uuid4().hex[:12]}",
-    )
 
 
 @dataclass
