@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.context import ContextBudget
 from l2mac.control import ControlUnit, Step, StepLimits
-from l2mac.control.continuation import find_opening
+from l2mac.control.continuation import find_opening, function_opening
 from l2mac.control.text import TEXT
 from l2mac.domains import load_domain
 from l2mac.models.client import ModelClient
@@ -111,7 +111,9 @@ def test_where_the_model_begins_to_copy_a_later_stub_it_is_given_it_and_writes_t
 def test_only_later_stubs_with_a_docstring_of_their_own_are_given_and_each_once() -> None:
     opening = find_opening("tally.py", SKELETON, ["Tally"])
     assert opening is not None
-    assert opening.given() == {"total": TOTAL}  # not size (complete), twice (one line), nor add itself
+    given = opening.given()
+    assert {n: t for n, t in given.items() if t.strip()} == {"total": TOTAL}  # not twice (one line), nor add
+    assert given["__init__"] == given["size"] == "    "  # complete: where a copy of one begins, the answer ends
     watch = GivenWatch(opening.given())
     assert not watch.feed("        def total(x):\n")  # a function nested in the body, not the stub
     assert not watch.feed("    def totals(self):\n")
@@ -128,6 +130,21 @@ def test_the_token_limit_counts_every_generation_and_a_limit_spent_ends_the_answ
     assert opening is not None
     answer, _, names = continue_with_given(_streamed(prompts), "P", 5, opening.given())
     assert names == ["total"] and len(prompts) == 1 and answer.endswith(TOTAL)
+
+
+def test_a_rewrite_ends_where_the_model_begins_to_copy_a_function_the_file_has_complete() -> None:
+    source = SKELETON.replace('        2\n        """\n', '        2\n        """\n        return k\n', 1)
+    opening = function_opening("tally.py", source, "add", "Tally")
+    assert opening is not None and opening.rewrite
+
+    def copies_on(prompt: str) -> list[str]:  # the new body, then the rest of the class again
+        return [*ADD_BODY.splitlines(keepends=True), "\n", "    def size(self):\n", "        return 0\n"]
+
+    prompts: list[str] = []
+    answer, costs, names = continue_with_given(_streamed(prompts, copies_on), "P", 100, opening.given())
+    assert answer == ADD_BODY + "\n" and names == [] and costs == [4]  # stopped at the copy's def line
+    done = opening.complete(answer + "```")
+    assert done is not None and "return self.n\n\n    def size(self):\n        return self.n" in done
 
 
 def _closes_early(prompt: str) -> list[str]:
@@ -206,11 +223,10 @@ def test_a_step_on_the_local_model_writes_bodies_only_and_the_class_is_complete(
         record=RunRecord(store.root),
     )
     step = Step("tally", 1, 1, task, "")
-    assert unit._ask_sample(step, unit._setting(step), "tally.py", "Write it.", lambda p: False).given == {
-        "total": TOTAL
-    }  # an agreement sample, begun inside the same stub, is given the same
+    asked = unit._ask_sample(step, unit._setting(step), "tally.py", "Write it.", lambda p: False)
+    assert asked.given["total"] == TOTAL  # an agreement sample, begun inside the same stub, is given the same
     asyncio.run(unit.run_step(step))
-    assert seen[0] == {"total": TOTAL}  # the request carried the later stub
+    assert seen[0]["total"] == TOTAL  # the request carried the later stub
     assert len(prompts) == 2 and prompts[1].endswith(TOTAL)  # one answer, two generations
     code = store.read_text("tally.py")
     namespace: dict[str, object] = {}

@@ -59,6 +59,8 @@ class Opening:
     #: the stubs after this one in its scope (its class, or the module), each as its text up to the end of its
     #: docstring: given to the answer where the model would copy them (see l2mac.models.local.given)
     later_stubs: tuple[tuple[str, str], ...] = ()
+    #: the other functions of its scope that have a body: the answer ends where the model begins to copy one
+    bodied: tuple[str, ...] = ()
 
     def prefill(self) -> str:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
@@ -73,8 +75,9 @@ class Opening:
         )
 
     def given(self) -> dict[str, str]:
-        """The later stubs' text by name, for the request (``ModelClient.request(given=...)``)."""
-        return dict(self.later_stubs)
+        """The later stubs' text by name, and the complete functions' indentation (where the answer ends), for
+        the request (``ModelClient.request(given=...)``)."""
+        return {**{name: " " * self.indent for name in self.bodied}, **dict(self.later_stubs)}
 
     def begun(self) -> ModelResponse:
         """The begun answer, as the last message of a request: the model continues it."""
@@ -269,7 +272,7 @@ def given_skeleton(instruction: str, names: list[str], path: str | None = None) 
 
 def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None = None) -> Opening:
     lines = source.splitlines()
-    later = _later_stubs(lines, ast.parse(source), fn, owner)
+    later, bodied = _scope(lines, ast.parse(source), fn, owner)
     doc = fn.body[0] if fn.body and _is_docstring(fn.body[0]) else None
     # the head ends after the docstring, else after the signature (the line before the first body statement)
     last = doc.end_lineno if doc is not None and doc.end_lineno else fn.body[0].lineno - 1
@@ -283,28 +286,34 @@ def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef,
     tail = "\n".join(lines[fn.end_lineno or fn.lineno :])
     inline = doc is None or doc.lineno == fn.lineno
     body_indent = fn.col_offset + 4 if inline or doc is None else doc.col_offset
-    return Opening(path, fn.name, "\n".join(head_lines), tail, fn.col_offset, body_indent, owner, later_stubs=later)
+    head = "\n".join(head_lines)
+    return Opening(path, fn.name, head, tail, fn.col_offset, body_indent, owner, later_stubs=later, bodied=bodied)
 
 
-def _later_stubs(
+def _scope(
     lines: list[str], tree: ast.Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None
-) -> tuple[tuple[str, str], ...]:
-    """The stubs after ``fn`` in its scope (the methods of class ``owner``, else the module's functions) with a
-    docstring on lines of its own: each as its lines from its first decorator to the end of its docstring."""
+) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """In ``fn``'s scope (the methods of class ``owner``, else the module's functions): the stubs after it with a
+    docstring on lines of its own, each as its lines from its first decorator to the end of its docstring; and
+    the names of the other functions, which have bodies."""
     scope: list[ast.stmt] = tree.body
-    if owner is not None:
-        scope = next((n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), [])
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
-    out: list[tuple[str, str]] = []
+    if owner is not None:
+        scope = cls.body if cls is not None else []
+    stubs: list[tuple[str, str]] = []
+    complete: list[str] = []
     for node in scope:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.lineno <= fn.lineno:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name == fn.name:
+            continue
+        if not is_stub_definition(node, cls):
+            complete.append(node.name)
             continue
         doc = node.body[0] if node.body and _is_docstring(node.body[0]) else None
-        if doc is None or doc.lineno == node.lineno or not is_stub_definition(node, cls):
+        if node.lineno < fn.lineno or doc is None or doc.lineno == node.lineno:
             continue
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        out.append((node.name, "\n".join(lines[first - 1 : doc.end_lineno]) + "\n"))
-    return tuple(out)
+        stubs.append((node.name, "\n".join(lines[first - 1 : doc.end_lineno]) + "\n"))
+    return tuple(stubs), tuple(dict.fromkeys(complete))
 
 
 def _is_docstring(node: ast.stmt) -> bool:

@@ -9,6 +9,10 @@ one of those definitions, generation stops there, the definition's text is put i
 the file has it), and the model goes on from after the docstring, with the prompt it had: the model reads the
 given text (a prompt token, its prefix cached) instead of writing it (a generated token). Each is given once.
 
+A definition given as its indentation alone (whitespace) is one the file has complete: where the model begins
+to copy it, the answer ends (seen: a method's new body, then every later method of the class copied whole,
+which the file keeps as it was anyway).
+
 An answer that ends inside a body while given stubs are left (seen: the __init__ body, then the block closed)
 is given the next one too, and goes on: the stub would otherwise be asked for in a turn of its own, a new context
 read afresh, where the model here writes its body after a prompt it has already read.
@@ -64,9 +68,9 @@ class GivenWatch:
     def __post_init__(self) -> None:
         for name, given in self.given.items():
             line = next((x for x in given.splitlines() if re.match(r"\s*(?:async\s+)?def\s", x)), None)
-            if line is None:
+            if line is None and given.strip():
                 continue
-            pad = line[: len(line) - len(line.lstrip())]
+            pad = given if line is None else line[: len(line) - len(line.lstrip())]
             self._starts[name] = re.compile(rf"{pad}(?:async\s+)?def\s+{re.escape(name)}\s*\(")
 
     def feed(self, piece: str) -> bool:
@@ -110,11 +114,17 @@ def continue_with_given(
         text, cost, generated, ended = generate(prompt + answer, limit, watch.feed)
         costs.append(cost)
         limit -= generated
+        if watch.name is not None and watch.cut is not None and not left[watch.name].strip():
+            return answer + watch.text[: watch.cut], costs, names  # it began to copy a complete function
         if watch.name is not None and watch.cut is not None:  # it began to copy a given stub
             answer += watch.text[: watch.cut] + left.pop(watch.name)
             names.append(watch.name)
-        elif ended and left and _inside_a_body(answer + text, stub := next(iter(left.values()))):
-            name = next(iter(left))  # it closed the block with stubs left: it is given the next one
+        elif (
+            ended
+            and (stubs := [n for n, t in left.items() if t.strip()])
+            and _inside_a_body(answer + text, stub := left[stubs[0]])
+        ):
+            name = stubs[0]  # it closed the block with stubs left: it is given the next one
             answer += text.rstrip("\n") + "\n\n" + stub
             del left[name]
             names.append(name)
