@@ -325,6 +325,10 @@ def test_the_function_a_failure_points_at() -> None:
     assert failing_function(lint, sources, ["shapes.py"], ["Shape.area"]) == ("shapes.py", "grow", None)
     assert failing_function("Examples fail", sources, ["shapes.py"], ["Shape", "nowhere"]) is None
     assert failing_function(wrong, sources, ["other.py"]) is None  # not the step's code
+    # a problem of the test file (it defines the function itself) is not a failure of the code it names
+    own_copy = "Code problems:\ntests/test_shapes.py:5: test: defines 'grow' itself, but shapes.py defines it"
+    copying = {**sources, "tests/test_shapes.py": tests.replace("    assert Shape().area() == 1", "    grow(1, 2)")}
+    assert failing_function(own_copy, copying, ["shapes.py"]) is None
 
 
 def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_over_and_over(tmp_path: Path) -> None:
