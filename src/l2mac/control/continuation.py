@@ -196,12 +196,12 @@ def find_opening(path: str, source: str, names: list[str]) -> Opening | None:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in wanted:
             if is_stub_definition(node):
-                return _opening(path, source, node)
+                return _opening(path, source, tree, node)
         elif isinstance(node, ast.ClassDef):
             methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
             for m in methods:
                 if (node.name in wanted or m.name in wanted) and is_stub_definition(m, node):
-                    return _opening(path, source, m, node.name)
+                    return _opening(path, source, tree, m, node.name)
     return None
 
 
@@ -215,11 +215,11 @@ def function_opening(path: str, source: str, name: str, owner: str | None = None
         return None
     for node in tree.body:
         if owner is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return replace(_opening(path, source, node), rewrite=True)
+            return replace(_opening(path, source, tree, node), rewrite=True)
         if owner is not None and isinstance(node, ast.ClassDef) and node.name == owner:
             for m in node.body:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == name:
-                    return replace(_opening(path, source, m, owner), rewrite=True)
+                    return replace(_opening(path, source, tree, m, owner), rewrite=True)
     return None
 
 
@@ -270,9 +270,11 @@ def given_skeleton(instruction: str, names: list[str], path: str | None = None) 
     return None
 
 
-def _opening(path: str, source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None = None) -> Opening:
+def _opening(
+    path: str, source: str, tree: ast.Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None = None
+) -> Opening:
     lines = source.splitlines()
-    later, bodied = _scope(lines, ast.parse(source), fn, owner)
+    later, bodied = _scope(lines, tree, fn, owner)
     doc = fn.body[0] if fn.body and _is_docstring(fn.body[0]) else None
     # the head ends after the docstring, else after the signature (the line before the first body statement)
     last = doc.end_lineno if doc is not None and doc.end_lineno else fn.body[0].lineno - 1

@@ -114,10 +114,10 @@ def continue_with_given(
         text, cost, generated, ended = generate(prompt + answer, limit, watch.feed)
         costs.append(cost)
         limit -= generated
-        if watch.name is not None and watch.cut is not None and not left[watch.name].strip():
-            return answer + watch.text[: watch.cut], costs, names  # it began to copy a complete function
-        if watch.name is not None and watch.cut is not None:  # it began to copy a given stub
-            answer += watch.text[: watch.cut] + left.pop(watch.name)
+        if watch.name is not None and watch.cut is not None:
+            if not left[watch.name].strip():  # it began to copy a function the file has complete
+                return answer + watch.text[: watch.cut], costs, names
+            answer += watch.text[: watch.cut] + left.pop(watch.name)  # it began to copy a given stub
             names.append(watch.name)
         elif (
             ended
