@@ -425,3 +425,45 @@ def test_a_rewrite_of_a_failing_function_is_not_shown_the_body_the_step_gave_it(
     outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("solution.py") == given.replace("+ min", "- min")
+
+
+def _begun(messages: list[ModelMessage]) -> str | None:
+    last = messages[-1]
+    return last.text if isinstance(last, ModelResponse) else None
+
+
+def test_an_answer_begun_after_the_docstring_that_closes_the_block_is_begun_next_at_the_body(tmp_path: Path) -> None:
+    # Seen on ClassEval_19 at 42ff847: begun after the docstring of the class's last method, where the skeleton
+    # ends, the 1.5B model closed the block at once; asked again the same way it did the same, and the step
+    # failed in 81 s with the method a stub.
+    def closes(messages: list[ModelMessage]) -> ModelResponse:
+        begun = _begun(messages)
+        assert begun is not None and begun.endswith('"""\n')
+        return text("```\n")
+
+    def writes_the_body(messages: list[ModelMessage]) -> ModelResponse:
+        begun = _begun(messages)
+        assert begun is not None and begun.endswith('    """\n   ')  # at the body's indentation, less the
+        return text(" return max(numbers) - min(numbers)\n```\n")  # space the model's next word brings
+
+    unit, script, store = _unit(tmp_path, [closes, writes_the_body, text("STEP COMPLETE")], continues=True)
+    outcome = _run(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    code = store.read_text("solution.py")
+    assert "\n    return max(numbers) - min(numbers)\n" in code and code.count("def spread") == 1
+
+
+def test_a_stub_whose_begun_answers_twice_hold_no_body_is_asked_for_as_a_whole_file(tmp_path: Path) -> None:
+    def closes(messages: list[ModelMessage]) -> ModelResponse:
+        assert _begun(messages) is not None
+        return text("```\n")
+
+    def whole(messages: list[ModelMessage]) -> ModelResponse:
+        assert _begun(messages) is None  # nothing begun for it this time
+        return text(f"solution.py\n```python\n{STUB}    return max(numbers) - min(numbers)\n```\n")
+
+    unit, script, store = _unit(tmp_path, [closes, closes, whole, text("STEP COMPLETE")], continues=True)
+    outcome = _run(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "return max(numbers) - min(numbers)" in store.read_text("solution.py")
+    assert len(script.requests) == 4

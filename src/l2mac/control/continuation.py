@@ -61,10 +61,22 @@ class Opening:
     later_stubs: tuple[tuple[str, str], ...] = ()
     #: the other functions of its scope that have a body: the answer ends where the model begins to copy one
     bodied: tuple[str, ...] = ()
+    #: what the answer is begun with inside the body: its indentation, once an answer begun at the docstring's
+    #: end held no body (see :meth:`indented`)
+    lead: str = ""
 
     def prefill(self) -> str:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
-        return f"{self.path}\n```python\n{self.head}\n"
+        return f"{self.path}\n```python\n{self.head}\n{self.lead}"
+
+    def indented(self) -> Opening:
+        """This opening, begun one step further: at the body's indentation, so what comes next is a statement.
+        Seen on ClassEval at 42ff847: begun after the docstring of a class's last method, where the skeleton
+        ends, the 1.5B model closed the block at once, and again each time it was asked (same request, same
+        answer), until the step failed with the method still a stub. The lead is one space short: code is
+        tokenized with a word's space in the word, so the model's next token is `` return`` (begun at the
+        full indentation, Qwen2.5-Coder wrote a ninth space); a first line indented otherwise is re-indented."""
+        return replace(self, lead=" " * (self.body_indent - 1))
 
     def elided(self) -> str:
         """The file with the function's body left out (``...`` in its place): how it is shown while its body
@@ -92,10 +104,10 @@ class Opening:
         """The file with the stub completed by ``continuation`` (what the model wrote after the prefill): its
         indented lines are the body; what follows them is kept where it completes the file (``_with``). None
         when the continuation holds no body, or the file would not parse (the answer is then read as usual)."""
-        lines = continuation.splitlines()
+        lines = (self.lead + continuation).splitlines()
         while lines and not lines[0].strip():
             lines.pop(0)
-        if lines and _column(lines[0]) <= self.indent and not _DEFINITION.match(lines[0].lstrip()):
+        if lines and _column(lines[0]) < self.body_indent and not _DEFINITION.match(lines[0].lstrip()):
             lines[0] = " " * self.body_indent + lines[0].lstrip()  # its indentation was stripped on the way
         end = next((i for i, x in enumerate(lines) if _FENCE_END.match(x)), len(lines))
         cut = next((i for i, x in enumerate(lines[:end]) if x.strip() and _column(x) <= self.indent), end)

@@ -105,6 +105,9 @@ class TextConversation:
     doubted: bool = False  # agreement found the step's tests the likelier wrong: their failures are not fitted to
     rewriting: tuple[str, str, str | None] | None = None  # the function last begun inside to fix a failure
     rewrites: int = 0  # how many times in a row
+    #: per stub (path, name), the answers begun inside it that held no body: the next is begun at the body's
+    #: indentation, and after that the file is asked for as a whole (see :meth:`_begin`)
+    barren: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @property
     def given(self) -> dict[str, str]:
@@ -155,8 +158,12 @@ class TextConversation:
         opening, self.opening = self.opening, None
         completed = opening.completion(text) if opening is not None else None
         if opening is not None:
-            text = opening.prefill() + text  # the answer as a whole, begun as it was
+            # the answer as a whole, begun as it was (a block closed at a body's indentation closes it)
+            text = opening.prefill() + text if completed else opening.prefill().rstrip(" ") + text.lstrip(" ")
             log("continued", path=opening.path, name=opening.name, body=completed is not None)
+            if completed is None and not opening.rewrite:
+                key = (opening.path, opening.name)
+                self.barren[key] = self.barren.get(key, 0) + 1
         # a body that ended before the cut is whole: what the model went on to write is what was cut
         cut = cut_off(response) and not text.rstrip().endswith("```") and not (completed and completed.ended)
         inside = cut and text.count("```") % 2 == 1  # the answer ends inside a file's block: that file was cut
@@ -343,13 +350,20 @@ class TextConversation:
 
     def _begin(self, path: str) -> Opening | None:
         """Where the answer for code file ``path`` is begun, when the model continues begun answers and a
-        function the step gives the file is a stub there (or in the skeleton the step gives, for a new file)."""
+        function the step gives the file is a stub there (or in the skeleton the step gives, for a new file).
+        Once an answer begun there held no body, the next is begun at the body's indentation; after two, none
+        is: the file is asked for as a whole."""
         if not self.setting.continues or not path.endswith(".py"):
             return None
         instruction, store = self.step.instruction.instruction, self.setting.toolbox.env.store
         if not store.exists(path):
-            return step_opening(instruction, path)
-        return find_opening(path, store.read_text(path), names_for_file(instruction, path))
+            opening = step_opening(instruction, path)
+        else:
+            opening = find_opening(path, store.read_text(path), names_for_file(instruction, path))
+        barren = self.barren.get((path, opening.name), 0) if opening is not None else 0
+        if opening is None or not barren:
+            return opening
+        return opening.indented() if barren == 1 else None
 
     def _unchanged(self, feedback: str, missed: bool = False) -> str:
         """The feedback, prefixed when the answer changed nothing; the next answer is sampled more freely then
