@@ -451,6 +451,7 @@ def test_an_answer_begun_after_the_docstring_that_closes_the_block_is_begun_next
     assert outcome.status is StepStatus.PASSED, outcome.reason
     code = store.read_text("solution.py")
     assert "\n    return max(numbers) - min(numbers)\n" in code and code.count("def spread") == 1
+    assert len(script.requests) == 3
 
 
 def test_a_stub_whose_begun_answers_twice_hold_no_body_is_asked_for_as_a_whole_file(tmp_path: Path) -> None:
