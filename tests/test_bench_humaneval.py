@@ -175,7 +175,9 @@ def test_the_l2mac_strategy_runs_the_engine_and_takes_the_file_defining_the_func
         ]
     )
     gen = he.engine_generator(make_settings(tmp_path), script.model, tmp_path / "runs")(task)
-    assert gen.error is None and gen.solution == code and gen.requests == 3 and gen.tokens > 0
+    assert gen.error is None and gen.requests == 3 and gen.tokens > 0
+    # the function as written, with the docstring the task gives it put back (checks/contract.py)
+    assert gen.solution == task.prompt.strip("\n") + "\n    return number % 1.0\n"
     assert task.prompt.strip()[:30] in last_user_text(script.requests[0])  # the planner got the task's prompt
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import jinja2
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
+from l2mac.checks.contract import given_skeleton
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.context import ContextBudget
 from l2mac.control import ControlUnit, Step, StepLimits
-from l2mac.control.continuation import find_opening, given_skeleton
+from l2mac.control.continuation import find_opening
 from l2mac.control.text import TEXT
 from l2mac.domains import load_domain
 from l2mac.models.client import ModelClient

@@ -436,7 +436,7 @@ def test_a_file_named_bare_is_the_file_the_tasks_tree_places() -> None:
 
 
 def test_a_skeleton_labelled_as_one_files_is_never_begun_in_another() -> None:
-    from l2mac.control.continuation import given_skeleton
+    from l2mac.checks.contract import given_skeleton
 
     text = 'Its interface:\npso/pso_simple.py\n```python\ndef minimize(f):\n    """Minimizes f."""\n    ...\n```\n'
     assert given_skeleton(text, ["minimize"], "pso/pso_simple.py") is not None

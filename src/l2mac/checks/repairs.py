@@ -1,9 +1,9 @@
 """Deterministic repairs of what small models reliably get wrong in the files they write, shared by every
 strategy that writes files from a model's answer (the text protocol's control unit, the self-organised agents):
-imports forgotten for names whose module is certain, pytest fixtures imported from pytest or redefined, a
-``main(argv)`` that parses the runner's command line instead of its ``argv``, imports that the file's own
-definitions replace, exact copies of functions of a module the file imports from, well-known third-party
-packages imported but not declared."""
+the heads (signatures, docstrings) of functions the step's skeleton gives, changed; imports forgotten for names
+whose module is certain, pytest fixtures imported from pytest or redefined, a ``main(argv)`` that parses the
+runner's command line instead of its ``argv``, imports that the file's own definitions replace, exact copies of
+functions of a module the file imports from, well-known third-party packages imported but not declared."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from l2mac.checks.autofix import (
     repair_ignored_argv,
     undefined_names,
 )
+from l2mac.checks.contract import given_heads, given_skeleton
 from l2mac.checks.demands import is_stub_definition, names_for_file
 from l2mac.checks.dependencies import declaring, distribution_for, is_well_known
 from l2mac.checks.issues import CodeIssue
@@ -50,6 +51,13 @@ def repair_written(
     notes = _repair_fixtures(store, paths, log)
     for path in [p for p in python if instruction and not is_test_file(p)]:
         wanted = set(names_for_file(instruction, path))
+        skeleton = given_skeleton(instruction, sorted(wanted), path)
+        if skeleton and (restored := rewrite(store, path, partial(given_heads, skeleton=skeleton))):
+            notes.append(
+                f"Put back the signatures and docstrings the task gives {', '.join(restored)} in {path}: code "
+                "and tests call them as given, so change their bodies, never their heads"
+            )
+            log("given_heads_restored", path=path, functions=restored)
         if unwrapped := rewrite(store, path, partial(unwrap_namespace_classes, wanted=wanted)):
             notes.append(
                 f"Made the functions of {', '.join(unwrapped)} in {path} module-level functions, as the task names "

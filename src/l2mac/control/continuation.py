@@ -22,6 +22,7 @@ from typing import NamedTuple
 from pydantic_ai.messages import ModelResponse, TextPart
 
 from l2mac.checks.autofix import import_line
+from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import is_stub_definition, names_for_file
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import definition_span
@@ -269,17 +270,6 @@ def step_opening(instruction: str, path: str) -> Opening | None:
     names = names_for_file(instruction, path)
     skeleton = given_skeleton(instruction, names, path)
     return find_opening(path, skeleton, names) if skeleton else None
-
-
-def given_skeleton(instruction: str, names: list[str], path: str | None = None) -> str | None:
-    """The skeleton a step gives for a file: the first Python block in its text that parses and defines one of
-    ``names`` (or a class holding one) as a stub; never a block labelled as another file's."""
-    for label, body in fenced_blocks(instruction):
-        if label is not None and path is not None and label != path:
-            continue
-        if find_opening("", body, names) is not None:
-            return body.strip("\n") + "\n"
-    return None
 
 
 def _opening(

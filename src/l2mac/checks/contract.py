@@ -1,0 +1,130 @@
+"""The skeleton a step gives is a contract: its functions keep the signatures, decorators and docstrings it gives.
+
+A step's text may give a file's skeleton: a Python block that defines the file's functions (and classes with
+methods) as stubs with docstrings, as ClassEval's classes, HumanEval's functions and the interfaces planned from
+a specification do. Other code and the task's own tests call those definitions as given. A small model writing
+the file whole changes them: seen on ClassEval_37 at 42ff847, told that ``shift`` was undefined in
+``vigenere_cipher(self, plaintext)``, the 1.5B model added a parameter ``shift`` to the signature (and a made-up
+example to another method's docstring), and every hidden test calling it as given failed. A written file gets
+the given heads back; a body that used what its head no longer has is then a code problem inside that function,
+which is rewritten there.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from l2mac.checks.demands import is_stub_definition
+from l2mac.fenced import fenced_blocks
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def given_skeleton(instruction: str, names: list[str], path: str | None = None) -> str | None:
+    """The skeleton a step gives for a file: the first Python block in its text that parses and defines one of
+    ``names`` (or a class holding one) as a stub; never a block labelled as another file's."""
+    wanted = set(names)
+    for label, body in fenced_blocks(instruction):
+        if label is not None and path is not None and label != path:
+            continue
+        try:
+            tree = ast.parse(body)
+        except SyntaxError:
+            continue
+        if any(
+            (fn.name in wanted or (owner is not None and owner.name in wanted)) and is_stub_definition(fn, owner)
+            for fn, owner in _functions(tree)
+        ):
+            return body.strip("\n") + "\n"
+    return None
+
+
+def given_heads(source: str, skeleton: str) -> tuple[str, list[str]]:
+    """``source`` with each function that ``skeleton`` gives (at the top level, or as a method of a class it gives)
+    given back the skeleton's head (decorators, signature and docstring) where the source changed its decorators,
+    its parameters or its docstring; and the names of the functions changed. Annotations the source added are
+    kept when nothing else differs. ``source`` as it was when either does not parse or the result would not."""
+    try:
+        tree, given = ast.parse(source), ast.parse(skeleton)
+    except SyntaxError:
+        return source, []
+    heads = {_key(fn, owner): fn for fn, owner in _functions(given)}
+    lines, given_lines = source.splitlines(), skeleton.splitlines()
+    edits: list[tuple[int, int, list[str]]] = []
+    changed: list[str] = []
+    for fn, owner in _functions(tree):
+        want = heads.get(_key(fn, owner))
+        if want is None or _one_line(fn) or _one_line(want) or _shape(fn) == _shape(want):
+            continue
+        start, end = _head_span(fn)
+        given_start, given_end = _head_span(want)
+        shift = fn.col_offset - want.col_offset
+        new = [_shifted(line, shift) for line in given_lines[given_start:given_end]]
+        edits.append((start, end, new))
+        changed.append(f"{owner.name}.{fn.name}" if owner is not None else fn.name)
+    for start, end, new in sorted(edits, reverse=True):
+        lines[start:end] = new
+    result = "\n".join(lines) + ("\n" if source.endswith("\n") else "")
+    try:
+        ast.parse(result)
+    except SyntaxError:
+        return source, []
+    return (result, changed) if changed else (source, [])
+
+
+def _functions(tree: ast.Module) -> Iterator[tuple[_Function, ast.ClassDef | None]]:
+    """The module's top-level functions and its classes' methods, each with its class."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node, None
+        elif isinstance(node, ast.ClassDef):
+            for member in node.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield member, node
+
+
+def _key(fn: _Function, owner: ast.ClassDef | None) -> tuple[str | None, str]:
+    return (owner.name if owner is not None else None, fn.name)
+
+
+def _shape(fn: _Function) -> tuple[object, ...]:
+    """What callers rely on in a head: its decorators, its parameters (names, kinds and defaults, annotations
+    aside) and its docstring."""
+    args = fn.args
+    defaults = [ast.unparse(d) for d in args.defaults]
+    kw_defaults = [ast.unparse(d) if d is not None else None for d in args.kw_defaults]
+    return (
+        [ast.unparse(d) for d in fn.decorator_list],
+        [a.arg for a in args.posonlyargs],
+        [a.arg for a in args.args],
+        args.vararg.arg if args.vararg else None,
+        [a.arg for a in args.kwonlyargs],
+        args.kwarg.arg if args.kwarg else None,
+        defaults,
+        kw_defaults,
+        isinstance(fn, ast.AsyncFunctionDef),
+        ast.get_docstring(fn),
+    )
+
+
+def _one_line(fn: _Function) -> bool:
+    return fn.body[0].lineno == fn.lineno
+
+
+def _head_span(fn: _Function) -> tuple[int, int]:
+    """The 0-based line range of ``fn``'s head: its first decorator to the end of its docstring (to the end of its
+    signature when it has none)."""
+    start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
+    first = fn.body[0]
+    documented = ast.get_docstring(fn, clean=False) is not None
+    end = (first.end_lineno or first.lineno) if documented else first.lineno - 1
+    return start, end
+
+
+def _shifted(line: str, shift: int) -> str:
+    if not line.strip() or shift == 0:
+        return line
+    if shift > 0:
+        return " " * shift + line
+    return line[min(-shift, len(line) - len(line.lstrip())) :]
