@@ -365,7 +365,7 @@ def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_o
     unit, _, store = _unit(tmp_path, replies, continues=True)
     step = Step("spread", 1, 1, task, "")
     asyncio.run(unit.run_step(step))
-    assert begun[:4] == [False, True, True, False]
+    assert begun[:4] == [True, True, True, False]  # the test file begun at its start, spread inside it twice
     assert "def helper" in store.read_text("solution.py")  # the dropped answer did not cut the file short
     conversation = TextConversation(step, unit._setting(step))
     report = "____ test_spread ____\nE   TypeError: spread() takes 1 positional argument but 2 were given"
@@ -469,3 +469,25 @@ def test_a_stub_whose_begun_answers_twice_hold_no_body_is_asked_for_as_a_whole_f
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "return max(numbers) - min(numbers)" in store.read_text("solution.py")
     assert len(script.requests) == 4
+
+
+def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it_tests(tmp_path: Path) -> None:
+    # Seen on ClassEval_21 at 42ff847: asked for tests/test_solution.py, the 1.5B model sent solution.py back
+    # whole four times (800 tokens each), and the step ended with no test written.
+    task = Instruction(
+        title="spread",
+        instruction=f"Implement the function below in solution.py. Test it in tests/test_solution.py.\n\n"
+        f"```python\n{STUB}```",
+        requires_tests=True,
+    )
+
+    def tests_only(messages: list[ModelMessage]) -> ModelResponse:
+        assert _begun(messages) == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\n"
+        assert "Your answer below is begun with the path tests/test_solution.py" in str(messages[0])
+        return text("def test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n```\n")
+
+    replies = [text("    return max(numbers) - min(numbers)\n```\n"), tests_only, text("STEP COMPLETE")]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("tests/test_solution.py").startswith("from solution import spread\n\n\ndef test_spread")

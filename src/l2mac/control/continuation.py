@@ -24,9 +24,9 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from l2mac.checks.autofix import import_line
 from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import is_stub_definition, names_for_file
-from l2mac.checks.layout import is_test_file
+from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.repairs import definition_span
-from l2mac.fenced import fenced_blocks
+from l2mac.fenced import fence_lang, fenced_blocks
 
 _FENCE_END = re.compile(r"^\s*```")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -196,6 +196,28 @@ def _test_material(node: ast.stmt) -> bool:
         return False
     tests = any(isinstance(m, ast.FunctionDef) and m.name.startswith("test_") for m in node.body)
     return tests and re.match(r"Test[A-Z_]|Test$", node.name) is not None  # not Testimonial, nor a TestResult
+
+
+def file_start(path: str, sources: dict[str, str] | None = None) -> str:
+    """The beginning of an answer that writes ``path`` whole: its path and the opening fence, and for a test file
+    the imports of what the code files ``sources`` define (their public top-level classes and functions).
+    Seen on ClassEval_21 at 42ff847: asked for tests/test_solution.py, the 1.5B model sent solution.py back
+    whole (800 tokens, 2-5 minutes here) four times, and the step ended with no test written."""
+    imports = "".join(f"from {module_name(p)} import {', '.join(names)}\n" for p, names in _public(sources or {}))
+    return f"{path}\n```{fence_lang(path)}\n" + (f"{imports}\n\n" if imports else "")
+
+
+def _public(sources: dict[str, str]) -> list[tuple[str, list[str]]]:
+    found: list[tuple[str, list[str]]] = []
+    for path, source in sources.items():
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        names = [n.name for n in tree.body if isinstance(n, _DEFINITIONS) and not n.name.startswith("_")]
+        if names:
+            found.append((path, names))
+    return found
 
 
 def find_opening(path: str, source: str, names: list[str]) -> Opening | None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
+    TextPart,
     ToolCallPart,
 )
 from pydantic_ai.tools import ToolDefinition
@@ -49,7 +50,14 @@ from l2mac.control.answers import (
     split_fragments,
 )
 from l2mac.control.arguments import json_files
-from l2mac.control.continuation import Opening, find_opening, function_opening, step_opening, without_body
+from l2mac.control.continuation import (
+    Opening,
+    file_start,
+    find_opening,
+    function_opening,
+    step_opening,
+    without_body,
+)
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
 from l2mac.control.text_context import text_messages
@@ -64,6 +72,8 @@ _READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*
 TEMPERATURE_STEP = 0.3
 #: answers in a row begun inside the same failing function, at most
 MAX_REWRITES = 2
+#: an answer that begins a file's block of its own: a path on a line, then the opening fence
+_OWN_BLOCK = re.compile(r"\s*(?:\S+\n)?```")
 #: a failure calling a function with arguments its signature does not take
 _CALLED_WRONG = re.compile(r"TypeError: .*(?:positional argument|keyword argument|required argument)")
 
@@ -108,6 +118,9 @@ class TextConversation:
     #: per stub (path, name), the answers begun inside it that held no body: the next is begun at the body's
     #: indentation, and after that the file is asked for as a whole (see :meth:`_begin`)
     barren: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: the beginning of the next answer when it writes a file whole: its path and opening fence (and a test
+    #: file's imports), so the model writes the file asked for (see :func:`file_start`)
+    start: str = ""
 
     @property
     def given(self) -> dict[str, str]:
@@ -135,7 +148,8 @@ class TextConversation:
                 whole=self.written,
                 shown_as={self.opening.path: self.opening.elided()} if self.opening and self.opening.rewrite else None,
             )
-            messages += [self.opening.begun()] if self.opening else []
+            if self.opening or self.start:
+                messages.append(self.opening.begun() if self.opening else ModelResponse(parts=[TextPart(self.start)]))
             if self.setting.budget.fits(messages) or len(feedback) <= 500:
                 return messages
             feedback = trim_output(feedback, len(feedback) // 2)
@@ -156,7 +170,10 @@ class TextConversation:
     def read(self, response: ModelResponse) -> Turn:
         text, log, store = response.text or "", self.setting.log, self.setting.toolbox.env.store
         opening, self.opening = self.opening, None
+        start, self.start = self.start, ""
         completed = opening.completion(text) if opening is not None else None
+        if opening is None and start and not _OWN_BLOCK.match(text):  # else it began the file's block itself
+            text = start + text
         if opening is not None:
             # the answer as a whole, begun as it was (a block closed at a body's indentation closes it)
             text = opening.prefill() + text if completed else opening.prefill().rstrip(" ") + text.lstrip(" ")
@@ -196,7 +213,7 @@ class TextConversation:
         last.nudge = not (files or declared or self.wrote_any or notes or last.pending or reads)
         last.only_reads = bool(reads) and not files and not declared
         if last.only_reads:  # the same request comes again, with what was read in view: begun as it was
-            self.opening = opening
+            self.opening, self.start = opening, start
         self.wrote_any = self.wrote_any or bool(files and not last.unchanged)
         if last.nudge or last.pending or last.only_reads:
             return Turn(calls)
@@ -389,8 +406,8 @@ class TextConversation:
             missing = missing_definitions(instruction, python_files(store))  # not defined or imported elsewhere
             owned = [n for n in names_for_file(instruction, path) if n in missing]
             if owned:
-                return render("text_request_sample", path=path, names=", ".join(owned))
-            return render("text_request_file", path=path)
+                return self._begun_file(path, render("text_request_sample", path=path, names=", ".join(owned)))
+            return self._begun_file(path, render("text_request_file", path=path))
 
         def is_code(p: str) -> bool:
             return p.endswith(".py") and not is_test_file(p) and not p.startswith("tests/")
@@ -398,7 +415,16 @@ class TextConversation:
         store = self.setting.toolbox.env.store
         code = [p for p in self.to_write if is_code(p)] or [p for p in store.list_files() if is_code(p)]
         modules = ", ".join(module_name(p) for p in code)
-        return render("text_request_test_file", path=path, modules=modules or "the project")
+        request = render("text_request_test_file", path=path, modules=modules or "the project")
+        return self._begun_file(path, request, {p: store.read_text(p) for p in code if store.exists(p)})
+
+    def _begun_file(self, path: str, request: str, tested: dict[str, str] | None = None) -> str:
+        """``request`` for file ``path``, and the next answer begun at its start (the path, the opening fence, a
+        test file's imports of ``tested``), when the model continues begun answers and the domain says so."""
+        if not self.setting.continues or "text_begun_file" not in self.setting.domain.prompts:
+            return request
+        self.start = file_start(path, tested)
+        return request + "\n" + self.setting.domain.render("text_begun_file", path=path)
 
 
 @dataclass(frozen=True)
