@@ -148,9 +148,13 @@ def test_a_rewrite_ends_where_the_model_begins_to_copy_a_function_the_file_has_c
 
 
 def _closes_early(prompt: str) -> list[str]:
-    """A model that closes the block after each body (the block's closing fence is a stop: not in the text)."""
+    """A model that closes the block after each body (the block's closing fence is a stop: not in the text), and
+    at once after a docstring; begun at a body's indentation, it writes the body (its first word's space
+    completing the indentation)."""
+    if prompt.endswith(TOTAL + " " * 7):
+        return [" return a + b\n"]
     if prompt.endswith(TOTAL):
-        return ["        return a + b\n"]
+        return []
     return ADD_BODY.splitlines(keepends=True)
 
 
