@@ -30,6 +30,8 @@ from l2mac.fenced import fence_lang, fenced_blocks
 
 _FENCE_END = re.compile(r"^\s*```")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: names a begun test file imports from one module, at most
+MAX_IMPORTED = 12
 #: a line that starts a definition: the model wrote the function (or another) whole, not a body
 _DEFINITION = re.compile(r"(?:async\s+def|def|class)\s|@")
 
@@ -216,7 +218,7 @@ def _public(sources: dict[str, str]) -> list[tuple[str, list[str]]]:
             continue
         names = [n.name for n in tree.body if isinstance(n, _DEFINITIONS) and not n.name.startswith("_")]
         if names:
-            found.append((path, names))
+            found.append((path, names[:MAX_IMPORTED]))
     return found
 
 

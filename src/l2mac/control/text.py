@@ -416,7 +416,8 @@ class TextConversation:
         code = [p for p in self.to_write if is_code(p)] or [p for p in store.list_files() if is_code(p)]
         modules = ", ".join(module_name(p) for p in code)
         request = render("text_request_test_file", path=path, modules=modules or "the project")
-        return self._begun_file(path, request, {p: store.read_text(p) for p in code if store.exists(p)})
+        own = [p for p in self._code_files() if p.endswith(".py") and store.exists(p)]  # the step's code only
+        return self._begun_file(path, request, {p: store.read_text(p) for p in own})
 
     def _begun_file(self, path: str, request: str, tested: dict[str, str] | None = None) -> str:
         """``request`` for file ``path``, and the next answer begun at its start (the path, the opening fence, a
