@@ -72,8 +72,8 @@ _READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*
 TEMPERATURE_STEP = 0.3
 #: answers in a row begun inside the same failing function, at most
 MAX_REWRITES = 2
-#: an answer that begins a file's block of its own: a path on a line, then the opening fence
-_OWN_BLOCK = re.compile(r"\s*(?:\S+\n)?```")
+#: an answer that opens a file's block of its own: a path on a line then a fence, or a fence and its language
+_OWN_BLOCK = re.compile(r"\s*(?:[\w./-]+\.\w+\n```|```\w)")
 #: a failure calling a function with arguments its signature does not take
 _CALLED_WRONG = re.compile(r"TypeError: .*(?:positional argument|keyword argument|required argument)")
 
