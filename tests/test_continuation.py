@@ -491,3 +491,17 @@ def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it
     outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("tests/test_solution.py").startswith("from solution import spread\n\n\ndef test_spread")
+
+
+def test_a_begun_file_imports_public_code_names_only_and_an_answer_opening_its_own_block_is_read_as_it_is() -> None:
+    from l2mac.control.continuation import file_start
+    from l2mac.control.text import _opens_block
+
+    code = "class Shelf:\n    pass\n\n\ndef test_connection():\n    pass\n\n\ndef _private():\n    pass\n"
+    start = file_start("tests/test_shelf.py", {"shelf/core.py": code})
+    assert start == "tests/test_shelf.py\n```python\nfrom shelf.core import Shelf\n\n\n"
+    assert file_start("notes.md") == "notes.md\n```markdown\n"
+    assert _opens_block("tests/test_shelf.py\n```python\nx = 1\n```", start)
+    assert _opens_block("```python\nx = 1\n```", start)
+    assert not _opens_block("pass\n```", start) and not _opens_block("```", start)
+    assert not _opens_block("zope.interface\n```", start)  # a line of a file, not this file's path

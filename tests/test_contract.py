@@ -85,3 +85,23 @@ def test_a_written_file_gets_the_given_heads_back_and_the_model_is_told(tmp_path
     assert ("given_heads_restored", {"path": "solution.py", "functions": ["Cipher.caesar", "Cipher.rails"]}) in logged
     issues = find_code_issues(store.root, ["solution.py"])
     assert any("extra" in i.message for i in issues)  # what the body used and the head no longer has
+
+
+def test_a_name_defined_twice_is_left_alone_and_one_head_that_cannot_go_back_leaves_the_others() -> None:
+    skeleton = (
+        'class Box:\n    @property\n    def size(self):\n        """The size."""\n\n'
+        '    @size.setter\n    def size(self, value):\n        """Set it."""\n\n'
+        '    def grow(self, by):\n        """Grow."""\n\n'
+        "    def shrink(self, by):\n        pass\n"
+    )
+    source = (
+        "class Box:\n    @property\n    def size(self):\n        return self._s\n\n"
+        "    @size.setter\n    def size(self, value):\n        self._s = value\n\n"
+        "    def grow(self, by, twice):\n        self._s += by\n\n"
+        '    def shrink(self, by, twice):\n        """Shrink."""\n'
+    )
+    fixed, changed = given_heads(source, skeleton)
+    assert changed == ["Box.grow"]  # the property's two heads kept; shrink's given head would leave no body
+    assert 'def grow(self, by):\n        """Grow."""\n        self._s += by\n' in fixed
+    assert "    @property\n    def size(self):\n        return self._s\n" in fixed
+    assert "def shrink(self, by, twice):" in fixed

@@ -49,28 +49,28 @@ def given_heads(source: str, skeleton: str) -> tuple[str, list[str]]:
         tree, given = ast.parse(source), ast.parse(skeleton)
     except SyntaxError:
         return source, []
-    heads = {_key(fn, owner): fn for fn, owner in _functions(given)}
+    heads = _unique(given)
+    mine = _unique(tree)
     lines, given_lines = source.splitlines(), skeleton.splitlines()
-    edits: list[tuple[int, int, list[str]]] = []
-    changed: list[str] = []
-    for fn, owner in _functions(tree):
-        want = heads.get(_key(fn, owner))
+    edits: list[tuple[int, int, list[str], str]] = []
+    for key, fn in mine.items():
+        want = heads.get(key)
         if want is None or _one_line(fn) or _one_line(want) or _shape(fn) == _shape(want):
             continue
         start, end = _head_span(fn)
         given_start, given_end = _head_span(want)
         shift = fn.col_offset - want.col_offset
         new = [_shifted(line, shift) for line in given_lines[given_start:given_end]]
-        edits.append((start, end, new))
-        changed.append(f"{owner.name}.{fn.name}" if owner is not None else fn.name)
-    for start, end, new in sorted(edits, reverse=True):
-        lines[start:end] = new
-    result = "\n".join(lines) + ("\n" if source.endswith("\n") else "")
-    try:
-        ast.parse(result)
-    except SyntaxError:
+        edits.append((start, end, new, f"{key[0]}.{key[1]}" if key[0] is not None else key[1]))
+    changed: list[str] = []
+    for start, end, new, name in sorted(edits, reverse=True):  # from the end: earlier line numbers hold
+        tried = [*lines[:start], *new, *lines[end:]]
+        if _parses("\n".join(tried)):  # each on its own: one that would not parse leaves the others be
+            lines = tried
+            changed.append(name)
+    if not changed:
         return source, []
-    return (result, changed) if changed else (source, [])
+    return "\n".join(lines) + ("\n" if source.endswith("\n") else ""), changed[::-1]  # in the file's order
 
 
 def _functions(tree: ast.Module) -> Iterator[tuple[_Function, ast.ClassDef | None]]:
@@ -86,6 +86,27 @@ def _functions(tree: ast.Module) -> Iterator[tuple[_Function, ast.ClassDef | Non
 
 def _key(fn: _Function, owner: ast.ClassDef | None) -> tuple[str | None, str]:
     return (owner.name if owner is not None else None, fn.name)
+
+
+def _unique(tree: ast.Module) -> dict[tuple[str | None, str], _Function]:
+    """The functions of ``tree`` by (class, name), but those defined more than once there (a property's getter
+    and setter, overloads): which head is whose cannot be told."""
+    found: dict[tuple[str | None, str], _Function] = {}
+    twice: set[tuple[str | None, str]] = set()
+    for fn, owner in _functions(tree):
+        key = _key(fn, owner)
+        if key in found:
+            twice.add(key)
+        found[key] = fn
+    return {k: fn for k, fn in found.items() if k not in twice}
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
 
 
 def _shape(fn: _Function) -> tuple[object, ...]:

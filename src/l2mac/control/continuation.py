@@ -216,7 +216,9 @@ def _public(sources: dict[str, str]) -> list[tuple[str, list[str]]]:
             tree = ast.parse(source)
         except SyntaxError:
             continue
-        names = [n.name for n in tree.body if isinstance(n, _DEFINITIONS) and not n.name.startswith("_")]
+        names = [
+            n.name for n in tree.body if isinstance(n, _DEFINITIONS) and not n.name.startswith(("_", "test", "Test"))
+        ]
         if names:
             found.append((path, names[:MAX_IMPORTED]))
     return found

@@ -72,8 +72,6 @@ _READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*
 TEMPERATURE_STEP = 0.3
 #: answers in a row begun inside the same failing function, at most
 MAX_REWRITES = 2
-#: an answer that opens a file's block of its own: a path on a line then a fence, or a fence and its language
-_OWN_BLOCK = re.compile(r"\s*(?:[\w./-]+\.\w+\n```|```\w)")
 #: a failure calling a function with arguments its signature does not take
 _CALLED_WRONG = re.compile(r"TypeError: .*(?:positional argument|keyword argument|required argument)")
 
@@ -117,7 +115,7 @@ class TextConversation:
     rewrites: int = 0  # how many times in a row
     #: per stub (path, name), the answers begun inside it that held no body: the next is begun at the body's
     #: indentation, and after that the file is asked for as a whole (see :meth:`_begin`)
-    barren: dict[tuple[str, str], int] = field(default_factory=dict)
+    barren: dict[tuple[str, str | None, str], int] = field(default_factory=dict)
     #: the beginning of the next answer when it writes a file whole: its path and opening fence (and a test
     #: file's imports), so the model writes the file asked for (see :func:`file_start`)
     start: str = ""
@@ -172,14 +170,15 @@ class TextConversation:
         opening, self.opening = self.opening, None
         start, self.start = self.start, ""
         completed = opening.completion(text) if opening is not None else None
-        if opening is None and start and not _OWN_BLOCK.match(text):  # else it began the file's block itself
+        if opening is None and start and not _opens_block(text, start):  # else it began the file's block itself
             text = start + text
         if opening is not None:
             # the answer as a whole, begun as it was (a block closed at a body's indentation closes it)
-            text = opening.prefill() + text if completed else opening.prefill().rstrip(" ") + text.lstrip(" ")
+            closed = bool(opening.lead) and text.lstrip(" ").startswith("```")
+            text = opening.prefill().rstrip(" ") + text.lstrip(" ") if closed else opening.prefill() + text
             log("continued", path=opening.path, name=opening.name, body=completed is not None)
-            if completed is None and not opening.rewrite:
-                key = (opening.path, opening.name)
+            if completed is None and not opening.rewrite and not _READ.search(text):
+                key = (opening.path, opening.owner, opening.name)
                 self.barren[key] = self.barren.get(key, 0) + 1
         # a body that ended before the cut is whole: what the model went on to write is what was cut
         cut = cut_off(response) and not text.rstrip().endswith("```") and not (completed and completed.ended)
@@ -377,7 +376,7 @@ class TextConversation:
             opening = step_opening(instruction, path)
         else:
             opening = find_opening(path, store.read_text(path), names_for_file(instruction, path))
-        barren = self.barren.get((path, opening.name), 0) if opening is not None else 0
+        barren = self.barren.get((path, opening.owner, opening.name), 0) if opening is not None else 0
         if opening is None or not barren:
             return opening
         return opening.indented() if barren == 1 else None
@@ -457,6 +456,13 @@ class Text:
 
 
 TEXT = Text()
+
+
+def _opens_block(text: str, start: str) -> bool:
+    """Whether an answer begun with ``start`` (a file's path and opening fence) opens a block of its own instead
+    of continuing: the same path on its first line, or a fence with its language."""
+    head = text.lstrip()
+    return head.startswith(start.split("\n", 1)[0] + "\n") or re.match(r"```\w", head) is not None
 
 
 def _call(tool: str, args: dict[str, object]) -> ToolCallPart:

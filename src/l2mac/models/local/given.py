@@ -139,13 +139,18 @@ def _body_lead(stub: str) -> str:
     """Where the body of a ``stub`` given after the model closed the block begins: one space short of the
     indentation of the docstring's last line (the model's next token brings its space). Given at the end of its
     docstring, the 1.5B model closed the block again (seen on ClassEval_19's last method at 42ff847)."""
-    last = next((x for x in reversed(stub.splitlines()) if x.strip()), "")
-    return " " * max(0, len(last) - len(last.lstrip()) - 1)
+    lines = stub.splitlines()
+    at = next((i for i, x in enumerate(lines) if re.match(r"\s*(?:async\s+)?def\s", x)), None)
+    # the docstring's first line is at the body's indentation (after a signature of several lines, too)
+    doc = next((x for x in lines[at + 1 :] if x.lstrip().startswith(('"""', "'''"))), None) if at is not None else None
+    if doc is None:
+        return ""
+    return " " * max(0, len(doc) - len(doc.lstrip()) - 1)
 
 
 def _inside_a_body(text: str, stub: str) -> bool:
     """Whether ``text`` ends inside a body at a level below the ``stub``'s definition: what follows it there is
     the stub's sibling (not after a module-level statement or test the model wrote at the end)."""
-    last = next((x for x in reversed(text.splitlines()) if x.strip()), None)
+    last = next((x for x in reversed(text.splitlines()) if x.strip() and not x.lstrip().startswith("```")), None)
     line = next((x for x in stub.splitlines() if x.strip() and not x.lstrip().startswith("@")), "")
     return last is not None and len(last) - len(last.lstrip()) > len(line) - len(line.lstrip())
