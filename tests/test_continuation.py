@@ -504,4 +504,5 @@ def test_a_begun_file_imports_public_code_names_only_and_an_answer_opening_its_o
     assert _opens_block("tests/test_shelf.py\n```python\nx = 1\n```", start)
     assert _opens_block("```python\nx = 1\n```", start)
     assert not _opens_block("pass\n```", start) and not _opens_block("```", start)
-    assert not _opens_block("zope.interface\n```", start)  # a line of a file, not this file's path
+    assert not _opens_block("zope.interface\n```", start)  # a line of a file, not a file's path
+    assert _opens_block("solution.py\n```python\nx = 1\n```", start)  # another file: read as the model wrote it

@@ -32,6 +32,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from l2mac.checks.demands import (
     failing_function,
+    mentioned_files,
     missing_definitions,
     named_files,
     names_for_file,
@@ -460,9 +461,12 @@ TEXT = Text()
 
 def _opens_block(text: str, start: str) -> bool:
     """Whether an answer begun with ``start`` (a file's path and opening fence) opens a block of its own instead
-    of continuing: the same path on its first line, or a fence with its language."""
+    of continuing: a file's path alone on its first line and a fence on the next (this file's or another's, as
+    a small model answers with the file it would rather write), or a fence with its language."""
     head = text.lstrip()
-    return head.startswith(start.split("\n", 1)[0] + "\n") or re.match(r"```\w", head) is not None
+    first, _, rest = head.partition("\n")
+    path = first.strip()
+    return (mentioned_files(path) == [path] and rest.startswith("```")) or re.match(r"```\w", head) is not None
 
 
 def _call(tool: str, args: dict[str, object]) -> ToolCallPart:
