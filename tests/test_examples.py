@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage
 from test_text_protocol import fenced, make_unit, run_step
 
+from l2mac.checks.contract import given_heads
 from l2mac.checks.examples import given_examples, run_examples, stated_examples
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.control import Step
@@ -116,7 +117,7 @@ def test_a_step_whose_own_tests_pass_does_not_pass_while_the_tasks_examples_fail
     unit, _, store = make_unit(tmp_path, replies)
     outcome = run_step(unit, Instruction(title="Geometry", instruction=INSTRUCTION, requires_tests=True))
     assert outcome.status is StepStatus.PASSED, outcome.reason
-    assert store.read_text("geometry.py") == RIGHT
+    assert store.read_text("geometry.py") == given_heads(RIGHT, TASK_CODE)[0]  # with the task's docstrings
 
 
 def test_examples_a_task_states_in_its_prose_are_read_one_doctest_per_function() -> None:
