@@ -484,7 +484,9 @@ def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it
     def tests_only(messages: list[ModelMessage]) -> ModelResponse:
         assert _begun(messages) == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\n"
         assert "Your answer below is begun with the path tests/test_solution.py" in str(messages[0])
-        return text("def test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n```\n")
+        # the embedded model stops at the closing fence, which its answer leaves out (seen: four answers of
+        # tests in a row read as no file at 8dae23c)
+        return text("def test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0")
 
     replies = [text("    return max(numbers) - min(numbers)\n```\n"), tests_only, text("STEP COMPLETE")]
     unit, _, store = _unit(tmp_path, replies, continues=True)

@@ -173,6 +173,8 @@ class TextConversation:
         completed = opening.completion(text) if opening is not None else None
         if opening is None and start and not _opens_block(text, start):  # else it began the file's block itself
             text = start + text
+            if not cut_off(response) and text.count("```") % 2:  # it stopped at the closing fence, which is left out
+                text += "\n```"
         if opening is not None:
             # the answer as a whole, begun as it was (a block closed at a body's indentation closes it)
             closed = bool(opening.lead) and text.lstrip(" ").startswith("```")
