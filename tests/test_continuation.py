@@ -482,11 +482,11 @@ def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it
     )
 
     def tests_only(messages: list[ModelMessage]) -> ModelResponse:
-        assert _begun(messages) == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\n"
+        assert _begun(messages) == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\ndef test_"
         assert "Your answer below is begun with the path tests/test_solution.py" in str(messages[0])
         # the embedded model stops at the closing fence, which its answer leaves out (seen: four answers of
         # tests in a row read as no file at 8dae23c)
-        return text("def test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0")
+        return text("spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0")
 
     replies = [text("    return max(numbers) - min(numbers)\n```\n"), tests_only, text("STEP COMPLETE")]
     unit, _, store = _unit(tmp_path, replies, continues=True)
@@ -501,7 +501,7 @@ def test_a_begun_file_imports_public_code_names_only_and_an_answer_opening_its_o
 
     code = "class Shelf:\n    pass\n\n\ndef test_connection():\n    pass\n\n\ndef _private():\n    pass\n"
     start = file_start("tests/test_shelf.py", {"shelf/core.py": code})
-    assert start == "tests/test_shelf.py\n```python\nfrom shelf.core import Shelf\n\n\n"
+    assert start == "tests/test_shelf.py\n```python\nfrom shelf.core import Shelf\n\n\ndef test_"
     assert file_start("notes.md") == "notes.md\n```markdown\n"
     assert _opens_block("tests/test_shelf.py\n```python\nx = 1\n```", start)
     assert _opens_block("```python\nx = 1\n```", start)

@@ -202,11 +202,16 @@ def _test_material(node: ast.stmt) -> bool:
 
 def file_start(path: str, sources: dict[str, str] | None = None) -> str:
     """The beginning of an answer that writes ``path`` whole: its path and the opening fence, and for a test file
-    the imports of what the code files ``sources`` define (their public top-level classes and functions).
+    the imports of what the code files ``sources`` define (their public top-level classes and functions) and the
+    beginning of its first test function.
     Seen on ClassEval_21 at 42ff847: asked for tests/test_solution.py, the 1.5B model sent solution.py back
     whole (800 tokens, 2-5 minutes here) four times, and the step ended with no test written."""
     imports = "".join(f"from {module_name(p)} import {', '.join(names)}\n" for p, names in _public(sources or {}))
-    return f"{path}\n```{fence_lang(path)}\n" + (f"{imports}\n\n" if imports else "")
+    if not imports:
+        return f"{path}\n```{fence_lang(path)}\n"
+    # begun at its first test function: begun after the imports alone, on ClassEval_21 at e52aef1 the model went
+    # on to copy the class under test into the test file, three times
+    return f"{path}\n```{fence_lang(path)}\n{imports}\n\ndef test_"
 
 
 def _public(sources: dict[str, str]) -> list[tuple[str, list[str]]]:
