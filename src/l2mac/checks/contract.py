@@ -65,7 +65,7 @@ def given_heads(source: str, skeleton: str) -> tuple[str, list[str]]:
     changed: list[str] = []
     for start, end, new, name in sorted(edits, reverse=True):  # from the end: earlier line numbers hold
         tried = [*lines[:start], *new, *lines[end:]]
-        if _parses("\n".join(tried)):  # each on its own: one that would not parse leaves the others be
+        if parses("\n".join(tried)):  # each on its own: one that would not parse leaves the others be
             lines = tried
             changed.append(name)
     if not changed:
@@ -101,7 +101,8 @@ def _unique(tree: ast.Module) -> dict[tuple[str | None, str], _Function]:
     return {k: fn for k, fn in found.items() if k not in twice}
 
 
-def _parses(source: str) -> bool:
+def parses(source: str) -> bool:
+    """Whether ``source`` is Python that parses."""
     try:
         ast.parse(source)
     except SyntaxError:

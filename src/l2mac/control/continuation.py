@@ -22,7 +22,7 @@ from typing import NamedTuple
 from pydantic_ai.messages import ModelResponse, TextPart
 
 from l2mac.checks.autofix import import_line
-from l2mac.checks.contract import given_skeleton
+from l2mac.checks.contract import given_skeleton, parses
 from l2mac.checks.demands import is_stub_definition, names_for_file
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.repairs import definition_span
@@ -121,7 +121,7 @@ class Opening:
             return None
         tail = self.tail.strip("\n")
         text = "\n".join([self.head, *body]) + (f"{self._gap}{tail}\n" if tail.strip() else "\n")
-        if not _parses(text):
+        if not parses(text):
             return None
         rest = lines[cut:end]
         top = next((i for i, x in enumerate(rest) if x.strip() and _column(x) == 0), len(rest))
@@ -181,7 +181,7 @@ class Opening:
         for start, stop, new in sorted(edits, key=lambda e: e[0], reverse=True):
             lines[start:stop] = new
         result = "\n".join(lines) + "\n"
-        return result if _parses(result) else text
+        return result if parses(result) else text
 
 
 def _test_material(node: ast.stmt) -> bool:
@@ -357,11 +357,3 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 def _column(line: str) -> int:
     return len(line) - len(line.lstrip())
-
-
-def _parses(source: str) -> bool:
-    try:
-        ast.parse(source)
-    except SyntaxError:
-        return False
-    return True
