@@ -120,6 +120,15 @@ def test_the_skeleton_a_step_gives_is_its_python_block_that_defines_a_stub_of_th
     assert given_skeleton("Use it like this:\n```python\nprint(spread([1]))\n```", ["spread"]) is None
 
 
+#: the same function, with tests asked for
+TESTED = Instruction(
+    title="spread",
+    instruction=f"Implement the function below in solution.py. Test it in tests/test_solution.py.\n\n"
+    f"```python\n{STUB}```",
+    requires_tests=True,
+)
+
+
 def test_a_local_model_continues_an_answer_begun_for_it() -> None:
     chat = LocalChat.__new__(LocalChat)
     chat.template = jinja2.Template(
@@ -274,12 +283,7 @@ def test_a_failing_function_is_rewritten_by_continuation_inside_it(tmp_path: Pat
     """Asked to fix a failing test, the 1.5B model sent whole files back unchanged in 43% of DevBench turns. When
     the failure points at one function of the step's code, the answer is begun inside it, its old body left
     out, so what the model writes is a new body."""
-    task = Instruction(
-        title="spread",
-        instruction=f"Implement the function below in solution.py. Test it in tests/test_solution.py.\n\n"
-        f"```python\n{STUB}```",
-        requires_tests=True,
-    )
+    task = TESTED
     test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n"
 
     def fixed_body(messages: list[ModelMessage]) -> ModelResponse:
@@ -474,12 +478,7 @@ def test_a_stub_whose_begun_answers_twice_hold_no_body_is_asked_for_as_a_whole_f
 def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it_tests(tmp_path: Path) -> None:
     # Seen on ClassEval_21 at 42ff847: asked for tests/test_solution.py, the 1.5B model sent solution.py back
     # whole four times (800 tokens each), and the step ended with no test written.
-    task = Instruction(
-        title="spread",
-        instruction=f"Implement the function below in solution.py. Test it in tests/test_solution.py.\n\n"
-        f"```python\n{STUB}```",
-        requires_tests=True,
-    )
+    task = TESTED
 
     def tests_only(messages: list[ModelMessage]) -> ModelResponse:
         assert _begun(messages) == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\ndef test_"
@@ -496,15 +495,14 @@ def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it
 
 
 def test_a_begun_file_imports_public_code_names_only_and_an_answer_opening_its_own_block_is_read_as_it_is() -> None:
-    from l2mac.control.continuation import file_start
-    from l2mac.control.text import _opens_block
+    from l2mac.control.continuation import file_start, opens_block
 
     code = "class Shelf:\n    pass\n\n\ndef test_connection():\n    pass\n\n\ndef _private():\n    pass\n"
     start = file_start("tests/test_shelf.py", {"shelf/core.py": code})
     assert start == "tests/test_shelf.py\n```python\nfrom shelf.core import Shelf\n\n\ndef test_"
     assert file_start("notes.md") == "notes.md\n```markdown\n"
-    assert _opens_block("tests/test_shelf.py\n```python\nx = 1\n```", start)
-    assert _opens_block("```python\nx = 1\n```", start)
-    assert not _opens_block("pass\n```", start) and not _opens_block("```", start)
-    assert not _opens_block("zope.interface\n```", start)  # a line of a file, not a file's path
-    assert _opens_block("solution.py\n```python\nx = 1\n```", start)  # another file: read as the model wrote it
+    assert opens_block("tests/test_shelf.py\n```python\nx = 1\n```", start)
+    assert opens_block("```python\nx = 1\n```", start)
+    assert not opens_block("pass\n```", start) and not opens_block("```", start)
+    assert not opens_block("zope.interface\n```", start)  # a line of a file, not a file's path
+    assert opens_block("solution.py\n```python\nx = 1\n```", start)  # another file: read as the model wrote it

@@ -21,10 +21,10 @@ from typing import NamedTuple
 
 from pydantic_ai.messages import ModelResponse, TextPart
 
-from l2mac.checks.autofix import import_line
+from l2mac.checks.autofix import import_line, project_definitions
 from l2mac.checks.contract import given_skeleton, parses
-from l2mac.checks.demands import is_stub_definition, names_for_file
-from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.demands import is_stub_definition, mentioned_files, names_for_file
+from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import definition_span
 from l2mac.fenced import fence_lang, fenced_blocks
 
@@ -206,7 +206,7 @@ def file_start(path: str, sources: dict[str, str] | None = None) -> str:
     beginning of its first test function.
     Seen on ClassEval_21 at 42ff847: asked for tests/test_solution.py, the 1.5B model sent solution.py back
     whole (800 tokens, 2-5 minutes here) four times, and the step ended with no test written."""
-    imports = "".join(f"from {module_name(p)} import {', '.join(names)}\n" for p, names in _public(sources or {}))
+    imports = "".join(f"from {module} import {', '.join(names)}\n" for module, names in _public(sources or {}).items())
     if not imports:
         return f"{path}\n```{fence_lang(path)}\n"
     # begun at its first test function: begun after the imports alone, on ClassEval_21 at e52aef1 the model went
@@ -214,19 +214,30 @@ def file_start(path: str, sources: dict[str, str] | None = None) -> str:
     return f"{path}\n```{fence_lang(path)}\n{imports}\n\ndef test_"
 
 
-def _public(sources: dict[str, str]) -> list[tuple[str, list[str]]]:
-    found: list[tuple[str, list[str]]] = []
+def _public(sources: dict[str, str]) -> dict[str, list[str]]:
+    """Per module, the public classes and functions the code files ``sources`` define at their top level (a name
+    two of them define is left out), but those pytest would collect, at most :data:`MAX_IMPORTED` each."""
+    trees: dict[str, ast.Module] = {}
     for path, source in sources.items():
         try:
-            tree = ast.parse(source)
+            trees[path] = ast.parse(source)
         except SyntaxError:
             continue
-        names = [
-            n.name for n in tree.body if isinstance(n, _DEFINITIONS) and not n.name.startswith(("_", "test", "Test"))
-        ]
-        if names:
-            found.append((path, names[:MAX_IMPORTED]))
-    return found
+    found: dict[str, list[str]] = {}
+    for name, module in project_definitions(trees).items():
+        if not name.startswith(("test", "Test")) and len(found.setdefault(module, [])) < MAX_IMPORTED:
+            found[module].append(name)
+    return {m: names for m, names in found.items() if names}
+
+
+def opens_block(text: str, start: str) -> bool:
+    """Whether an answer begun with ``start`` (a file's path and opening fence) opens a block of its own instead
+    of continuing: a file's path alone on its first line and a fence on the next (this file's or another's, as
+    a small model answers with the file it would rather write), or a fence with its language."""
+    head = text.lstrip()
+    first, _, rest = head.partition("\n")
+    path = first.strip()
+    return (mentioned_files(path) == [path] and rest.startswith("```")) or re.match(r"```\w", head) is not None
 
 
 def find_opening(path: str, source: str, names: list[str]) -> Opening | None:

@@ -32,7 +32,6 @@ from pydantic_ai.tools import ToolDefinition
 
 from l2mac.checks.demands import (
     failing_function,
-    mentioned_files,
     missing_definitions,
     named_files,
     names_for_file,
@@ -56,6 +55,7 @@ from l2mac.control.continuation import (
     file_start,
     find_opening,
     function_opening,
+    opens_block,
     step_opening,
     without_body,
 )
@@ -171,7 +171,7 @@ class TextConversation:
         opening, self.opening = self.opening, None
         start, self.start = self.start, ""
         completed = opening.completion(text) if opening is not None else None
-        if opening is None and start and not _opens_block(text, start):  # else it began the file's block itself
+        if opening is None and start and not opens_block(text, start):  # else it began the file's block itself
             text = start + text
             if not cut_off(response) and text.count("```") % 2:  # it stopped at the closing fence, which is left out
                 text += "\n```"
@@ -459,16 +459,6 @@ class Text:
 
 
 TEXT = Text()
-
-
-def _opens_block(text: str, start: str) -> bool:
-    """Whether an answer begun with ``start`` (a file's path and opening fence) opens a block of its own instead
-    of continuing: a file's path alone on its first line and a fence on the next (this file's or another's, as
-    a small model answers with the file it would rather write), or a fence with its language."""
-    head = text.lstrip()
-    first, _, rest = head.partition("\n")
-    path = first.strip()
-    return (mentioned_files(path) == [path] and rest.startswith("```")) or re.match(r"```\w", head) is not None
 
 
 def _call(tool: str, args: dict[str, object]) -> ToolCallPart:
