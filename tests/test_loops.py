@@ -45,6 +45,31 @@ def test_real_code_is_not_a_loop() -> None:
     assert not guard.looped and guard.trimmed() == text
 
 
+def test_a_block_repeated_with_its_numbers_counting_up_is_a_loop_and_every_copy_written_is_kept() -> None:
+    # Seen on ClassEval_19 at 1ed18fc: test_01 to test_21, each the same lines with a longer list, 2,048 tokens.
+    primes = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97]
+
+    def case(i: int) -> str:
+        return f"def test_{i:02d}():\n    s = Sieve({primes[i]})\n    assert s.primes() == {primes[: i + 1]}\n\n\n"
+
+    head = "tests/test_s.py\n```python\nfrom s import Sieve\n\n\n"
+    guard = fed(head + "".join(case(i) for i in range(1, 25)))
+    assert guard.looped
+    kept = guard.trimmed()
+    assert kept.startswith(head + case(1) + case(2)) and kept.endswith("```\n")
+    assert kept.count("def test_") == LOOP_REPEATS  # stopped once the loop was plain, nothing written is lost
+
+
+def test_tests_of_different_names_or_one_line_counting_up_are_not_a_loop() -> None:
+    names = ["empty", "one", "two", "many", "negative", "zero", "large", "float", "string", "none"]
+    tests = "".join(f"def test_{n}():\n    assert f({i}) == {i}\n\n\n" for i, n in enumerate(names))
+    counting = "".join(f"    assert f({i}) == {i * i}\n" for i in range(40))
+    rows = "GRID = [\n" + "".join(f"    [{i}, {i + 1}],\n    [{i + 2}, {i + 3}],\n" for i in range(20)) + "]\n"
+    text = HEAD + "    pass\n\n\n" + tests + "def test_g():\n" + counting + rows + "```\n"
+    guard = fed(text)
+    assert not guard.looped and guard.trimmed() == text
+
+
 class _LoopingLlama(_BrokenLlama):
     """Streams a file, then one line forever, as a 1.5B model sometimes does."""
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart
 
 from l2mac.checks.autofix import add_imports
 from l2mac.checks.issues import CodeIssue
@@ -979,6 +979,32 @@ def test_a_function_added_to_a_long_module_is_merged_in_not_refused_as_a_fragmen
     outcome = run_step(unit, step.model_copy(update={"requires_tests": True}))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("mod.py") == long_module.rstrip("\n") + "\n\n\n" + add
+
+
+def test_a_long_file_sent_back_as_it_is_counts_as_written_and_the_step_goes_on_to_its_checks(tmp_path: Path) -> None:
+    """Seen on ClassEval_19 at 1ed18fc: a test file's answer was cut at the length limit and its 104 lines of
+    complete tests kept; the model then sent those 104 lines back as they were, twice, each answer was read as no
+    file, and the step failed on "tests/test_solution.py was never written". The file is the answer: it counts as
+    written, and the checks run on it."""
+    tests = "from mod import f1\n\n\n" + "".join(
+        f"def test_{i}():\n    assert f1({i}) == {i + 1}\n\n\n" for i in range(30)
+    )
+    code = "def f1(x):\n    return x + 1\n"
+    cut = ModelResponse(
+        parts=[
+            TextPart(
+                fenced(("mod.py", code)) + "\ntests/test_mod.py\n```python\n" + tests + "def test_30():\n    assert f1("
+            )
+        ],
+        finish_reason="length",
+    )
+    step = Instruction(title="f1", instruction="Write f1(x) in mod.py. Test it in tests/test_mod.py.")
+    replies = [lambda messages: cut, text(fenced(("tests/test_mod.py", tests))), text("STEP COMPLETE")]
+    unit, script, store = make_unit(tmp_path, replies)
+    outcome = run_step(unit, step.model_copy(update={"requires_tests": True}))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("tests/test_mod.py").rstrip() == tests.rstrip()
+    assert "wrote no file" not in str(script.requests[-1][-1])
 
 
 def test_a_long_file_is_named_in_the_rules_and_changed_by_its_definitions_alone(tmp_path: Path) -> None:

@@ -5,15 +5,28 @@ tokens of the same ``assert`` line, ten minutes of generation on two cores, for 
 answer as it streams and says stop once a block of up to ``max_period`` lines has repeated ``repeats`` times in a
 row; :meth:`LoopGuard.trimmed` then keeps one copy of the block and closes a code fence left open, so what the
 model wrote before the loop is still used.
+
+A loop can also count: the same block with its numbers going up (seen on ClassEval_19 at 1ed18fc: begun at a
+test file's first ``def test_``, the model wrote ``test_01`` to ``test_21``, each the same three lines with a
+longer list of primes, 2,048 tokens and 26 minutes). A block of several different lines that repeats with only
+its numbers changed is such a loop; what it wrote is kept (each copy tests something), up to where it was seen.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 #: identical consecutive blocks this many times is a loop; real code almost never repeats a line 8 times
 LOOP_REPEATS = 8
-LOOP_MAX_PERIOD = 4
+LOOP_MAX_PERIOD = 6
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NUMBERS = re.compile(r"#(?:\s*,\s*#)+")
+
+
+def shape(line: str) -> str:
+    """A line with its numbers (and lists of numbers) as one mark each: ``[2, 3, 5]`` and ``[2]`` look alike."""
+    return _NUMBERS.sub("#", _NUMBER.sub("#", line))
 
 
 @dataclass
@@ -24,6 +37,7 @@ class LoopGuard:
     looped: bool = False
     _loop_start: int = field(default=0, repr=False)  # index of the first line of the repeated run
     _period: int = field(default=0, repr=False)
+    _counting: bool = field(default=False, repr=False)  # the copies differ in their numbers: all are kept
 
     def feed(self, piece: str) -> bool:
         """Add the next piece of the answer; True once it is looping (and from then on)."""
@@ -34,25 +48,34 @@ class LoopGuard:
 
     def _detect(self) -> bool:
         lines = self.text.split("\n")[:-1]  # complete lines only
+        shapes = [shape(line) for line in lines[-self.max_period * self.repeats :]]
         for period in range(1, self.max_period + 1):
             if len(lines) < period * self.repeats:
                 break
-            block = lines[-period:]
-            if not any(line.strip() for line in block):
-                continue  # blank lines are layout, not a loop
-            count = 1
-            while (count + 1) * period <= len(lines) and lines[-(count + 1) * period : -count * period] == block:
-                count += 1
-            if count >= self.repeats:
-                self._loop_start, self._period = len(lines) - count * period, period
-                return True
+            for seen, counting in ((lines, False), (shapes, True)):
+                block = seen[-period:]
+                if not any(line.strip() for line in block):
+                    break  # blank lines are layout, not a loop
+                if counting and len({line for line in block if line.strip()}) < 2:
+                    break  # one line counting up is a table or a list of cases, not a loop
+                count = 1
+                while (count + 1) * period <= len(seen) and seen[-(count + 1) * period : -count * period] == block:
+                    count += 1
+                if count >= self.repeats:
+                    self._loop_start, self._period, self._counting = len(lines) - count * period, period, counting
+                    return True
         return False
 
     def trimmed(self) -> str:
-        """The answer with the loop cut: one copy of the repeated block, and an open code fence closed."""
+        """The answer with the loop cut: one copy of the repeated block (every copy of a counting one, as far as
+        it was written), and an open code fence closed."""
         if not self.looped:
             return self.text
-        lines = self.text.split("\n")[: self._loop_start + self._period]
+        lines = (
+            self.text.split("\n")[:-1] if self._counting else self.text.split("\n")[: self._loop_start + self._period]
+        )
+        while self._counting and lines and not lines[-1].strip():
+            lines.pop()
         if sum(1 for line in lines if line.lstrip().startswith("```")) % 2:
             lines.append("```")
         return "\n".join(lines) + "\n"
