@@ -60,12 +60,14 @@ def test_a_block_repeated_with_its_numbers_counting_up_is_a_loop_and_every_copy_
     assert kept.count("def test_") == LOOP_REPEATS  # stopped once the loop was plain, nothing written is lost
 
 
-def test_tests_of_different_names_or_one_line_counting_up_are_not_a_loop() -> None:
+def test_tests_of_different_names_tables_and_chains_of_cases_counting_up_are_not_a_loop() -> None:
     names = ["empty", "one", "two", "many", "negative", "zero", "large", "float", "string", "none"]
     tests = "".join(f"def test_{n}():\n    assert f({i}) == {i}\n\n\n" for i, n in enumerate(names))
     counting = "".join(f"    assert f({i}) == {i * i}\n" for i in range(40))
     rows = "GRID = [\n" + "".join(f"    [{i}, {i + 1}],\n    [{i + 2}, {i + 3}],\n" for i in range(20)) + "]\n"
-    text = HEAD + "    pass\n\n\n" + tests + "def test_g():\n" + counting + rows + "```\n"
+    months = "".join(f"    elif month == {m}:\n        return {28 + m % 3}\n" for m in range(2, 13))
+    text = HEAD + "    pass\n\n\n" + tests + "def test_g():\n" + counting + rows
+    text += "def days(month):\n    if month == 1:\n        return 31\n" + months + "```\n"
     guard = fed(text)
     assert not guard.looped and guard.trimmed() == text
 

@@ -8,8 +8,9 @@ model wrote before the loop is still used.
 
 A loop can also count: the same block with its numbers going up (seen on ClassEval_19 at 1ed18fc: begun at a
 test file's first ``def test_``, the model wrote ``test_01`` to ``test_21``, each the same three lines with a
-longer list of primes, 2,048 tokens and 26 minutes). A block of several different lines that repeats with only
-its numbers changed is such a loop; what it wrote is kept (each copy tests something), up to where it was seen.
+longer list of primes, 2,048 tokens and 26 minutes). A function written again and again with only its numbers
+changed is such a loop; what it wrote is kept (each copy tests something), up to where it was seen. Lines that
+count up outside a function's head (a table, a chain of ``elif month == 3:`` cases) are code, not a loop.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class LoopGuard:
                 block = seen[-period:]
                 if not any(line.strip() for line in block):
                     break  # blank lines are layout, not a loop
-                if counting and len({line for line in block if line.strip()}) < 2:
-                    break  # one line counting up is a table or a list of cases, not a loop
+                if counting and not any(line.lstrip().startswith(("def ", "async def ")) for line in block):
+                    break  # lines counting up are a table or a chain of cases; a function written again is a loop
                 count = 1
                 while (count + 1) * period <= len(seen) and seen[-(count + 1) * period : -count * period] == block:
                     count += 1
