@@ -29,7 +29,6 @@ from l2mac.checks.environment import ProjectEnvironment
 from l2mac.checks.runner import Runner
 from l2mac.checks.tests import per_test_outcomes, run_tests
 from l2mac.errors import ConfigError
-from l2mac.fenced import fenced_blocks
 from l2mac.models.client import ModelClient
 from l2mac.settings import Settings
 from l2mac.store import scratch_copy
@@ -93,13 +92,6 @@ def _defines_class(code: str, name: str) -> bool:
     return re.search(rf"^class {re.escape(name)}\b", code, re.MULTILINE) is not None
 
 
-def code_from_answer(text: str, task: Task) -> str:
-    """The fenced block that defines the class (else the first block, else the whole answer)."""
-    blocks = [body for _, body in fenced_blocks(text)]
-    defining = [b for b in blocks if _defines_class(b, task.class_name)]
-    return (defining or blocks or [text])[0]
-
-
 async def generate_single(client: ModelClient, task: Task) -> Generation:
     """One call, no tools: the answer's code is the solution."""
     user = render("classeval_single_user", skeleton=task.skeleton)
@@ -108,7 +100,7 @@ async def generate_single(client: ModelClient, task: Task) -> Generation:
         render("classeval_single_system"),
         user,
         f"single {task.task_id}",
-        lambda text: as_solution(code_from_answer(text, task), task),
+        lambda text: as_solution(runner.defining_block(text, lambda b: _defines_class(b, task.class_name)), task),
     )
 
 

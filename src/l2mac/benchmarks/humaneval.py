@@ -25,7 +25,6 @@ from l2mac.benchmarks import runner
 from l2mac.benchmarks.runner import Generation
 from l2mac.benchmarks.scorer import CEILING, KNOWN_BROKEN, TaskScore
 from l2mac.errors import ConfigError
-from l2mac.fenced import fenced_blocks
 from l2mac.models.client import ModelClient
 from l2mac.settings import Settings
 
@@ -92,11 +91,9 @@ def as_solution(code: str, task: Task) -> str:
     return "\n".join([*missing, code]).strip() + "\n" if missing else code.strip() + "\n"
 
 
-def code_from_answer(text: str, task: Task) -> str:
-    """The fenced block that defines the entry point (else the first block, else the whole answer)."""
-    blocks = [body for _, body in fenced_blocks(text)]
-    defining = [b for b in blocks if re.search(rf"^\s*def {re.escape(task.entry_point)}\s*\(", b, re.MULTILINE)]
-    return (defining or blocks or [text])[0]
+def defines_entry_point(task: Task) -> Callable[[str], bool]:
+    pattern = re.compile(rf"^\s*def {re.escape(task.entry_point)}\s*\(", re.MULTILINE)
+    return lambda code: pattern.search(code) is not None
 
 
 async def generate_single(client: ModelClient, task: Task) -> Generation:
@@ -107,20 +104,19 @@ async def generate_single(client: ModelClient, task: Task) -> Generation:
         render("single_system"),
         user,
         f"single {task.task_id}",
-        lambda text: as_solution(code_from_answer(text, task), task),
+        lambda text: as_solution(runner.defining_block(text, defines_entry_point(task)), task),
     )
 
 
 def generate_engine(task: Task, settings: Settings, model: Model | None, workspace: Path) -> Generation:
     """The engine on the task; the solution is the project file that defines the entry point."""
-    pattern = re.compile(rf"^\s*def {re.escape(task.entry_point)}\s*\(", re.MULTILINE)
     return runner.engine_generation(
         render("l2mac_task", prompt=task.prompt),
         task.task_id.replace("/", "_"),
         settings,
         model,
         workspace,
-        defines=lambda text: pattern.search(text) is not None,
+        defines=defines_entry_point(task),
         what=task.entry_point,
         solution=lambda code: as_solution(code, task),
     )

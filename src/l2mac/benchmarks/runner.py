@@ -30,6 +30,7 @@ from l2mac.errors import ConfigError
 from l2mac.executors.base import Executor, Start, Worker
 from l2mac.executors.sweep import Timed, sweep
 from l2mac.executors.threads import ThreadExecutor
+from l2mac.fenced import fenced_blocks
 from l2mac.models.client import ModelClient
 from l2mac.settings import Settings
 
@@ -186,6 +187,13 @@ async def single_generation(
     usage = client.usage
     cost = usage.cost_usd if usage.cost_known else None
     return Generation(solution(response.text or ""), usage.total_tokens, usage.requests, cost_usd=cost)
+
+
+def defining_block(text: str, defines: Callable[[str], bool]) -> str:
+    """The code of an answer: its first fenced block that ``defines`` what is asked for, else its first block,
+    else the whole answer."""
+    blocks = [body for _, body in fenced_blocks(text)]
+    return next((b for b in blocks if defines(b)), blocks[0] if blocks else text)
 
 
 def engine_generation(
