@@ -373,11 +373,11 @@ def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_o
     assert "def helper" in store.read_text("solution.py")  # the dropped answer did not cut the file short
     conversation = TextConversation(step, unit._setting(step))
     report = "____ test_spread ____\nE   TypeError: spread() takes 1 positional argument but 2 were given"
-    assert conversation._failing_function(Verdict(False, report)) is None
+    assert conversation.asks.failing_function(Verdict(False, report), conversation.written) is None
     # the task's own examples failing in spread: a test's call that does not fit is the test's, not a reason to
     # leave spread unfixed (seen on ClassEval: a test built the class wrongly, and the three methods the
     # examples showed wrong were never rewritten)
-    opening = conversation._failing_function(Verdict(False, report, examples_failed=("spread",)))
+    opening = conversation.asks.failing_function(Verdict(False, report, examples_failed=("spread",)), set())
     assert opening is not None and opening.name == "spread"
 
 

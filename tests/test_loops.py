@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import itertools
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from pydantic_ai.messages import ModelRequest, UserPromptPart
 from test_local_model import _BrokenLlama, _chat_with
 
 from l2mac.models.client import CallRecord, ModelClient
-from l2mac.models.local.loops import LOOP_REPEATS, LoopGuard
+from l2mac.models.local.loops import COUNTING_REPEATS, LOOP_REPEATS, LoopGuard
 
 HEAD = "solution.py\n```python\ndef f(x):\n    return x\n\n\ndef test_f():\n"
 
@@ -45,24 +46,34 @@ def test_real_code_is_not_a_loop() -> None:
     assert not guard.looped and guard.trimmed() == text
 
 
-def test_a_block_repeated_with_its_numbers_counting_up_is_a_loop_and_every_copy_written_is_kept() -> None:
+def test_a_function_written_again_with_its_numbers_counting_up_is_a_loop_and_the_copies_before_the_last_are_kept() -> (
+    None
+):
     # Seen on ClassEval_19 at 1ed18fc: test_01 to test_21, each the same lines with a longer list, 2,048 tokens.
     primes = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97]
 
-    def case(i: int) -> str:
-        return f"def test_{i:02d}():\n    s = Sieve({primes[i]})\n    assert s.primes() == {primes[: i + 1]}\n\n\n"
+    def case(i: int, name: str = "") -> str:
+        name = name or f"{i:02d}"
+        return f"def test_{name}():\n    s = Sieve({primes[i]})\n    assert s.primes() == {primes[: i + 1]}\n\n\n"
 
-    head = "tests/test_s.py\n```python\nfrom s import Sieve\n\n\n"
-    guard = fed(head + "".join(case(i) for i in range(1, 25)))
-    assert guard.looped
-    kept = guard.trimmed()
-    assert kept.startswith(head + case(1) + case(2)) and kept.endswith("```\n")
-    assert kept.count("def test_") == LOOP_REPEATS  # stopped once the loop was plain, nothing written is lost
+    head = "tests/test_s.py\n```python\nfrom s import Sieve\n"
+    # a test of the same shape before the loop moves where its copies begin: the cut still ends a whole test
+    for before in ("\n\n", "\n\n" + case(0, "small")):
+        guard = fed(head + before + "".join(case(i) for i in range(1, 25)))
+        assert guard.looped
+        kept = guard.trimmed()
+        assert kept.startswith(head + before + case(1) + case(2)) and kept.endswith("]\n```\n")
+        ast.parse(kept.split("```python\n")[1].split("```")[0])
+        assert COUNTING_REPEATS - 1 <= kept.count("def test_") - before.count("def") <= COUNTING_REPEATS
+        assert len(guard.text) < len(head + before + "".join(case(i) for i in range(1, 16)))  # stopped early
 
 
 def test_tests_of_different_names_tables_and_chains_of_cases_counting_up_are_not_a_loop() -> None:
     names = ["empty", "one", "two", "many", "negative", "zero", "large", "float", "string", "none"]
     tests = "".join(f"def test_{n}():\n    assert f({i}) == {i}\n\n\n" for i, n in enumerate(names))
+    tests += "".join(
+        f"def test_{i}():\n    assert f([{i}] * {i}) == {i * i}\n\n\n" for i in range(COUNTING_REPEATS - 1)
+    )
     counting = "".join(f"    assert f({i}) == {i * i}\n" for i in range(40))
     rows = "GRID = [\n" + "".join(f"    [{i}, {i + 1}],\n    [{i + 2}, {i + 3}],\n" for i in range(20)) + "]\n"
     months = "".join(f"    elif month == {m}:\n        return {28 + m % 3}\n" for m in range(2, 13))

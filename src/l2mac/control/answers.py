@@ -101,13 +101,12 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
                 continue
             if new >= old * FRAGMENT_SHARE:  # a long file sent whole, or its definitions sent back unchanged
                 current = store.read_text(f["path"])
-                if not (f["path"].endswith(".py") and _definitions_only(f["content"])):
-                    whole.append(f)
-                elif _defined(f["content"]) <= _defined(current):
-                    # the file stays as it is, and is read as sent: seen on ClassEval_19 at 1ed18fc, a test file
-                    # of 104 lines sent back as it was twice, each answer read as no file, and the step failed
-                    # on "tests/test_solution.py was never written"
-                    whole.append({"path": f["path"], "content": current})
+                python = f["path"].endswith(".py") and _definitions_only(f["content"])
+                unchanged = python and _defined(f["content"]) <= _defined(current)
+                # sent back as it was, the file stays as it is and is read as sent: seen on ClassEval_19 at
+                # 1ed18fc, a test file of 104 lines sent back twice, each answer read as no file, and the step
+                # failed on "tests/test_solution.py was never written"
+                whole.append({"path": f["path"], "content": current} if unchanged else f)
                 continue
             if old >= LONG_FILE_LINES:
                 notes.append(

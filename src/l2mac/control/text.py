@@ -9,7 +9,8 @@ tool call. In this protocol:
   own earlier answers when they stay in the conversation; shown the files and the failure instead, it reacts
   to the failure;
 - the files the step names are asked for one at a time, in order (asked for three at once, a small model mixes
-  them up), and a named file that lacks a function the step gives it is asked for again, one stub at a time;
+  them up), and a named file that lacks a function the step gives it is asked for again, one stub at a time
+  (what is asked, and where the answer is begun for the model: :mod:`l2mac.control.text_requests`);
 - after each answer that completes the step's files, the checks and tests run, and their result is the next
   context's request; the step is declared done with ``STEP COMPLETE`` (or an answer with no new files once the
   checks pass);
@@ -22,25 +23,12 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-)
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
-from l2mac.checks.demands import (
-    failing_function,
-    missing_definitions,
-    named_files,
-    names_for_file,
-    stubbed,
-)
-from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.demands import missing_definitions, named_files, names_for_file, stubbed
+from l2mac.checks.layout import is_test_file
 from l2mac.checks.output import trim_output
-from l2mac.checks.repairs import python_files
-from l2mac.checks.verdict import Verdict
 from l2mac.control.answers import (
     File,
     one_at_a_time,
@@ -50,18 +38,11 @@ from l2mac.control.answers import (
     split_fragments,
 )
 from l2mac.control.arguments import json_files
-from l2mac.control.continuation import (
-    Opening,
-    file_start,
-    find_opening,
-    function_opening,
-    opens_block,
-    step_opening,
-    without_body,
-)
+from l2mac.control.continuation import opens_block, without_body
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
 from l2mac.control.text_context import text_messages
+from l2mac.control.text_requests import Requests
 from l2mac.fenced import fenced_blocks, fenced_files
 from l2mac.tools import STEP_COMPLETE, Tool
 from l2mac.types import ToolResult
@@ -71,10 +52,6 @@ _DONE = re.compile(r"\bSTEP[ _]COMPLETE\b[:.\s]*", re.IGNORECASE)
 _READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*$", re.MULTILINE)
 #: how much hotter the next answer is sampled after one that changed nothing
 TEMPERATURE_STEP = 0.3
-#: answers in a row begun inside the same failing function, at most
-MAX_REWRITES = 2
-#: a failure calling a function with arguments its signature does not take
-_CALLED_WRONG = re.compile(r"TypeError: .*(?:positional argument|keyword argument|required argument)")
 
 
 @dataclass
@@ -110,32 +87,25 @@ class TextConversation:
     sending: dict[str, str] = field(default_factory=dict)  # the files of the answer being acted on
     sent_at: int = 0  # the store's revision when that answer was read
     last: _Reading = field(default_factory=_Reading)
-    opening: Opening | None = None  # the stub the next answer is begun inside (see control.continuation)
-    doubted: bool = False  # agreement found the step's tests the likelier wrong: their failures are not fitted to
-    rewriting: tuple[str, str, str | None] | None = None  # the function last begun inside to fix a failure
-    rewrites: int = 0  # how many times in a row
-    #: per stub (path, name), the answers begun inside it that held no body: the next is begun at the body's
-    #: indentation, and after that the file is asked for as a whole (see :meth:`_begin`)
-    barren: dict[tuple[str, str | None, str], int] = field(default_factory=dict)
-    #: the beginning of the next answer when it writes a file whole: its path and opening fence (and a test
-    #: file's imports), so the model writes the file asked for (see :func:`file_start`)
-    start: str = ""
+    asks: Requests = field(init=False)  # what the next answer is asked for, and where it is begun
 
     @property
     def given(self) -> dict[str, str]:
         """The stubs after the one the next answer is begun inside, given where the model would copy them."""
-        return self.opening.given() if self.opening is not None else {}
+        opening = self.asks.opening
+        return opening.given() if opening is not None else {}
 
     def __post_init__(self) -> None:
         store = self.setting.toolbox.env.store
+        self.asks = Requests(self.step, self.setting)
         self.to_write = [p for p in named_files(self.step.instruction.instruction) if not store.exists(p)]
-        first = self.to_write[0] if self.to_write else next(filter(self._begin, self._code_files()), None)
+        first = self.to_write[0] if self.to_write else next(filter(self.asks.begin, self.asks.code_files()), None)
         if first is not None:  # a file to write, or a file it writes that still holds a stub the step gives it
-            self.feedback, self.focus = self._request_file(first), first
+            self.feedback, self.focus = self.asks.file(first, self.to_write), first
 
     # -- the context -------------------------------------------------------------------------------------
     def messages(self) -> list[ModelMessage]:
-        feedback = self.feedback
+        feedback, opening = self.feedback, self.asks.opening
         while True:
             messages = text_messages(
                 self.setting,
@@ -145,10 +115,10 @@ class TextConversation:
                 progress=self.progress,
                 reads=tuple(self.reads),
                 whole=self.written,
-                shown_as={self.opening.path: self.opening.elided()} if self.opening and self.opening.rewrite else None,
+                shown_as={opening.path: opening.elided()} if opening and opening.rewrite else None,
             )
-            if self.opening or self.start:
-                messages.append(self.opening.begun() if self.opening else ModelResponse(parts=[TextPart(self.start)]))
+            if opening or self.asks.start:
+                messages.append(opening.begun() if opening else ModelResponse(parts=[TextPart(self.asks.start)]))
             if self.setting.budget.fits(messages) or len(feedback) <= 500:
                 return messages
             feedback = trim_output(feedback, len(feedback) // 2)
@@ -156,7 +126,7 @@ class TextConversation:
     def _shown_step(self) -> Step:
         """The step as its next context shows it: rewriting a failing function, without the body the step
         gives that function (see :func:`without_body`)."""
-        opening = self.opening
+        opening = self.asks.opening
         if opening is None or not opening.rewrite:
             return self.step
         shown = without_body(self.step.instruction.instruction, opening.name, opening.owner)
@@ -168,8 +138,9 @@ class TextConversation:
     # -- reading an answer -------------------------------------------------------------------------------
     def read(self, response: ModelResponse) -> Turn:
         text, log, store = response.text or "", self.setting.log, self.setting.toolbox.env.store
-        opening, self.opening = self.opening, None
-        start, self.start = self.start, ""
+        asks = self.asks
+        opening, asks.opening = asks.opening, None
+        start, asks.start = asks.start, ""
         completed = opening.completion(text) if opening is not None else None
         if opening is None and start and not opens_block(text, start):  # else it began the file's block itself
             text = start + text
@@ -181,8 +152,7 @@ class TextConversation:
             text = opening.prefill().rstrip(" ") + text.lstrip(" ") if closed else opening.prefill() + text
             log("continued", path=opening.path, name=opening.name, body=completed is not None)
             if completed is None and not opening.rewrite and not _READ.search(text):
-                key = (opening.path, opening.owner, opening.name)
-                self.barren[key] = self.barren.get(key, 0) + 1
+                asks.held_no_body(opening)
         # a body that ended before the cut is whole: what the model went on to write is what was cut
         cut = cut_off(response) and not text.rstrip().endswith("```") and not (completed and completed.ended)
         inside = cut and text.count("```") % 2 == 1  # the answer ends inside a file's block: that file was cut
@@ -215,7 +185,7 @@ class TextConversation:
         last.nudge = not (files or declared or self.wrote_any or notes or last.pending or reads)
         last.only_reads = bool(reads) and not files and not declared
         if last.only_reads:  # the same request comes again, with what was read in view: begun as it was
-            self.opening, self.start = opening, start
+            asks.opening, asks.start = opening, start
         self.wrote_any = self.wrote_any or bool(files and not last.unchanged)
         if last.nudge or last.pending or last.only_reads:
             return Turn(calls)
@@ -289,12 +259,12 @@ class TextConversation:
             )
         feedback = "\n\n".join([verdict.restored, feedback, *verdict.notes]).strip()
         if not verdict.ok:  # a function the step gives a file is still a stub: its body is asked for first
-            stubbed_file = next(filter(self._begin, self._code_files()), None)
+            stubbed_file = next(filter(self.asks.begin, self.asks.code_files()), None)
             if stubbed_file is not None:
                 self.focus = stubbed_file
-                feedback += "\n\n" + self._request_file(stubbed_file)
-            elif (rewrite := self._failing_function(verdict)) is not None:
-                self.opening, self.focus = rewrite, rewrite.path
+                feedback += "\n\n" + self.asks.file(stubbed_file, self.to_write)
+            elif (rewrite := self.asks.failing_function(verdict, self.written)) is not None:
+                self.asks.opening, self.focus = rewrite, rewrite.path
                 feedback += "\n\n" + render("text_request_rewrite", path=rewrite.path, name=rewrite.name)
         self.feedback = self._unchanged(feedback)
         return None
@@ -329,60 +299,12 @@ class TextConversation:
         if requested is not None and requested in stubs and not self.setting.continues:
             request = render("text_complete_one_stub", path=requested, stub=stubs[requested])
         else:
-            request = self._request_file(pending[0])
+            request = self.asks.file(pending[0], self.to_write)
         self.feedback = self._unchanged(
             render("text_next_file", saved=wrote, request=request), requested in last.pending
         )
         self.focus = pending[0]
         return missed
-
-    def _failing_function(self, verdict: Verdict) -> Opening | None:
-        """Where the answer fixing a failed check is begun, when the model continues begun answers and the report
-        points at one function of the step's code files (its traceback, a code problem, or the one function the
-        failing test statement calls), and agreement did not point at the tests: inside that function, after its
-        docstring, so the answer is its new body. Seen: asked to fix a failing test, the 1.5B model sent the
-        whole file back unchanged in 43% of DevBench turns; a body is what it writes best, and is short."""
-        self.doubted = self.doubted or verdict.tests_doubted  # once doubted, the tests are not fitted to
-        written = sorted(p for p in self.written if not is_test_file(p))  # the step's own code, named or not
-        code = [p for p in dict.fromkeys([*self._code_files(), *written]) if p.endswith(".py")]
-        asked = "text_request_rewrite" in self.setting.domain.prompts
-        if not asked or not self.setting.continues or not code or self.doubted:
-            return None
-        if _CALLED_WRONG.search(verdict.report) and not verdict.examples_failed:
-            return None  # a call that does not fit the signature: a new body cannot fix it (the task's own
-            # failing examples still point at a function to fix, whatever a test's call did)
-        sources = python_files(self.setting.toolbox.env.store)
-        found = failing_function(verdict.report, sources, code, verdict.examples_failed)
-        if found is None:
-            return None
-        self.rewrites = self.rewrites + 1 if found == self.rewriting else 1
-        self.rewriting = found
-        if self.rewrites > MAX_REWRITES:  # the same function again and again: the whole files are asked for
-            return None
-        path, name, owner = found
-        return function_opening(path, sources[path], name, owner)
-
-    def _code_files(self) -> list[str]:
-        """The code files the step writes: a stub in a file it only mentions (an earlier step's interface, a
-        base class) is not its to complete."""
-        return [p for p in named_files(self.step.instruction.instruction) if not is_test_file(p)]
-
-    def _begin(self, path: str) -> Opening | None:
-        """Where the answer for code file ``path`` is begun, when the model continues begun answers and a
-        function the step gives the file is a stub there (or in the skeleton the step gives, for a new file).
-        Once an answer begun there held no body, the next is begun at the body's indentation; after two, none
-        is: the file is asked for as a whole."""
-        if not self.setting.continues or not path.endswith(".py"):
-            return None
-        instruction, store = self.step.instruction.instruction, self.setting.toolbox.env.store
-        if not store.exists(path):
-            opening = step_opening(instruction, path)
-        else:
-            opening = find_opening(path, store.read_text(path), names_for_file(instruction, path))
-        barren = self.barren.get((path, opening.owner, opening.name), 0) if opening is not None else 0
-        if opening is None or not barren:
-            return opening
-        return opening.indented() if barren == 1 else None
 
     def _unchanged(self, feedback: str, missed: bool = False) -> str:
         """The feedback, prefixed when the answer changed nothing; the next answer is sampled more freely then
@@ -394,40 +316,6 @@ class TextConversation:
         if self.last.unchanged:
             return self.setting.domain.render("text_unchanged") + "\n\n" + feedback
         return feedback
-
-    def _request_file(self, path: str) -> str:
-        """The request for one named file: for a code file, naming what the step says it defines (asked only for
-        "the file", a small model's first answer was its tests, or a signature and docstring); for a test file,
-        naming the modules it must import, not copy."""
-        render = self.setting.domain.render
-        if not is_test_file(path):
-            if (opening := self._begin(path)) is not None:
-                self.opening = opening
-                return render("text_request_body", path=path, name=opening.name)
-            instruction, store = self.step.instruction.instruction, self.setting.toolbox.env.store
-            missing = missing_definitions(instruction, python_files(store))  # not defined or imported elsewhere
-            owned = [n for n in names_for_file(instruction, path) if n in missing]
-            if owned:
-                return self._begun_file(path, render("text_request_sample", path=path, names=", ".join(owned)))
-            return self._begun_file(path, render("text_request_file", path=path))
-
-        def is_code(p: str) -> bool:
-            return p.endswith(".py") and not is_test_file(p) and not p.startswith("tests/")
-
-        store = self.setting.toolbox.env.store
-        code = [p for p in self.to_write if is_code(p)] or [p for p in store.list_files() if is_code(p)]
-        modules = ", ".join(module_name(p) for p in code)
-        request = render("text_request_test_file", path=path, modules=modules or "the project")
-        own = [p for p in self._code_files() if p.endswith(".py") and store.exists(p)]  # the step's code only
-        return self._begun_file(path, request, {p: store.read_text(p) for p in own})
-
-    def _begun_file(self, path: str, request: str, tested: dict[str, str] | None = None) -> str:
-        """``request`` for file ``path``, and the next answer begun at its start (the path, the opening fence, a
-        test file's imports of ``tested``), when the model continues begun answers and the domain says so."""
-        if not self.setting.continues or "text_begun_file" not in self.setting.domain.prompts:
-            return request
-        self.start = file_start(path, tested)
-        return request + "\n" + self.setting.domain.render("text_begun_file", path=path)
 
 
 @dataclass(frozen=True)

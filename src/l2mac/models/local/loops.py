@@ -9,8 +9,9 @@ model wrote before the loop is still used.
 A loop can also count: the same block with its numbers going up (seen on ClassEval_19 at 1ed18fc: begun at a
 test file's first ``def test_``, the model wrote ``test_01`` to ``test_21``, each the same three lines with a
 longer list of primes, 2,048 tokens and 26 minutes). A function written again and again with only its numbers
-changed is such a loop; what it wrote is kept (each copy tests something), up to where it was seen. Lines that
-count up outside a function's head (a table, a chain of ``elif month == 3:`` cases) are code, not a loop.
+changed, a dozen times, is such a loop; what it wrote is kept (each copy tests something), but for the last copy,
+which may be cut short. Lines that count up outside a function's head (a table, a chain of ``elif month == 3:``
+cases) are code, not a loop.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from dataclasses import dataclass, field
 
 #: identical consecutive blocks this many times is a loop; real code almost never repeats a line 8 times
 LOOP_REPEATS = 8
+#: a function written again with only its numbers changed, this many times, is a loop: a test file may well
+#: number its tests, and a dozen is more than a step's tests need (the loop seen went on to test_21)
+COUNTING_REPEATS = 12
 LOOP_MAX_PERIOD = 6
+_DEF = ("def ", "async def ")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _NUMBERS = re.compile(r"#(?:\s*,\s*#)+")
 
@@ -33,6 +38,7 @@ def shape(line: str) -> str:
 @dataclass
 class LoopGuard:
     repeats: int = LOOP_REPEATS
+    counting_repeats: int = COUNTING_REPEATS
     max_period: int = LOOP_MAX_PERIOD
     text: str = ""
     looped: bool = False
@@ -49,7 +55,7 @@ class LoopGuard:
 
     def _detect(self) -> bool:
         lines = self.text.split("\n")[:-1]  # complete lines only
-        shapes = [shape(line) for line in lines[-self.max_period * self.repeats :]]
+        shapes = [shape(line) for line in lines[-self.max_period * self.counting_repeats :]]
         for period in range(1, self.max_period + 1):
             if len(lines) < period * self.repeats:
                 break
@@ -57,26 +63,30 @@ class LoopGuard:
                 block = seen[-period:]
                 if not any(line.strip() for line in block):
                     break  # blank lines are layout, not a loop
-                if counting and not any(line.lstrip().startswith(("def ", "async def ")) for line in block):
+                if counting and not any(line.lstrip().startswith(_DEF) for line in block):
                     break  # lines counting up are a table or a chain of cases; a function written again is a loop
+                repeats = self.counting_repeats if counting else self.repeats
                 count = 1
                 while (count + 1) * period <= len(seen) and seen[-(count + 1) * period : -count * period] == block:
                     count += 1
-                if count >= self.repeats:
+                if count >= repeats:
                     self._loop_start, self._period, self._counting = len(lines) - count * period, period, counting
                     return True
         return False
 
     def trimmed(self) -> str:
-        """The answer with the loop cut: one copy of the repeated block (every copy of a counting one, as far as
-        it was written), and an open code fence closed."""
+        """The answer with the loop cut: one copy of the repeated block (of a counting one, every copy before the
+        last, which may be cut short), and an open code fence closed."""
         if not self.looped:
             return self.text
-        lines = (
-            self.text.split("\n")[:-1] if self._counting else self.text.split("\n")[: self._loop_start + self._period]
-        )
-        while self._counting and lines and not lines[-1].strip():
-            lines.pop()
+        lines = self.text.split("\n")
+        if self._counting:
+            last = max(i for i in range(self._loop_start, len(lines)) if lines[i].lstrip().startswith(_DEF))
+            lines = lines[:last]
+            while lines and not lines[-1].strip():
+                lines.pop()
+        else:
+            lines = lines[: self._loop_start + self._period]
         if sum(1 for line in lines if line.lstrip().startswith("```")) % 2:
             lines.append("```")
         return "\n".join(lines) + "\n"
