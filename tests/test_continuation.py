@@ -115,6 +115,27 @@ def test_interfaces_and_abstract_methods_are_not_stubs_to_complete_and_an_empty_
     assert stripped is not None and "\n    if not numbers:\n        return 0.0\n" in stripped  # indentation put back
 
 
+def test_a_constructor_that_takes_nothing_and_says_nothing_is_complete_and_its_empty_copy_never_replaces_a_body() -> (
+    None
+):
+    # Seen on ClassEval_24 at 42ff847: asked for the body of `def __init__(self): pass`, the model answered `pass`
+    # each time, and the step failed on "never defined __init__" with the class right.
+    from l2mac.checks.demands import missing_definitions
+    from l2mac.checks.repairs import merge_definitions
+
+    empty = "class Calc:\n    def __init__(self):\n        pass\n\n    def add(self, a, b):\n        pass\n"
+    opening = find_opening("calc.py", empty, ["Calc", "__init__", "add"])
+    assert opening is not None and opening.name == "add"  # the constructor is not asked for
+    step = "Implement Calc in calc.py: __init__() and add(a, b)."
+    written = empty.replace("b):\n        pass\n", "b):\n        return a + b\n")
+    assert "__init__(self):\n        pass" in written and missing_definitions(step, {"calc.py": written}) == []
+    for said in ("    def __init__(self, size):\n        pass\n", '    def __init__(self):\n        """Set up."""\n'):
+        opening = find_opening("calc.py", empty.replace("    def __init__(self):\n        pass\n", said), ["Calc"])
+        assert opening is not None and opening.name == "__init__"  # it takes or says something: a stub
+    bodied = "class Calc:\n    def __init__(self):\n        self.total = 0\n"
+    assert merge_definitions(bodied, "class Calc:\n    def __init__(self):\n        pass\n") is None
+
+
 def test_the_skeleton_a_step_gives_is_its_python_block_that_defines_a_stub_of_the_file() -> None:
     assert given_skeleton(TASK.instruction, ["spread"]) == STUB
     assert given_skeleton("Use it like this:\n```python\nprint(spread([1]))\n```", ["spread"]) is None

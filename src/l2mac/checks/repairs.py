@@ -24,7 +24,7 @@ from l2mac.checks.autofix import (
     undefined_names,
 )
 from l2mac.checks.contract import given_heads, given_skeleton
-from l2mac.checks.demands import is_stub_definition, names_for_file
+from l2mac.checks.demands import is_stub_definition, is_stub_shaped, names_for_file
 from l2mac.checks.dependencies import declaring, distribution_for, is_well_known
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
@@ -257,7 +257,7 @@ def _stub_for_body(new: ast.stmt, old: ast.stmt, owner: ast.ClassDef | None = No
     """Whether ``new`` is a stub of a function ``old`` defines with a body."""
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     if isinstance(new, functions) and isinstance(old, functions):
-        return is_stub_definition(new, owner) and not is_stub_definition(old, owner)
+        return is_stub_shaped(new) and not is_stub_definition(old, owner)
     return False
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from l2mac.checks.demands import is_stub_shaped
+
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -42,32 +44,13 @@ def signature_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}:"
 
 
-def _is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    body = list(node.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
-        body = body[1:]  # the docstring
-    if not body:
-        return True
-    if len(body) != 1:
-        return False
-    only = body[0]
-    if isinstance(only, ast.Pass):
-        return True
-    if isinstance(only, ast.Expr) and isinstance(only.value, ast.Constant) and only.value.value is Ellipsis:
-        return True
-    if isinstance(only, ast.Raise) and only.exc is not None:
-        exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
-        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
-    return False
-
-
 def stubs(source: str, module: str) -> list[Contract]:
     """The top-level functions of ``source`` left as stubs: the contracts a mother delegates."""
     tree = _parse(source, module)
     return [
         Contract(module, n.name, signature_of(n), ast.get_docstring(n) or "")
         for n in tree.body
-        if isinstance(n, _DEFS) and _is_stub(n)
+        if isinstance(n, _DEFS) and is_stub_shaped(n)
     ]
 
 
