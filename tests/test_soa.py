@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -99,7 +100,7 @@ class Team:
             elif "decide_contract" in tools or "asks to change the signature" in system:
                 role = "decide"
             else:
-                m = re.search(r"Implement this function:\n```python\n(?:async )?def (\w+)\(", user)
+                m = re.search(r"Implement this function:\n```python\n(?:class \w+:\n\s+)?(?:async )?def (\w+)\(", user)
                 role = m.group(1) if m else "?"
             self.asked.setdefault(role, []).append(user)
             reply = self.answers[role].pop(0)
@@ -283,6 +284,95 @@ def test_put_function_keeps_contracts_frozen() -> None:
         assert "the signature changed" in str(e) and "request_contract_change" in str(e)
     else:
         raise AssertionError("a changed signature was merged")
+
+
+SHELF = '''class Shelf:
+    """Books on a shelf."""
+
+    def __init__(self, size: int):
+        """A shelf for at most size books, empty."""
+        ...
+
+    def add(self, title: str) -> bool:
+        """Put a book on the shelf; False when it is full."""
+        ...
+
+    def count(self) -> int:
+        """How many books are on the shelf."""
+        ...
+'''
+SHELF_TESTS = """from shelf import Shelf
+
+
+def test_shelf():
+    s = Shelf(1)
+    assert s.add("a") and not s.add("b") and s.count() == 1
+"""
+INIT = '''    def __init__(self, size: int):
+        """A shelf for at most size books, empty."""
+        self.size = size
+        self.books: list[str] = []
+'''
+# a small model sends the whole class, its siblings' stubs copied, and a helper method of its own
+ADD = SHELF.replace(
+    '''        """Put a book on the shelf; False when it is full."""
+        ...''',
+    '''        """Put a book on the shelf; False when it is full."""
+        if self._full():
+            return False
+        self.books.append(title)
+        return True
+
+    def _full(self) -> bool:
+        """Whether no book fits."""
+        return len(self.books) >= self.size''',
+)
+COUNT = '''def count(self) -> int:
+    """How many books are on the shelf."""
+    return len(self.books)
+'''
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["tool calls", "text"])
+def test_an_agent_owns_a_method_and_the_constructor_is_written_before_the_other_methods(
+    tmp_path: Path, text: bool
+) -> None:
+    """Most code is classes: a class's stub methods are contracts as functions are. The constructor's agent
+    works first (its attributes are what the methods share), and the others see its body in the outline."""
+    team = Team(
+        {
+            "lead": [("write_skeleton", {"modules": [{"path": "shelf.py", "code": SHELF}], "tests": SHELF_TESTS})],
+            "__init__": [("write_function", {"code": INIT})],  # indented as in its class
+            "add": [("write_function", {"code": ADD})],
+            "count": [("write_function", {"code": COUNT})],  # alone, at the top level
+        },
+        latency=0.05,
+        text=text,
+    )
+    result = run_team(tmp_path, team, protocol="text" if text else "tools")
+    assert result.ok, result.report
+    titles = [o.title for o in result.outcomes]
+    assert titles == ["agent 0: shelf.py", "agent 1: shelf.py:Shelf.__init__", "agent 2: shelf.py:Shelf.add",
+                      "agent 3: shelf.py:Shelf.count"]  # fmt: skip
+    code = result.files["shelf.py"]
+    assert "self.books: list[str] = []" in code and "def _full(self) -> bool:" in code
+    assert code.count("def count") == 1 and "return len(self.books)\n" in code
+    assert "class Shelf:" in team.asked["add"][0] and "self.books: list[str] = []" in team.asked["add"][0]
+
+
+def test_a_method_contract_is_merged_into_its_class_and_stays_frozen() -> None:
+    contracts = stubs(SHELF + "\n\nclass Store(Protocol):\n    def get(self) -> int:\n        ...\n", "shelf.py")
+    assert [c.label for c in contracts] == ["shelf.py:Shelf.__init__", "shelf.py:Shelf.add", "shelf.py:Shelf.count"]
+    count = contracts[2]
+    assert count.text().startswith("class Shelf:\n    def count(self) -> int:")
+    merged = put_function(SHELF, count, "    " + COUNT.replace("\n", "\n    ").rstrip() + "\n")
+    assert "        return len(self.books)\n" in merged and merged.count("...") == 2
+    for wrong in (COUNT.replace("(self)", "(self, shelf)"), "def total(self) -> int:\n    return 0\n"):
+        try:
+            put_function(SHELF, count, wrong)
+        except ContractError:
+            continue
+        raise AssertionError(f"merged: {wrong}")
 
 
 def test_the_text_protocol_reads_fenced_blocks_and_markers_as_the_agents_calls(tmp_path: Path) -> None:

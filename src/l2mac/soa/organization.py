@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import textwrap
 import time
 from collections.abc import Callable
 from functools import partial
@@ -148,7 +149,11 @@ class Organization:
         if mother is not None:
             kin = [self.agents[c].contract for c in mother.children]
             near |= {k.name for k in [*kin, mother.contract] if k is not None}
-        owned = {a.contract.name for a in self.agents if a.contract and a.contract.module == contract.module}
+        owned = {  # top-level functions: a class's methods are shown as its outline, bodies cut
+            a.contract.name
+            for a in self.agents
+            if a.contract and a.contract.module == contract.module and a.contract.owner is None
+        }
         return owned - near
 
     def _fix_files(self, paths: list[str]) -> None:
@@ -222,19 +227,23 @@ class Organization:
         design = await self._design(lead, self.render("mother_repair", task=self.task, files=files, report=report))
         if design is None:
             return False
-        owned = {(a.contract.module, a.contract.name) for a in self.agents if a.contract is not None}
-        await self._delegate(lead, [c for c in design[0] if (c.module, c.name) not in owned])
+        owned = {a.contract.key for a in self.agents if a.contract is not None}
+        await self._delegate(lead, [c for c in design[0] if c.key not in owned])
         return True
 
     async def _delegate(self, mother: Agent, contracts: list[Contract]) -> None:
+        """One agent per contract, working concurrently; constructors first, as the attributes they set are what
+        the other methods of their class share (an agent sees its class's constructor whole)."""
         children = []
-        for contract in contracts:
+        for contract in sorted(contracts, key=lambda c: not c.constructor):
             if self._can_spawn(mother.depth + 1, 1):
-                children.append(self._new(f"{contract.module}:{contract.name}", mother.depth + 1, mother.id, contract))
+                children.append(self._new(contract.label, mother.depth + 1, mother.id, contract))
             else:  # no agent left: the mother implements it herself, completely
                 await self._implement(mother, contract, leaf=True)
         self._set(mother, AgentState.WAITING, f"waiting for {len(children)} agents")
-        await asyncio.gather(*(self._child(c) for c in children))
+        first = [c for c in children if c.contract is not None and c.contract.constructor]
+        await asyncio.gather(*(self._child(c) for c in first))
+        await asyncio.gather(*(self._child(c) for c in children if c not in first))
 
     async def _implement(
         self, agent: Agent, contract: Contract, *, leaf: bool, extra: str = ""
@@ -264,10 +273,14 @@ class Organization:
                 answer = FunctionArgs.model_validate(_args(call, "write_function"))
                 code = answer.code
                 async with self._lock(contract.module):
-                    merged = put_function(self.env.store.read_text(contract.module), contract, code)
-                    helpers = [s for s in stubs(merged, contract.module) if s.name in _defined(code)]
-                    if any(h.name == contract.name for h in helpers):
+                    source = self.env.store.read_text(contract.module)
+                    merged = put_function(source, contract, code)
+                    after = stubs(merged, contract.module)
+                    if any(s.key == contract.key for s in after):
                         raise ContractError(f"{contract.name} is still a stub: write its body")
+                    # its helpers: the stubs it added (a sibling's stub it copied is the sibling's)
+                    before = {s.key for s in stubs(source, contract.module)}
+                    helpers = [s for s in after if s.key not in before and s.name in _defined(code)]
                     if helpers and leaf:
                         raise ContractError("no agents are left to delegate to: implement every helper fully")
                     self._write(agent, contract.module, merged)
@@ -390,10 +403,13 @@ def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:
 
 
 def _defined(code: str) -> set[str]:
+    """The functions ``code`` defines at its top level and in its classes."""
     try:
-        return {n.name for n in ast.parse(code).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        tree = ast.parse(textwrap.dedent(code))
     except SyntaxError:
         return set()
+    scopes = [tree.body, *(n.body for n in tree.body if isinstance(n, ast.ClassDef))]
+    return {n.name for body in scopes for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def _short(e: Exception) -> str:
