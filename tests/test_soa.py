@@ -367,6 +367,10 @@ def test_a_method_contract_is_merged_into_its_class_and_stays_frozen() -> None:
     assert count.text().startswith("class Shelf:\n    def count(self) -> int:")
     merged = put_function(SHELF, count, "    " + COUNT.replace("\n", "\n    ").rstrip() + "\n")
     assert "        return len(self.books)\n" in merged and merged.count("...") == 2
+    static = SHELF.replace("    def count(self)", "    @staticmethod\n    def count(self)")
+    kept = stubs(static, "shelf.py")[2]
+    assert kept.decorators == ("staticmethod",) and "    @staticmethod\n    def count" in kept.text()
+    assert "    @staticmethod\n    def count(self) -> int:\n" in put_function(static, kept, COUNT)  # left out: kept
     for wrong in (COUNT.replace("(self)", "(self, shelf)"), "def total(self) -> int:\n    return 0\n"):
         try:
             put_function(SHELF, count, wrong)

@@ -29,6 +29,7 @@ class Contract:
     signature: str  # "def name(a: int, b: int) -> int:"
     docstring: str
     owner: str | None = None  # the class the function is a method of
+    decorators: tuple[str, ...] = ()  # as written, without the ``@``: ``staticmethod``, ``property``
 
     @property
     def key(self) -> tuple[str, str | None, str]:
@@ -42,7 +43,7 @@ class Contract:
     def text(self) -> str:
         """The function as a stub; a method inside its class."""
         doc = f'    """{self.docstring}"""\n' if self.docstring else ""
-        stub = f"{self.signature}\n{doc}    ..."
+        stub = "".join(f"@{d}\n" for d in self.decorators) + f"{self.signature}\n{doc}    ..."
         return f"class {self.owner}:\n{textwrap.indent(stub, '    ')}" if self.owner else stub
 
     @property
@@ -74,7 +75,14 @@ def stubs(source: str, module: str) -> list[Contract]:
             found.append(Contract(module, n.name, signature_of(n), ast.get_docstring(n) or ""))
         elif isinstance(n, ast.ClassDef):
             found += [
-                Contract(module, m.name, signature_of(m), ast.get_docstring(m) or "", n.name)
+                Contract(
+                    module,
+                    m.name,
+                    signature_of(m),
+                    ast.get_docstring(m) or "",
+                    n.name,
+                    tuple(ast.unparse(d) for d in m.decorator_list),
+                )
                 for m in n.body
                 if isinstance(m, _DEFS) and is_stub_definition(m, n)
             ]
@@ -127,6 +135,8 @@ def put_function(source: str, contract: Contract, code: str) -> str:
     for node in [target, *helpers]:
         s, e = _span(node)
         block += [*_indented(code_lines[s:e], old.col_offset), *gap]
+    if old.decorator_list and not target.decorator_list:  # kept: the contract's (a small model leaves them out)
+        block[:0] = lines[a : old.lineno - 1]
     lines[a:b] = block[: -len(gap)]
     have = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
     missing = [ast.unparse(n) for n in new.body if isinstance(n, (ast.Import, ast.ImportFrom))]
