@@ -3,6 +3,7 @@ so replies are chosen by whom the request is for, not by order)."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import re
@@ -15,6 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from l2mac.models.scripted import last_user_text
 from l2mac.run import run_l2mac
+from l2mac.soa import contracts
 from l2mac.soa.contracts import Contract, ContractError, put_function, stubs
 
 from conftest import make_settings
@@ -377,6 +379,47 @@ def test_a_method_contract_is_merged_into_its_class_and_stays_frozen() -> None:
         except ContractError:
             continue
         raise AssertionError(f"merged: {wrong}")
+
+
+def test_a_method_answer_lands_in_its_class_however_it_is_indented_and_its_helpers_where_they_belong() -> None:
+    """From a review: a column-0 comment once nested the method in the one above it; a top-level helper of a
+    method became a method; a helper named as another agent's helper was dropped silently."""
+    count = stubs(SHELF, "shelf.py")[2]
+    commented = SHELF.replace(
+        '''        """How many books are on the shelf."""
+        ...''',
+        '''        """How many books are on the shelf."""
+# the books held
+        return _size(self.books)''',
+    )
+    helper = "\n\ndef _size(items: list[str]) -> int:\n    return len(items)\n"
+    for answer in (commented + helper, COUNT.replace("len(self.books)", "_size(self.books)") + helper):
+        merged = put_function(SHELF, count, answer)
+        tree = ast.parse(merged)
+        shelf = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+        assert [m.name for m in shelf.body if isinstance(m, ast.FunctionDef)] == ["__init__", "add", "count"]
+        assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["_size"]  # at the module's level
+    with_helper = put_function(SHELF, stubs(SHELF, "shelf.py")[1], ADD)
+    own_full = COUNT.replace("return len(self.books)", "return 0 if self._full(1) else len(self.books)")
+    own_full += "\n\ndef _full(self, n: int) -> bool:\n    return n > 1\n"
+    try:  # another agent's helper of the same name, written otherwise: its own must be renamed
+        put_function(with_helper, stubs(with_helper, "shelf.py")[-1], own_full)
+    except ContractError as e:
+        assert "_full" in str(e) and "rename" in str(e)
+    else:
+        raise AssertionError("a helper was dropped for another agent's of the same name")
+    prop = "class T:\n    @property\n    def c(self) -> float:\n        ...\n\n"
+    prop += "    @c.setter\n    def c(self, v: float) -> None:\n        ...\n"
+    assert stubs(prop, "t.py") == []  # a getter and its setter share a name: left to the lead
+    quoted = Contract("t.py", "f", "def f(self):", 'Returns "x"', "T")
+    ast.parse(quoted.text())
+    assert contracts.test_path_for("m.py", "f", "A") != contracts.test_path_for("m.py", "f", "B")
+    from l2mac.soa.agents import Agent, involved_in
+
+    lead = Agent(0, "m.py", 0, None)
+    team = [lead, Agent(1, "m.py:T.add", 1, 0, Contract("m.py", "add", "def add(self):", "", "T")),
+            Agent(2, "m.py:T.count", 1, 0, Contract("m.py", "count", "def count(self):", "", "T"))]  # fmt: skip
+    assert involved_in(team, lead, "in test_add(): t.count() == 2") == [team[2]]
 
 
 def test_the_text_protocol_reads_fenced_blocks_and_markers_as_the_agents_calls(tmp_path: Path) -> None:

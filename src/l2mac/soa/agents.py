@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -52,5 +53,5 @@ def involved_in(agents: list[Agent], mother: Agent, report: str) -> list[Agent]:
     """The agents under ``mother`` whose function appears in a test failure's ``report``; all of them if none
     does."""
     under = [a for a in agents if a.contract is not None and descends(agents, a, mother.id)]
-    named = [a for a in under if a.contract is not None and f"{a.contract.name}(" in report]
+    named = [a for a in under if a.contract is not None and re.search(rf"(?<!\w){a.contract.name}\(", report)]
     return named or under

@@ -10,12 +10,15 @@ instead).
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from l2mac.checks.demands import is_stub_definition, is_stub_shaped
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEF_LINE = re.compile(r"\s*(?:@|(?:async\s+)?def\s|class\s)")
 
 
 class ContractError(ValueError):
@@ -42,13 +45,18 @@ class Contract:
 
     def text(self) -> str:
         """The function as a stub; a method inside its class."""
-        doc = f'    """{self.docstring}"""\n' if self.docstring else ""
+        doc = f"    {_string(self.docstring)}\n" if self.docstring else ""
         stub = "".join(f"@{d}\n" for d in self.decorators) + f"{self.signature}\n{doc}    ..."
         return f"class {self.owner}:\n{textwrap.indent(stub, '    ')}" if self.owner else stub
 
     @property
     def constructor(self) -> bool:
         return self.owner is not None and self.name == "__init__"
+
+
+def _string(text: str) -> str:
+    """``text`` as a triple-quoted literal, or as ``repr`` gives it where quotes or backslashes would change it."""
+    return repr(text) if '"""' in text or text.endswith('"') or "\\" in text else f'"""{text}"""'
 
 
 def _parse(source: str, what: str) -> ast.Module:
@@ -84,9 +92,15 @@ def stubs(source: str, module: str) -> list[Contract]:
                     tuple(ast.unparse(d) for d in m.decorator_list),
                 )
                 for m in n.body
-                if isinstance(m, _DEFS) and is_stub_definition(m, n)
+                if isinstance(m, _DEFS) and is_stub_definition(m, n) and _once(m.name, n)
             ]
     return found
+
+
+def _once(name: str, cls: ast.ClassDef) -> bool:
+    """Whether ``cls`` defines ``name`` once: a property's getter and setter share a name, and are left to the
+    lead (one agent could not own one of them)."""
+    return sum(1 for m in cls.body if isinstance(m, _DEFS) and m.name == name) == 1
 
 
 def _scope(tree: ast.Module, owner: str | None) -> list[ast.stmt] | None:
@@ -97,20 +111,36 @@ def _scope(tree: ast.Module, owner: str | None) -> list[ast.stmt] | None:
     return cls.body if cls is not None else None
 
 
-def put_function(source: str, contract: Contract, code: str) -> str:
+def put_function(source: str, contract: Contract, code: str, siblings: Collection[str] = ()) -> str:
     """``source`` with ``contract``'s function replaced by the one in ``code``; other functions ``code`` defines
-    (helpers) are added right after it, and its imports at the top. For a method, ``code`` may be the method
-    alone or inside its class; its helpers become methods, and what it defines that the class already has (a
-    small model sends the whole class) is left as the class has it: the other methods are other agents'.
-    Raises ContractError on a changed signature, a missing function, or a helper whose name is taken."""
+    (helpers) are added right after it, and its imports at the top. Raises ContractError on a changed
+    signature, a missing function, or a helper whose name is taken.
+
+    For a method, ``code`` may be the method alone (indented or not) or inside its class (a small model sends
+    the whole class). The functions it defines in the class, or at the top level with ``self`` or ``cls``
+    first, are methods: its new ones are its helpers, and what the class already has is left as the class has
+    it when it is one of the ``siblings`` (the other agents' methods) or sent unchanged. Its other top-level
+    functions are the module's helpers, put after the class."""
     tree = _parse(source, contract.module)
-    new = _parse(textwrap.dedent(code), f"the code for {contract.name}")
+    code = _dedented(code)
+    new = _parse(code, f"the code for {contract.name}")
     scope = _scope(tree, contract.owner)
     if scope is None:
         raise ContractError(f"{contract.module} no longer defines class {contract.owner}")
-    new_scope = _scope(new, contract.owner) if contract.owner is not None else None
-    new_defs = [n for n in (new_scope if new_scope is not None else new.body) if isinstance(n, _DEFS)]
-    target = next((n for n in new_defs if n.name == contract.name), None)
+    old_defs = {n.name: n for n in scope if isinstance(n, (*_DEFS, ast.ClassDef))}
+    if contract.name not in old_defs:
+        raise ContractError(f"{contract.module} no longer defines {contract.name}")
+    top = [n for n in new.body if isinstance(n, _DEFS)]
+    classes = [n for n in new.body if isinstance(n, ast.ClassDef)]
+    wrapper = next((c for c in classes if c.name == contract.owner), classes[0] if len(classes) == 1 else None)
+    if contract.owner is None:
+        own, outside = top, []
+    elif wrapper is not None:
+        own, outside = [n for n in wrapper.body if isinstance(n, _DEFS)], top
+    else:
+        own = [n for n in top if _takes_self(n) or n.name == contract.name]
+        outside = [n for n in top if n not in own]
+    target = next((n for n in own if n.name == contract.name), None)
     if target is None:
         raise ContractError(f"the code does not define {contract.name}")
     if signature_of(target) != contract.signature:
@@ -118,32 +148,51 @@ def put_function(source: str, contract: Contract, code: str) -> str:
             f"the signature changed: the contract is `{contract.signature}`, the code has `{signature_of(target)}`;"
             " keep the contract, or ask for a change with request_contract_change"
         )
-    old_defs = {n.name: n for n in scope if isinstance(n, (*_DEFS, ast.ClassDef))}
-    helpers = [n for n in new_defs if n is not target]
-    if contract.owner is not None:
-        helpers = [n for n in helpers if n.name not in old_defs]
-    taken = [n.name for n in helpers if n.name in old_defs]
+    lines, code_lines = source.splitlines(), code.splitlines()
+
+    def text(node: ast.stmt) -> str:
+        return "\n".join(code_lines[slice(*_span(node))])
+
+    def left_alone(node: ast.stmt) -> bool:  # another agent's method, or a method sent back as the class has it
+        name = getattr(node, "name", "")
+        old = old_defs.get(name)
+        return old is not None and (name in siblings or ast.dump(old) == ast.dump(node))
+
+    helpers = [n for n in own if n is not target and not (contract.owner and left_alone(n))]
+    module_defs = {n.name for n in tree.body if isinstance(n, (*_DEFS, ast.ClassDef))}
+    outside = [n for n in outside if not (n.name in module_defs and left_alone(n))]
+    taken = [n.name for n in helpers if n.name in old_defs] + [n.name for n in outside if n.name in module_defs]
     if taken:
         raise ContractError(f"helper names already used in {contract.module}: {', '.join(taken)}; rename them")
-    if contract.name not in old_defs:
-        raise ContractError(f"{contract.module} no longer defines {contract.name}")
-    lines, code_lines = source.splitlines(), textwrap.dedent(code).splitlines()
     old = old_defs[contract.name]
     a, b = _span(old)
     gap = [""] if contract.owner is not None else ["", ""]  # methods are one blank line apart
     block: list[str] = []
     for node in [target, *helpers]:
-        s, e = _span(node)
-        block += [*_indented(code_lines[s:e], old.col_offset), *gap]
+        block += [*_moved(text(node), node, old.col_offset), *gap]
     if old.decorator_list and not target.decorator_list:  # kept: the contract's (a small model leaves them out)
         block[:0] = lines[a : old.lineno - 1]
+    if outside:  # after the class, at the module's level
+        end = next(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == contract.owner).end_lineno
+        assert end is not None
+        lines[end:end] = [line for n in outside for line in ["", "", *_moved(text(n), n, 0)]]
     lines[a:b] = block[: -len(gap)]
     have = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
     missing = [ast.unparse(n) for n in new.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     missing = [m for m in dict.fromkeys(missing) if m not in have]
     head = _after_imports(tree)
     lines[head:head] = missing
-    return "\n".join(lines).rstrip() + "\n"
+    merged = "\n".join(lines).rstrip() + "\n"
+    if contract.name not in {
+        getattr(n, "name", "") for n in _scope(_parse(merged, contract.module), contract.owner) or []
+    }:
+        raise ContractError(f"{contract.name} could not be put in its place: write it again, indented as a method")
+    return merged
+
+
+def _takes_self(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    first = fn.args.posonlyargs[:1] or fn.args.args[:1]
+    return bool(first) and first[0].arg in {"self", "cls"}
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
@@ -151,10 +200,35 @@ def _span(node: ast.stmt) -> tuple[int, int]:
     return first - 1, node.end_lineno or node.lineno
 
 
-def _indented(lines: list[str], column: int) -> list[str]:
-    """``lines`` (a definition) moved so that its first line starts at ``column``."""
-    text = textwrap.dedent("\n".join(lines))
-    return textwrap.indent(text, " " * column).splitlines() if column else text.splitlines()
+def _dedented(code: str) -> str:
+    """``code`` moved left by the indentation of its first definition (a method answered alone is indented as
+    in its class); lines indented less (a comment, an import at column 0) stay where they are."""
+    lines = code.splitlines()
+    first = next((line for line in lines if _DEF_LINE.match(line)), "")
+    n = len(first) - len(first.lstrip(" "))
+    return "\n".join(line[n:] if line[:n].isspace() else line for line in lines) + "\n" if n else code
+
+
+def _moved(text: str, node: ast.stmt, column: int) -> list[str]:
+    """A definition's ``text`` (its first line at ``node``'s column) moved to start at ``column``; the lines
+    inside its multi-line strings keep their text, and lines indented less than the move takes stay."""
+    shift = column - node.col_offset
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    inside = {
+        line
+        for n in ast.walk(node)
+        if isinstance(n, (ast.Constant, ast.JoinedStr)) and (n.end_lineno or n.lineno) > n.lineno
+        for line in range(n.lineno + 1, (n.end_lineno or n.lineno) + 1)
+    }
+    out = []
+    for number, line in enumerate(text.splitlines(), start=first):
+        if number in inside or not line.strip():
+            out.append(line)
+        elif shift >= 0:
+            out.append(" " * shift + line)
+        else:
+            out.append(line[-shift:] if line[:-shift].isspace() else line)
+    return out
 
 
 def _after_imports(tree: ast.Module) -> int:
@@ -175,7 +249,7 @@ def changed_contract(old: Contract, signature: str) -> Contract:
     node = tree.body[0] if tree.body else None
     if not isinstance(node, _DEFS) or node.name != old.name:
         raise ContractError(f"the new signature must define {old.name}")
-    return Contract(old.module, old.name, signature_of(node), old.docstring, old.owner)
+    return Contract(old.module, old.name, signature_of(node), old.docstring, old.owner, old.decorators)
 
 
 def replace_signature(source: str, old: Contract, new: Contract) -> str:
@@ -217,8 +291,9 @@ def outline(source: str, hide: set[str] | None = None) -> str:
     return ast.unparse(tree)
 
 
-def test_path_for(module: str, function: str | None = None) -> str:
+def test_path_for(module: str, function: str | None = None, owner: str | None = None) -> str:
     """The test file of a module's lead (``tests/test_core.py``) or of a function's agent once it splits its
-    function (``tests/test_core_parse.py``)."""
+    function (``tests/test_core_parse.py``; a method's, ``tests/test_core_parser_parse.py``)."""
     stem = module.rsplit("/", 1)[-1].removesuffix(".py")
-    return f"tests/test_{stem}{'_' + function.strip('_') if function else ''}.py"
+    names = [n.strip("_").lower() for n in (owner, function) if n]
+    return f"tests/test_{'_'.join([stem, *names])}.py"

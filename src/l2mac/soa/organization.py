@@ -274,7 +274,12 @@ class Organization:
                 code = answer.code
                 async with self._lock(contract.module):
                     source = self.env.store.read_text(contract.module)
-                    merged = put_function(source, contract, code)
+                    siblings = {
+                        a.contract.name
+                        for a in self.agents
+                        if a.contract and a.contract.owner == contract.owner and a.contract.module == contract.module
+                    } - {contract.name}
+                    merged = put_function(source, contract, code, siblings)
                     after = stubs(merged, contract.module)
                     if any(s.key == contract.key for s in after):
                         raise ContractError(f"{contract.name} is still a stub: write its body")
@@ -303,7 +308,8 @@ class Organization:
             self._set(agent, AgentState.DONE)
             return
         # it split its function: it is a mother now, with its own tests run once its children are done
-        test_file = test_path_for(agent.contract.module, agent.contract.name) if tests.strip() else None
+        contract = agent.contract
+        test_file = test_path_for(contract.module, contract.name, contract.owner) if tests.strip() else None
         if test_file:
             self._write(agent, test_file, tests)
             self._fix_files([test_file])
