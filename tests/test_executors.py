@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import threading
 import time
 from pathlib import Path
@@ -148,6 +149,46 @@ def test_a_set_up_error_records_no_interrupted_session_and_saves_never_overlap(t
         run_sweep(TASKS[:1], data, lambda: Worker(lambda t: 1), key=lambda t: t.task_id,
                   entry=lambda t, o: {"x": o.result}, save=save, executor=Interrupted())  # fmt: skip
     assert overlaps == [] and data["sessions"][0]["interrupted"] is True
+
+
+def test_each_task_is_scored_as_it_comes_so_a_stopped_run_leaves_scores(tmp_path: Path) -> None:
+    """Seen: a benchmark run stopped at a session's end held its generations unscored, to be scored by hand
+    with --tasks. Each entry is scored when it is saved; a scorer that fails is left to the final pass."""
+    calls: list[set[str]] = []
+    stop_after = 3
+
+    def counting(solutions: dict[str, str]) -> dict[str, TaskScore]:
+        calls.append(set(solutions))
+        if len(calls) == 2:
+            raise RuntimeError("the scorer's environment is not ready")
+        return score(solutions)
+
+    def start() -> Worker[he.Task, Generation]:
+        inner, seen = scripted_worker(0), [0]
+
+        def work(task: he.Task) -> Generation:
+            seen[0] += 1
+            if seen[0] > stop_after:
+                raise KeyboardInterrupt
+            return inner.work(task)
+
+        return Worker(work)
+
+    out = tmp_path / "r.json"
+    kwargs: dict[str, Any] = dict(
+        strategy="single", score=he.as_fields(counting), summarise=he.summarise, unscored=he.UNSCORED,
+        out=out, meta={"data_md5": he.DATA_MD5}, say=lambda line: None,
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(TASKS, start=start, executor=ThreadExecutor(1), **kwargs)
+    saved = json.loads(out.read_text())["tasks"]
+    assert len(saved) == stop_after and all(len(c) == 1 for c in calls)  # one task each time, as it came
+    unscored = [tid for tid, t in saved.items() if t["base"] is None]
+    assert len(unscored) == 1  # the one whose scoring failed
+    calls.clear()
+    data = run_benchmark(TASKS, generate=scripted_worker(0).work, **kwargs)  # resumed: the rest, then all
+    assert set(unscored) < calls[0] and len(calls[0]) == 2 and calls[-1] == {t.task_id for t in TASKS}
+    assert all(t["base"] is not None for t in data["tasks"].values())
 
 
 def test_an_error_message_is_printed_as_written_not_read_as_markup(capsys: pytest.CaptureFixture[str]) -> None:
