@@ -105,3 +105,23 @@ def test_a_name_defined_twice_is_left_alone_and_one_head_that_cannot_go_back_lea
     assert 'def grow(self, by):\n        """Grow."""\n        self._s += by\n' in fixed
     assert "    @property\n    def size(self):\n        return self._s\n" in fixed
     assert "def shrink(self, by, twice):" in fixed
+
+
+def test_a_given_skeleton_that_does_not_parse_is_mended_of_typographic_quotes_and_an_unclosed_docstring() -> None:
+    # Seen in ClassEval: ClassEval_43 and _46 open docstrings with typographic quotes, ClassEval_22 leaves one
+    # unclosed; their skeletons gave l2mac no stub to begin an answer in, and no example to check.
+    from l2mac.checks.contract import mended, parses
+    from l2mac.checks.examples import given_examples
+
+    curly = (
+        "class T:\n    def f(self, x):\n        \u201c\u201d\u201c\n        Twice x.\n        >>> T().f(2)\n        4\n"
+    )
+    curly += "        \u201d\u201c\u201d\n"
+    unclosed = 'class T:\n    def f(self, x):\n        """\n        Twice x.\n\n    def g(self):\n        """G."""\n'
+    for broken in (curly, unclosed):
+        step = f"Implement T in t.py.\n\n```python\n{broken}```"
+        skeleton = given_skeleton(step, ["f"])
+        assert skeleton is not None and parses(skeleton) and "def f(self, x):" in skeleton
+    assert [e.name for e in given_examples(f"```python\n{curly}```")] == ["T.f"]
+    assert mended('x = "\u201cquoted\u201d"\n') == 'x = "\u201cquoted\u201d"\n'  # it parses: as it is
+    assert mended("def f(:\n") == "def f(:\n"  # no mending makes it parse: as it is

@@ -13,6 +13,7 @@ which is rewritten there.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from l2mac.checks.demands import is_stub_definition
@@ -28,6 +29,7 @@ def given_skeleton(instruction: str, names: list[str], path: str | None = None) 
     for label, body in fenced_blocks(instruction):
         if label is not None and path is not None and label != path:
             continue
+        body = mended(body)
         try:
             tree = ast.parse(body)
         except SyntaxError:
@@ -38,6 +40,55 @@ def given_skeleton(instruction: str, names: list[str], path: str | None = None) 
         ):
             return body.strip("\n") + "\n"
     return None
+
+
+#: typographic quotes, as a word processor or a chat window writes them
+_CURLY_DOUBLE = re.compile("[\u201c\u201d\u201e\u201f]")
+_CURLY_SINGLE = re.compile("[\u2018\u2019\u201a\u201b]")
+_DEFINITION = re.compile(r"(\s*)(?:@|(?:async\s+)?def\s|class\s)")
+
+
+def mended(code: str) -> str:
+    """``code`` as given, or, when it does not parse, mended of what copying code by hand leaves: typographic
+    quotes where Python's are meant (three of them opening a docstring first, then any), and a docstring left
+    unclosed before the next definition. Only a mending that makes it parse is kept. Seen in ClassEval's
+    skeletons: ClassEval_43 and _46 open docstrings with “”“, and ClassEval_22's register_class docstring has
+    no closing quotes; their skeletons gave l2mac nothing to begin answers from."""
+    if parses(code):
+        return code
+    tries = [
+        _CURLY_DOUBLE.sub('"', re.sub("[\u201c-\u201f]{3}", '"""', code)),
+        _CURLY_SINGLE.sub("'", _CURLY_DOUBLE.sub('"', code)),
+    ]
+    tries += [_closed_docstrings(t) for t in [code, *tries]]
+    return next((t for t in tries if parses(t)), code)
+
+
+def _closed_docstrings(code: str) -> str:
+    """``code`` with each docstring that runs into the next definition (at its function's indentation or less)
+    closed before it."""
+    lines = code.splitlines()
+    out: list[str] = []
+    open_at: int | None = None  # the indentation of the function whose docstring is open
+    quote = ""
+    for line in lines:
+        found = _DEFINITION.match(line)
+        if open_at is not None and found and len(found.group(1)) <= open_at:
+            blank = 0
+            while out and not out[-1].strip():
+                out.pop()
+                blank += 1
+            out += [" " * (open_at + 4) + quote, *[""] * blank]
+            open_at = None
+        stripped = line.strip()
+        if open_at is None and stripped.startswith(('"""', "'''")) and out and out[-1].rstrip().endswith(":"):
+            quote = stripped[:3]
+            if stripped.count(quote) == 1:  # opened, not closed on this line
+                open_at = len(out[-1]) - len(out[-1].lstrip())
+        elif open_at is not None and quote in stripped:
+            open_at = None
+        out.append(line)
+    return "\n".join(out) + ("\n" if code.endswith("\n") else "")
 
 
 def given_heads(source: str, skeleton: str) -> tuple[str, list[str]]:

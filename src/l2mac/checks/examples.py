@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from importlib.resources import files as package_files
 
+from l2mac.checks.contract import mended
 from l2mac.checks.demands import is_stub_definition
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import defined_at_top_level
@@ -67,7 +68,7 @@ def given_examples(instruction: str) -> list[Example]:
         if path is not None and not path.endswith(".py"):
             continue
         try:
-            tree = ast.parse(body)
+            tree = ast.parse(mended(body))
         except SyntaxError:
             continue
         known = _defined(tree) | set(dir(builtins))
