@@ -38,7 +38,7 @@ from l2mac.control.answers import (
     split_fragments,
 )
 from l2mac.control.arguments import json_files
-from l2mac.control.continuation import opens_block, without_body
+from l2mac.control.continuation import without_body
 from l2mac.control.protocol import Done, Setting, Turn, cut_off
 from l2mac.control.step import Step
 from l2mac.control.text_context import text_messages
@@ -137,22 +137,13 @@ class TextConversation:
 
     # -- reading an answer -------------------------------------------------------------------------------
     def read(self, response: ModelResponse) -> Turn:
-        text, log, store = response.text or "", self.setting.log, self.setting.toolbox.env.store
-        asks = self.asks
-        opening, asks.opening = asks.opening, None
-        start, asks.start = asks.start, ""
-        completed = opening.completion(text) if opening is not None else None
-        if opening is None and start and not opens_block(text, start):  # else it began the file's block itself
-            text = start + text
-            if not cut_off(response) and text.count("```") % 2:  # it stopped at the closing fence, which is left out
-                text += "\n```"
+        log, store = self.setting.log, self.setting.toolbox.env.store
+        begun = self.asks.answered(response.text or "", cut_off(response))
+        text, opening, completed = begun.text, begun.opening, begun.completed
         if opening is not None:
-            # the answer as a whole, begun as it was (a block closed at a body's indentation closes it)
-            closed = bool(opening.lead) and text.lstrip(" ").startswith("```")
-            text = opening.prefill().rstrip(" ") + text.lstrip(" ") if closed else opening.prefill() + text
             log("continued", path=opening.path, name=opening.name, body=completed is not None)
             if completed is None and not opening.rewrite and not _READ.search(text):
-                asks.held_no_body(opening)
+                self.asks.held_no_body(opening)
         # a body that ended before the cut is whole: what the model went on to write is what was cut
         cut = cut_off(response) and not text.rstrip().endswith("```") and not (completed and completed.ended)
         inside = cut and text.count("```") % 2 == 1  # the answer ends inside a file's block: that file was cut
@@ -185,7 +176,7 @@ class TextConversation:
         last.nudge = not (files or declared or self.wrote_any or notes or last.pending or reads)
         last.only_reads = bool(reads) and not files and not declared
         if last.only_reads:  # the same request comes again, with what was read in view: begun as it was
-            asks.opening, asks.start = opening, start
+            self.asks.again(begun)
         self.wrote_any = self.wrote_any or bool(files and not last.unchanged)
         if last.nudge or last.pending or last.only_reads:
             return Turn(calls)

@@ -17,7 +17,15 @@ from l2mac.checks.demands import failing_function, missing_definitions, named_fi
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.repairs import python_files
 from l2mac.checks.verdict import Verdict
-from l2mac.control.continuation import Opening, file_start, find_opening, function_opening, step_opening
+from l2mac.control.continuation import (
+    Completed,
+    Opening,
+    file_start,
+    find_opening,
+    function_opening,
+    opens_block,
+    step_opening,
+)
 from l2mac.control.protocol import Setting
 from l2mac.control.step import Step
 
@@ -25,6 +33,17 @@ from l2mac.control.step import Step
 MAX_REWRITES = 2
 #: a failure calling a function with arguments its signature does not take
 _CALLED_WRONG = re.compile(r"TypeError: .*(?:positional argument|keyword argument|required argument)")
+
+
+@dataclass(frozen=True)
+class Begun:
+    """An answer read whole: its text with what it was begun with, the stub or file it was begun at, and the
+    stub's completion when it held a body."""
+
+    text: str
+    opening: Opening | None
+    start: str
+    completed: Completed | None
 
 
 @dataclass
@@ -70,6 +89,27 @@ class Requests:
         """An answer begun inside ``opening``'s stub held no body."""
         key = (opening.path, opening.owner, opening.name)
         self.barren[key] = self.barren.get(key, 0) + 1
+
+    def answered(self, text: str, cut: bool) -> Begun:
+        """The answer ``text`` as a whole, with what it was begun with (the next answer is begun afresh). An
+        answer begun at a file's start that opens the file's block itself is read as it is; one the model
+        stopped at the closing fence gets the fence back (the fence is the stop, left out of the answer)."""
+        opening, self.opening = self.opening, None
+        start, self.start = self.start, ""
+        completed = opening.completion(text) if opening is not None else None
+        if opening is not None:
+            # begun as it was (a block closed at a body's indentation closes it)
+            closed = bool(opening.lead) and text.lstrip(" ").startswith("```")
+            text = opening.prefill().rstrip(" ") + text.lstrip(" ") if closed else opening.prefill() + text
+        elif start and not opens_block(text, start):
+            text = start + text
+            if not cut and text.count("```") % 2:
+                text += "\n```"
+        return Begun(text, opening, start, completed)
+
+    def again(self, begun: Begun) -> None:
+        """The next answer is begun as ``begun`` was: the same request comes again."""
+        self.opening, self.start = begun.opening, begun.start
 
     def file(self, path: str, to_write: list[str]) -> str:
         """The request for one named file: for a code file, naming what the step says it defines (asked only for
