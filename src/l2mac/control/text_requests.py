@@ -3,9 +3,9 @@
 A small model does best asked for one thing at a time, with its answer begun where that thing starts: a named
 file whole (begun at its path and opening fence, a test file at its imports and first ``def test_``), a stub's
 body (begun inside the function, after its docstring), a failing function's new body (begun inside it). This
-module makes those requests and keeps what they depend on: the stub the next answer is begun inside, the answers
-begun there that held no body, the function rewritten last. Reading the answers is
-:class:`l2mac.control.text.TextConversation`'s.
+module makes those requests, puts each answer back together with what it was begun with, and keeps what the
+next request depends on: the stub the next answer is begun inside, the answers begun there that held no body,
+the function rewritten last. Reading the files out of an answer is :class:`l2mac.control.text.TextConversation`'s.
 """
 
 from __future__ import annotations
