@@ -4,6 +4,7 @@ that would send the stub back can only write its body (control/continuation.py).
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import jinja2
@@ -325,6 +326,39 @@ def test_a_failing_function_is_rewritten_by_continuation_inside_it(tmp_path: Pat
     assert outcome.status is StepStatus.PASSED, outcome.reason
     code = store.read_text("solution.py")
     assert "return max(numbers) - min(numbers)" in code and "+ min" not in code and code.count("def spread") == 1
+
+
+def test_a_rewrite_of_a_function_failing_the_tasks_examples_is_sampled_again_until_one_makes_them_pass(
+    tmp_path: Path,
+) -> None:
+    """Seen on ClassEval_1 at 5d50fc8: shown Expected 50.27, Got 100.53, the 1.5B model wrote the same wrong
+    formula twice. The examples are the task's own: an answer rewriting a function that fails them is held to
+    them, and up to StepLimits.resamples more answers are sampled, more freely, until one holds."""
+    test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n"
+
+    def rewrite(body: str) -> Reply:
+        def answer(messages: list[ModelMessage]) -> ModelResponse:
+            begun = messages[-1]
+            assert isinstance(begun, ModelResponse) and begun.text is not None and begun.text.endswith('"""\n')
+            return text(f"    return {body}\n```\n")
+
+        return answer
+
+    replies = [
+        text("    return max(numbers) + min(numbers)\n```\n"),  # the stub's body: the example fails
+        text(f"tests/test_solution.py\n```python\n{test}```\n"),
+        rewrite("max(numbers) * 2"),  # begun inside spread: still wrong
+        rewrite("min(numbers)"),  # sampled again: wrong
+        rewrite("max(numbers) - min(numbers)"),  # sampled again: the example passes, so this one is read
+        text("STEP COMPLETE"),
+    ]
+    unit, script, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, TESTED, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "return max(numbers) - min(numbers)" in store.read_text("solution.py")
+    log = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    assert [e["holds"] for e in log if e["kind"] == "answer_verified"] == [False, False, True]
+    assert len(script.requests) == 6  # the two answers sampled again are no turns of their own
 
 
 def test_the_function_a_failure_points_at() -> None:

@@ -31,7 +31,7 @@ from l2mac.checks.demands import (
     untested_modules,
 )
 from l2mac.checks.env import ToolEnv
-from l2mac.checks.examples import run_examples, task_examples
+from l2mac.checks.examples import Example, run_examples, task_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.regressions import Baseline, find_regression, step_names
@@ -107,6 +107,8 @@ class Verdict:
     tests_doubted: bool = False
     #: the task's examples that fail, by whose they are (``function`` or ``Class.method``)
     examples_failed: tuple[str, ...] = ()
+    #: those examples themselves
+    failing_examples: tuple[Example, ...] = ()
 
     @property
     def first_file(self) -> str | None:
@@ -170,7 +172,10 @@ class StepChecks:
         self.removed += removed
         doubted = agreed is not None and agreed.focus is not None and is_test_file(agreed.focus)
         failed = () if ok else self.examples_failed
-        return Verdict(ok, "" if ok else report, tuple(notes), restored, focus, removed, self.standing, doubted, failed)
+        held = tuple(e for e in self.examples if e.name in failed)
+        return Verdict(
+            ok, "" if ok else report, tuple(notes), restored, focus, removed, self.standing, doubted, failed, held
+        )
 
     # -- the checks --------------------------------------------------------------------------------------
     async def _run_logged(self) -> tuple[bool, str]:

@@ -58,6 +58,10 @@ class Setting:
     continues: bool = False  # the model continues an answer the request begins (see control.continuation)
 
 
+#: a check an answer is held to before it is read: whether it holds
+Verify = Callable[[ModelResponse], bool]
+
+
 class Conversation(Protocol):
     """One step's exchange with the model, in one protocol."""
 
@@ -74,6 +78,12 @@ class Conversation(Protocol):
     @property
     def given(self) -> dict[str, str]:
         """Text the next answer is given where the model would copy it (see ``ModelClient.request``)."""
+        ...
+
+    @property
+    def verify(self) -> Verify | None:
+        """What the next answer is held to before it is read (None: nothing). An answer that fails it is asked
+        for again, sampled more freely, a few times (see ``StepLimits.resamples``)."""
         ...
 
     def messages(self) -> list[ModelMessage]:

@@ -22,6 +22,8 @@ class StepLimits:
     held_by_own: bool = True
     #: failed checks in a row that come no closer to passing than the step's best before it ends (0: off)
     max_stalled: int = 3
+    #: more answers sampled, at most, when an answer fails what the conversation holds it to (0: off)
+    resamples: int = 3
 
 
 @dataclass(frozen=True)

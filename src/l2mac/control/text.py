@@ -27,6 +27,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.tools import ToolDefinition
 
 from l2mac.checks.demands import missing_definitions, named_files, names_for_file, stubbed
+from l2mac.checks.examples import Example, run_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.output import trim_output
 from l2mac.control.answers import (
@@ -38,12 +39,13 @@ from l2mac.control.answers import (
     split_fragments,
 )
 from l2mac.control.arguments import json_files
-from l2mac.control.continuation import without_body
-from l2mac.control.protocol import Done, Setting, Turn, cut_off
+from l2mac.control.continuation import Opening, without_body
+from l2mac.control.protocol import Done, Setting, Turn, Verify, cut_off
 from l2mac.control.step import Step
 from l2mac.control.text_context import text_messages
 from l2mac.control.text_requests import Requests
 from l2mac.fenced import fenced_blocks, fenced_files
+from l2mac.store import scratch_copy
 from l2mac.tools import STEP_COMPLETE, Tool
 from l2mac.types import ToolResult
 
@@ -88,6 +90,7 @@ class TextConversation:
     sent_at: int = 0  # the store's revision when that answer was read
     last: _Reading = field(default_factory=_Reading)
     asks: Requests = field(init=False)  # what the next answer is asked for, and where it is begun
+    verify: Verify | None = None  # what the next answer is held to before it is read
 
     @property
     def given(self) -> dict[str, str]:
@@ -219,6 +222,7 @@ class TextConversation:
 
     # -- answering it ------------------------------------------------------------------------------------
     def feed(self, done: Done) -> str | None:
+        self.verify = None
         last, render = self.last, self.setting.domain.render
         store = self.setting.toolbox.env.store
         written = set(store.changed_since(self.sent_at))  # a file whose write failed is not remembered as sent
@@ -256,6 +260,7 @@ class TextConversation:
                 feedback += "\n\n" + self.asks.file(stubbed_file, self.to_write)
             elif (rewrite := self.asks.failing_function(verdict, self.written)) is not None:
                 self.asks.opening, self.focus = rewrite, rewrite.path
+                self.verify = self._holds_examples(rewrite, verdict.failing_examples)
                 feedback += "\n\n" + render("text_request_rewrite", path=rewrite.path, name=rewrite.name)
         self.feedback = self._unchanged(feedback)
         return None
@@ -296,6 +301,31 @@ class TextConversation:
         )
         self.focus = pending[0]
         return missed
+
+    def _holds_examples(self, opening: Opening, failing: tuple[Example, ...]) -> Verify | None:
+        """When the function a rewrite is begun inside fails the task's own examples: whether an answer's body
+        makes them pass, run in a scratch copy of the project. Seen on ClassEval_1 at 5d50fc8: shown
+        ``Expected: 50.26548245743669, Got: 100.53096491487338``, the 1.5B model wrote the same wrong formula
+        for a sphere's area twice; the examples are the task's, so an answer can be held to them before it is
+        kept."""
+        name = f"{opening.owner}.{opening.name}" if opening.owner else opening.name
+        examples = [e for e in failing if e.name == name]
+        if not examples:
+            return None
+        env = self.setting.toolbox.env
+        store = env.store
+
+        def holds(response: ModelResponse) -> bool:
+            completed = opening.completion(response.text or "")
+            if completed is None:
+                return False
+            with scratch_copy(
+                {**store.snapshot(), opening.path: completed.text}, "l2mac-verify-", opaque_from=store
+            ) as scratch:
+                run = run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s)
+            return run is not None and not run.failed
+
+        return holds
 
     def _unchanged(self, feedback: str, missed: bool = False) -> str:
         """The feedback, prefixed when the answer changed nothing; the next answer is sampled more freely then

@@ -20,7 +20,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from l2mac.checks.demands import example_values
 from l2mac.control.arguments import recover_arguments, recover_tool_calls
-from l2mac.control.protocol import Done, Setting, Turn, cut_off
+from l2mac.control.protocol import Done, Setting, Turn, Verify, cut_off
 from l2mac.control.step import Step
 from l2mac.fenced import MAX_LISTED
 from l2mac.repo.map import rank
@@ -44,6 +44,10 @@ class ToolConversation:
     @property
     def given(self) -> dict[str, str]:
         return {}  # answers are tool calls: none is begun
+
+    @property
+    def verify(self) -> Verify | None:
+        return None
 
     def _fresh(self, progress: str) -> list[ModelMessage]:
         domain = self.setting.domain

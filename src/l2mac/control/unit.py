@@ -27,7 +27,7 @@ from l2mac.checks.repairs import repair_written
 from l2mac.checks.verdict import Standing, StepChecks
 from l2mac.context import ContextBudget
 from l2mac.control.continuation import step_opening, without_body
-from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn
+from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn, Verify
 from l2mac.control.step import Step, StepLimits
 from l2mac.control.text_context import text_messages
 from l2mac.control.tool_calls import TOOL_CALLS
@@ -41,6 +41,11 @@ from l2mac.store import FileStore
 from l2mac.tools import STEP_COMPLETE, Toolbox, parse_arguments
 from l2mac.tools.complete import StepCompleteArgs
 from l2mac.types import StepOutcome, StepStatus, ToolResult
+
+#: how freely an answer asked for again is sampled (held to what the conversation checks), and how much more
+#: each time after
+RESAMPLE_TEMPERATURE = 0.8
+RESAMPLE_STEP = 0.1
 
 
 @dataclass
@@ -134,6 +139,8 @@ class ControlUnit:
             state.turns += 1
             state.sent = list(messages)
             state.reported_input = response.usage.input_tokens + response.usage.output_tokens
+            if talk.verify is not None:
+                response = await self._verified(step, messages, talk, talk.verify, response)
             turn = talk.read(response)
             results, summary = await self._act(step, state, turn)
             verdict = await checks.verdict() if turn.check or summary is not None else None
@@ -153,6 +160,32 @@ class ControlUnit:
             if self.limits.max_stalled and state.stalled >= self.limits.max_stalled:
                 reason = f"checks came no closer to passing in {state.stalled} attempts in a row"
                 return await self._fail(step, talk, state, reason)
+
+    async def _verified(
+        self, step: Step, messages: list[ModelMessage], talk: Conversation, verify: Verify, response: ModelResponse
+    ) -> ModelResponse:
+        """The first of ``response`` and up to ``limits.resamples`` more answers to the same request, each
+        sampled more freely, that holds what the conversation holds it to; the first one when none does."""
+        for n in range(self.limits.resamples + 1):
+            answer = response if n == 0 else await self._resample(step, messages, talk, n)
+            if answer is None:
+                break
+            holds = await asyncio.to_thread(verify, answer)
+            self.log("answer_verified", step=step.index, sample=n, holds=holds)
+            if holds:
+                return answer
+        return response
+
+    async def _resample(
+        self, step: Step, messages: list[ModelMessage], talk: Conversation, n: int
+    ) -> ModelResponse | None:
+        temperature = min(1.0, RESAMPLE_TEMPERATURE + RESAMPLE_STEP * (n - 1))
+        try:
+            return await self.client.request(
+                messages, talk.tools, purpose=f"step {step.index} resample", temperature=temperature, given=talk.given
+            )
+        except ContextOverflow:
+            return None
 
     # -- acting on an answer -----------------------------------------------------------------------------
     async def _act(
