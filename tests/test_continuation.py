@@ -361,6 +361,32 @@ def test_a_rewrite_of_a_function_failing_the_tasks_examples_is_sampled_again_unt
     assert len(script.requests) == 6  # the two answers sampled again are no turns of their own
 
 
+def test_an_answer_fixing_a_failure_no_function_is_pointed_at_is_begun_at_the_file_the_report_names(
+    tmp_path: Path,
+) -> None:
+    """Seen on ClassEval_0 at 5d50fc8: four answers to a failed check, 730 to 1,080 tokens each, were prose about
+    the code or a made-up test run. Where no function is pointed at, the answer is begun at the start of the
+    file the report names first, so the model writes that file."""
+    broken = "from solution import spread, spread_all\n\n\ndef test_spread():\n    assert spread([1.0, 3.0]) == 2.0\n"
+
+    def begun_at_the_test_file(messages: list[ModelMessage]) -> ModelResponse:
+        begun = _begun(messages)
+        assert begun == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\ndef test_", begun
+        assert "Your answer below is begun with the path tests/test_solution.py" in str(messages[0])
+        return text("spread():\n    assert spread([1.0, 3.0]) == 2.0")
+
+    replies = [
+        text("    return max(numbers) - min(numbers)\n```\n"),
+        text(f"tests/test_solution.py\n```python\n{broken}```\n"),  # imports what does not exist
+        begun_at_the_test_file,
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, TESTED, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "spread_all" not in store.read_text("tests/test_solution.py")
+
+
 def test_the_function_a_failure_points_at() -> None:
     from l2mac.checks.demands import failing_function
 
@@ -406,10 +432,12 @@ def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_o
     )
     wrong_test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 4.0\n"
     begun: list[bool] = []
+    inside: list[bool] = []
 
     def answer(reply: str) -> Reply:
         def respond(messages: list[ModelMessage]) -> ModelResponse:
             begun.append(isinstance(messages[-1], ModelResponse))
+            inside.append("def spread" in (_begun(messages) or ""))
             return text(reply)
 
         return respond
@@ -419,12 +447,13 @@ def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_o
         answer(f"tests/test_solution.py\n```python\n{wrong_test}```\n"),
         answer("def spread(numbers):\n    return 3.0\n```\n"),  # begun inside spread, sent whole: dropped
         answer("    return max(numbers) - min(numbers)\n```\n"),  # begun again: the same body
-        *[answer("STEP COMPLETE")] * 5,  # not begun: twice in a row is enough
+        *[answer("STEP COMPLETE")] * 5,  # not begun inside spread: twice in a row is enough
     ]
     unit, _, store = _unit(tmp_path, replies, continues=True)
     step = Step("spread", 1, 1, task, "")
     asyncio.run(unit.run_step(step))
-    assert begun[:4] == [True, True, True, False]  # the test file begun at its start, spread inside it twice
+    assert begun[:4] == [True, True, True, True]  # the test file begun at its start, spread inside it twice,
+    assert inside[:4] == [False, True, True, False]  # then the file the failure names, at its start
     assert "def helper" in store.read_text("solution.py")  # the dropped answer did not cut the file short
     conversation = TextConversation(step, unit._setting(step))
     report = "____ test_spread ____\nE   TypeError: spread() takes 1 positional argument but 2 were given"
@@ -520,8 +549,8 @@ def test_a_stub_whose_begun_answers_twice_hold_no_body_is_asked_for_as_a_whole_f
         return text("```\n")
 
     def whole(messages: list[ModelMessage]) -> ModelResponse:
-        assert _begun(messages) is None  # nothing begun for it this time
-        return text(f"solution.py\n```python\n{STUB}    return max(numbers) - min(numbers)\n```\n")
+        assert _begun(messages) == "solution.py\n```python\n"  # begun at the file's start, not inside the stub
+        return text(f"{STUB}    return max(numbers) - min(numbers)\n```\n")
 
     unit, script, store = _unit(tmp_path, [closes, closes, whole, text("STEP COMPLETE")], continues=True)
     outcome = _run(unit)

@@ -262,6 +262,8 @@ class TextConversation:
                 self.asks.opening, self.focus = rewrite, rewrite.path
                 self.verify = self._holds_examples(rewrite, verdict.failing_examples)
                 feedback += "\n\n" + render("text_request_rewrite", path=rewrite.path, name=rewrite.name)
+            elif begun := self.asks.fix(self.focus or verdict.first_file):
+                feedback += "\n\n" + begun
         self.feedback = self._unchanged(feedback)
         return None
 
