@@ -124,6 +124,8 @@ def as_text(tool: str, args: dict[str, Any]) -> str:
     if tool == "write_function":
         tests = f"\n\ntests/test_it.py\n```python\n{args['tests']}```" if args.get("tests") else ""
         return f"```python\n{args['code']}```{tests}"
+    if tool == "write_tests":
+        return f"tests/test_it.py\n```python\n{args['tests']}```"
     raise AssertionError(tool)
 
 
@@ -360,6 +362,34 @@ def test_an_agent_owns_a_method_and_the_constructor_is_written_before_the_other_
     assert "self.books: list[str] = []" in code and "def _full(self) -> bool:" in code
     assert code.count("def count") == 1 and "return len(self.books)\n" in code
     assert "class Shelf:" in team.asked["add"][0] and "self.books: list[str] = []" in team.asked["add"][0]
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["tool calls", "text"])
+def test_a_task_that_gives_the_skeleton_is_designed_by_it_and_the_lead_writes_only_the_tests(
+    tmp_path: Path, text: bool
+) -> None:
+    """Interfaces first: seen on ClassEval, a 1.5B lead asked to design rewrote the given class whole in one
+    answer, its methods implemented, and no agent was made. The skeleton the task gives is the design; the
+    lead writes its tests, and each stub is an agent's."""
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": SHELF_TESTS})],
+            "__init__": [("write_function", {"code": INIT})],
+            "add": [("write_function", {"code": ADD})],
+            "count": [("write_function", {"code": COUNT})],
+        },
+        text=text,
+    )
+    task = f"Implement the class below in shelf.py. Test it in tests/test_shelf.py.\n\n```python\n{SHELF}```"
+    settings = make_settings(tmp_path, strategy="soa", protocol="text" if text else "tools")
+    result = run_l2mac(task, settings, model=team.model)
+    assert result.ok, result.report
+    assert [o.title for o in result.outcomes][1:] == [
+        "agent 1: shelf.py:Shelf.__init__", "agent 2: shelf.py:Shelf.add", "agent 3: shelf.py:Shelf.count"
+    ]  # fmt: skip
+    assert len(team.asked["lead"]) == 1 and "Write tests/test_shelf.py." in team.asked["lead"][0]
+    assert result.files["tests/test_shelf.py"] == SHELF_TESTS
+    assert '"""A shelf for at most size books, empty."""' in result.files["shelf.py"]
 
 
 def test_a_method_contract_is_merged_into_its_class_and_stays_frozen() -> None:

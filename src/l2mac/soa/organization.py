@@ -29,7 +29,10 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from l2mac.checks.contract import given_skeleton
+from l2mac.checks.demands import named_files, names_for_file
 from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
+from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.tests import run_tests
 from l2mac.control.protocol import StepProtocol, cut_off
@@ -54,10 +57,12 @@ from l2mac.soa.tools import (
     REQUEST_CHANGE,
     WRITE_FUNCTION,
     WRITE_SKELETON,
+    WRITE_TESTS,
     ContractChangeArgs,
     DecisionArgs,
     FunctionArgs,
     SkeletonArgs,
+    TestsArgs,
 )
 from l2mac.tools import Tool, ToolEnv, parse_arguments
 
@@ -177,9 +182,14 @@ class Organization:
         return self.agents
 
     async def _mother(self, agent: Agent) -> None:
-        """The root: design the module and its tests, delegate its stubs, then test and repair."""
+        """The root: design the module and its tests (or, when the task gives the modules' skeletons, write them
+        as given and their tests), delegate its stubs, then test and repair."""
         self._set(agent, AgentState.WRITING)
-        design = await self._design(agent, self.render("mother_task", task=self.task))
+        given = given_design(self.task)
+        if given:
+            design = await self._given(agent, given)
+        else:
+            design = await self._design(agent, self.render("mother_task", task=self.task))
         if design is None:
             self._set(agent, AgentState.FAILED, "no usable skeleton")
             return
@@ -216,6 +226,31 @@ class Organization:
                 continue
             agent.owns = ", ".join(m.path for m in args.modules)
             self._lead_files = [*(m.path for m in args.modules), test_file]
+            return contracts, test_file
+        return None
+
+    async def _given(self, agent: Agent, given: dict[str, str]) -> tuple[list[Contract], str] | None:
+        """The modules the task gives, written as given: their stubs are the contracts (interfaces first; seen on
+        ClassEval, a 1.5B lead asked to design rewrote the given class whole, its methods implemented in one
+        answer, and no agent was made); the lead writes their tests."""
+        for path, code in given.items():
+            self._write(agent, path, code)
+        contracts = [c for path, code in given.items() for c in stubs(code, path)]
+        test_file = test_path_for(next(iter(given)))
+        files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
+        user = self.render("tests_task", task=self.task, files=files, test_file=test_file)
+        history: list[ModelMessage] = []
+        for _ in range(self.limits.attempts):
+            call, history = await self._ask(agent, "tests_system", user, [WRITE_TESTS], history)
+            try:
+                tests = TestsArgs.model_validate(_args(call, "write_tests")).tests
+            except (ValidationError, ValueError) as e:
+                user = self.render("rejected_code", error=_short(e))
+                continue
+            self._write(agent, test_file, tests)
+            self._fix_files([test_file])
+            agent.owns = ", ".join(given)
+            self._lead_files = [*given, test_file]
             return contracts, test_file
         return None
 
@@ -397,7 +432,16 @@ _WHAT = {
     "write_skeleton": "modules (write_skeleton, or each module as its path and a fenced block)",
     "write_function": "function (write_function, or the function in a ```python fenced block)",
     "decide_contract": "decision",
+    "write_tests": "tests (write_tests, or the test file as its path and a fenced block)",
 }
+
+
+def given_design(task: str) -> dict[str, str]:
+    """The modules a task gives whole as skeletons, by path: each Python file it names whose skeleton (its
+    functions or methods as stubs) it gives; none unless it gives one for every code file it names."""
+    code = [p for p in named_files(task) if p.endswith(".py") and not is_test_file(p)]
+    given = {p: given_skeleton(task, names_for_file(task, p), p) for p in code}
+    return {p: s for p, s in given.items() if s is not None} if code and all(given.values()) else {}
 
 
 def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:

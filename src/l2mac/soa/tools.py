@@ -87,7 +87,20 @@ class DecisionArgs(BaseModel):
         return {"accept": accept, "reason": text.strip()[:500]}
 
 
+class TestsArgs(BaseModel):
+    tests: str = Field(description="pytest tests of the modules' behaviour")
+
+    @classmethod
+    def from_answer(cls, blocks: Blocks, text: str) -> dict[str, Any] | None:
+        """The test files' blocks, else the one Python block of the answer."""
+        tests = [c for p, c in blocks if p is not None and _is_tests(p)]
+        unnamed = [c for p, c in blocks if p is None and re.search(r"^def test_|^class Test", c, re.MULTILINE)]
+        found = tests or unnamed[:1]
+        return {"tests": "\n\n".join(found)} if found else None
+
+
 WRITE_SKELETON = Tool("write_skeleton", "Write the module's design and its tests.", SkeletonArgs)
+WRITE_TESTS = Tool("write_tests", "Write the tests of the modules the task designs.", TestsArgs)
 WRITE_FUNCTION = Tool("write_function", "Write your function (and helper stubs to delegate).", FunctionArgs)
 REQUEST_CHANGE = Tool("request_contract_change", "Ask your lead to change your signature.", ContractChangeArgs)
 DECIDE = Tool("decide_contract", "Accept or reject an agent's signature change.", DecisionArgs)
