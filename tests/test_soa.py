@@ -109,6 +109,8 @@ class Team:
             name, args = reply
             if name == "cut off":  # an answer stopped at its token limit, mid-file
                 return ModelResponse(parts=[TextPart(args["text"])], finish_reason="length")
+            if name == "prose":  # no call at all
+                return ModelResponse(parts=[TextPart(args["text"])])
             if self.text:
                 return ModelResponse(parts=[TextPart(as_text(name, args))])
             return ModelResponse(parts=[ToolCallPart(name, json.dumps(args))])
@@ -390,6 +392,60 @@ def test_a_task_that_gives_the_skeleton_is_designed_by_it_and_the_lead_writes_on
     assert len(team.asked["lead"]) == 1 and "Write tests/test_shelf.py." in team.asked["lead"][0]
     assert result.files["tests/test_shelf.py"] == SHELF_TESTS
     assert '"""A shelf for at most size books, empty."""' in result.files["shelf.py"]
+
+
+def test_a_lead_who_writes_no_tests_of_a_given_skeleton_designs_the_modules_herself(tmp_path: Path) -> None:
+    """Seen on ClassEval through the served model: asked for tests of the given class, the lead answered "The
+    provided solution and test file are already correctly implemented" three times. Then she designs as she
+    would with no skeleton given, and the run goes on."""
+    prose = ("prose", {"text": "The provided solution and tests are already correctly implemented."})
+    skeleton = {"modules": [{"path": "shelf.py", "code": SHELF}], "tests": SHELF_TESTS}
+    team = Team(
+        {
+            "lead": [prose, prose, prose, ("write_skeleton", skeleton)],
+            "__init__": [("write_function", {"code": INIT})],
+            "add": [("write_function", {"code": ADD})],
+            "count": [("write_function", {"code": COUNT})],
+        }
+    )
+    task = f"Implement the class below in shelf.py. Test it in tests/test_shelf.py.\n\n```python\n{SHELF}```"
+    result = run_l2mac(task, make_settings(tmp_path, strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    assert len(team.asked["lead"]) == 4 and "Write tests/test_shelf.py." in team.asked["lead"][0]
+
+
+def test_the_leads_tests_are_begun_at_the_test_file_for_a_model_that_continues(tmp_path: Path) -> None:
+    from l2mac.checks.runner import SubprocessRunner
+    from l2mac.control.text import TEXT
+    from l2mac.models.client import ModelClient
+    from l2mac.soa.agents import AgentLimits
+    from l2mac.soa.organization import Organization
+    from l2mac.store import FileStore
+    from l2mac.tools import ToolEnv
+
+    begun: list[str] = []
+    methods = {"__init__": INIT, "add": ADD, "count": COUNT}
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        if isinstance(last, ModelResponse):  # the lead's tests, begun for her
+            begun.append(last.text or "")
+            return ModelResponse(
+                parts=[TextPart('shelf():\n    s = Shelf(1)\n    assert s.add("a") and s.count() == 1')]
+            )
+        role = re.search(r"Implement this function:\n```python\nclass \w+:\n\s+def (\w+)\(", last_user_text(messages))
+        assert role is not None
+        return ModelResponse(parts=[TextPart(f"```python\n{methods[role.group(1)]}```")])
+
+    store = FileStore(tmp_path / "p")
+    env = ToolEnv(store=store, runner=SubprocessRunner())
+    client = ModelClient(FunctionModel(answer, model_name="m"), continues=True)
+    organization = Organization(client, env, AgentLimits(), protocol=TEXT)
+    task = f"Implement the class below in shelf.py. Test it in tests/test_shelf.py.\n\n```python\n{SHELF}```"
+    agents = asyncio.run(organization.run(task))
+    assert begun == ["tests/test_shelf.py\n```python\nfrom shelf import Shelf\n\n\ndef test_"]
+    assert store.read_text("tests/test_shelf.py").startswith("from shelf import Shelf\n\n\ndef test_shelf():")
+    assert all(a.state.value == "done" for a in agents), [(a.owns, a.note) for a in agents]
 
 
 def test_a_method_contract_is_merged_into_its_class_and_stays_frozen() -> None:

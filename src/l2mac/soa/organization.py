@@ -14,6 +14,7 @@ import asyncio
 import textwrap
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from importlib import resources
 from typing import Any
@@ -25,6 +26,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
+    TextPart,
     ToolCallPart,
     UserPromptPart,
 )
@@ -35,6 +37,7 @@ from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.tests import run_tests
+from l2mac.control.continuation import file_start
 from l2mac.control.protocol import StepProtocol, cut_off
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
@@ -130,20 +133,32 @@ class Organization:
         return depth <= self.limits.max_depth and len(self.agents) + count <= self.limits.max_agents
 
     async def _ask(
-        self, agent: Agent, system_key: str, user: str, tools: list[Tool], history: list[ModelMessage]
+        self,
+        agent: Agent,
+        system_key: str,
+        user: str,
+        tools: list[Tool],
+        history: list[ModelMessage],
+        begun: str = "",
     ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
-        """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes."""
+        """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes.
+        With ``begun`` (a file's path, opening fence and first lines) the answer is begun with it, and read whole."""
         system = self.render(system_key + self.protocol.prompt_variant)
         messages = history or [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
         if history:
             messages = [*history, ModelRequest(parts=[UserPromptPart(user)])]
         offered = self.protocol.offered(tools)
+        asked = [*messages, ModelResponse(parts=[TextPart(begun)])] if begun else messages
         async with self._slots:
             response: ModelResponse = await self.client.request(
-                messages, offered, purpose=f"agent {agent.id}", allow_text=not offered
+                asked, offered, purpose=f"agent {agent.id}", allow_text=not offered
             )
         agent.calls += 1
         agent.tokens += response.usage.input_tokens + response.usage.output_tokens
+        if begun:
+            whole = begun + (response.text or "")
+            whole += "\n```" if whole.count("```") % 2 else ""  # it stopped at the closing fence, left out
+            response = replace(response, parts=[TextPart(whole)])
         return self.protocol.read_call(response, tools, self.recover), [*messages, response]
 
     def _hidden_from(self, agent: Agent, contract: Contract) -> set[str]:
@@ -186,9 +201,8 @@ class Organization:
         as given and their tests), delegate its stubs, then test and repair."""
         self._set(agent, AgentState.WRITING)
         given = given_design(self.task)
-        if given:
-            design = await self._given(agent, given)
-        else:
+        design = await self._given(agent, given) if given else None
+        if design is None:  # no skeleton given, or no tests of it came: she designs the modules and their tests
             design = await self._design(agent, self.render("mother_task", task=self.task))
         if design is None:
             self._set(agent, AgentState.FAILED, "no usable skeleton")
@@ -240,8 +254,12 @@ class Organization:
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
         user = self.render("tests_task", task=self.task, files=files, test_file=test_file)
         history: list[ModelMessage] = []
+        # begun at the test file's imports and first test, for a model that continues a begun answer (seen on
+        # ClassEval through the served model, which cannot be begun: "The provided solution and test file are
+        # already correctly implemented", three times)
+        begun = file_start(test_file, given) if self.client.continues else ""
         for _ in range(self.limits.attempts):
-            call, history = await self._ask(agent, "tests_system", user, [WRITE_TESTS], history)
+            call, history = await self._ask(agent, "tests_system", user, [WRITE_TESTS], history, begun)
             try:
                 tests = TestsArgs.model_validate(_args(call, "write_tests")).tests
             except (ValidationError, ValueError) as e:
