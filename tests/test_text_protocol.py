@@ -795,6 +795,21 @@ def test_builtins_an_instruction_shows_are_not_definitions_the_step_owes() -> No
     assert named_definitions(instruction) == ["main"]
 
 
+def test_the_prose_of_a_given_codes_docstrings_names_no_definition_the_step_owes() -> None:
+    # Seen on ClassEval_4 at 5d50fc8: "return average grade(float)" in a docstring made the step owe grade(),
+    # and it failed on "solution.py never defined grade" after four whole-class answers. Its class is named.
+    from l2mac.checks.demands import named_definitions
+
+    skeleton = (
+        'class Marks:\n    def average(self, name):\n        """Average grade(float) of name, as\n'
+        '        >>> Marks().average(\'a\')\n        """\n'
+    )
+    instruction = f"Implement it in marks.py, with a helper load(path).\n\n```python\n{skeleton}```"
+    assert named_definitions(instruction) == ["load", "Marks", "average"]
+    broken = instruction.replace("def average(self, name):", "def average(self, name)")  # as it is: no parse
+    assert "grade" in named_definitions(broken)
+
+
 def test_a_markdown_file_keeps_the_fenced_examples_it_holds() -> None:
     # README run at a58c971: README.md was cut at "To install the todo app, run:", the line before its
     # first ```sh example, because that example's closing fence was taken for the README block's own.

@@ -249,8 +249,28 @@ def untested_functions(instruction: str, paths: list[str], sources: dict[str, st
 
 
 def named_definitions(instruction: str) -> list[str]:
-    """Functions and classes an instruction names with a signature, e.g. ``load(path: Path) -> list``."""
-    return [n for n in dict.fromkeys(_CALLABLE.findall(instruction)) if n not in _NOT_NAMES]
+    """Functions and classes an instruction names with a signature, e.g. ``load(path: Path) -> list``; in the
+    Python code it shows, its code's, not its docstrings' prose. Seen on ClassEval_4 at 5d50fc8: a docstring's
+    "return average grade(float)" made ``grade`` a function the step must define, and the step failed on
+    "solution.py never defined grade" after four whole-class answers (up to 10 minutes each here)."""
+    return [n for n in dict.fromkeys(_CALLABLE.findall(_BLOCK.sub(_code_only, instruction))) if n not in _NOT_NAMES]
+
+
+#: a fenced block, its body in group 1
+_BLOCK = re.compile(r"```[\w+-]*[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def _code_only(block: re.Match[str]) -> str:
+    """A fenced Python block as its code without its functions' and classes' docstrings, a class written as
+    ``class Name():`` so that it is named (as it is when it does not parse)."""
+    try:
+        tree = ast.parse(block.group(1))
+    except SyntaxError:
+        return block.group(0)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node):
+            node.body = node.body[1:] or [ast.Pass()]
+    return re.sub(r"^(\s*class \w+):", r"\1():", ast.unparse(tree), flags=re.MULTILINE)
 
 
 def missing_definitions(instruction: str, sources: dict[str, str]) -> list[str]:
