@@ -574,3 +574,47 @@ def test_a_src_layouts_modules_import_by_the_names_the_checks_give_them(tmp_path
         "from hybrid import blend\n\n\ndef test_blend():\n    assert blend(1, 3) == 2\n"
     )
     assert run_tests(SubprocessRunner(), tmp_path, 60).ok
+
+
+def test_a_function_whose_docstring_says_what_it_returns_and_that_returns_nothing_is_a_code_problem(
+    tmp_path: Path,
+) -> None:
+    # Seen on ClassEval_8 at 5d50fc8: "Deposits ..., return the current account balance", and deposit() returned
+    # None; seven hidden tests failed on it. Read from the docstring's summary or its return field only.
+    code = '''class Account:
+    def __init__(self):
+        """Start empty; return nothing."""
+        self.balance = 0
+
+    def deposit(self, amount):
+        """Deposit amount, return the current balance."""
+        self.balance += amount
+
+    def withdraw(self, amount):
+        """Withdraw amount.
+
+        :return: int, the balance left
+        """
+        self.balance -= amount
+        return self.balance
+
+    def close(self):
+        """Close it.
+
+        :param how: a callable that returns a string
+        :return: None
+        """
+        self.balance = 0
+
+    def check(self):
+        """Return whether it is open; raise when it is closed."""
+        raise RuntimeError("closed")
+
+    def find(self):
+        """Return the match, or None."""
+        return None
+'''
+    store = FileStore(tmp_path / "p")
+    store.write_text("account.py", code)
+    found = [i for i in find_code_issues(store.root, ["account.py"], types=False) if "returns nothing" in i.message]
+    assert [(i.line, i.message.split("(")[0]) for i in found] == [(6, "deposit")]

@@ -1,9 +1,11 @@
 """Checks of a project's shape that small models get wrong: tests written into program code, program code copied
-into tests or into another module, a program that parses its arguments and still prompts."""
+into tests or into another module, a program that parses its arguments and still prompts, a function whose
+docstring says what it returns and that returns nothing."""
 
 from __future__ import annotations
 
 import ast
+import re
 
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
@@ -132,3 +134,70 @@ def copied_into_tests(trees: dict[str, ast.Module], check: list[str]) -> list[Co
                     )
                 )
     return issues
+
+
+#: a docstring's return field (``:return: the balance``, ``Returns:``) or a sentence saying what is returned
+_RETURN_FIELD = re.compile(r"^\s*(?::returns?\b[^:]*:|returns?:)\s*(\S.*)?$", re.IGNORECASE | re.MULTILINE)
+_RETURN_PROSE = re.compile(
+    r"(?<!not )(?<!n't )\breturns?\s+(?:the|a|an|its|their|this|that|whether|true|false)\b", re.IGNORECASE
+)
+_NOTHING = re.compile(r"^(?:none|nothing|no value)\b", re.IGNORECASE)
+
+
+def returns_nothing(rel: str, tree: ast.Module) -> list[CodeIssue]:
+    """Functions (and methods) of a code file whose docstring says what they return, and that return nothing: a
+    small model forgets the ``return`` (seen on ClassEval_8 at 5d50fc8: "Deposits ..., return the current
+    account balance", and deposit() and withdraw() returned None; seven of its hidden tests failed on that)."""
+    if is_test_file(rel):
+        return []
+    found: list[CodeIssue] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name == "__init__":
+            continue
+        doc = ast.get_docstring(node) or ""
+        if not _says_it_returns(doc) or _returns_a_value(node) or _does_nothing(node):
+            continue
+        found.append(
+            CodeIssue(
+                rel,
+                node.lineno,
+                "lint",
+                f"{node.name}() returns nothing, but its docstring says what it returns: return that value",
+            )
+        )
+    return found
+
+
+def _says_it_returns(doc: str) -> bool:
+    fields = [m.group(1) or "" for m in _RETURN_FIELD.finditer(doc)]
+    if fields:
+        return any(f and not _NOTHING.match(f.strip()) for f in fields)
+    summary = re.split(r"\n\s*\n|>>>|^\s*:", doc, maxsplit=1, flags=re.MULTILINE)[0]  # its first paragraph
+    return _RETURN_PROSE.search(summary) is not None
+
+
+def _returns_a_value(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``fn`` itself (not a function inside it) returns a value (``return None`` said outright counts),
+    yields, or ends by raising."""
+    if isinstance(fn.body[-1], ast.Raise):
+        return True
+    nodes: list[ast.AST] = list(fn.body)
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if (isinstance(node, ast.Return) and node.value is not None) or isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        nodes.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _does_nothing(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A stub, abstract or not: what is missing there is a body, which other checks ask for."""
+    body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+    return all(
+        isinstance(s, ast.Pass)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        or (isinstance(s, ast.Raise) and "NotImplementedError" in ast.unparse(s))
+        for s in body
+    )
