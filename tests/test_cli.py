@@ -125,6 +125,23 @@ def test_ctrl_c_mid_run_exits_130_and_keeps_the_files(tmp_path: Path, monkeypatc
     assert (tmp_path / "hw" / "hello.py").read_text() == "print('hi')\n"
 
 
+def test_sigterm_mid_run_stops_it_as_ctrl_c_does(tmp_path: Path, monkeypatch, capsys) -> None:
+    import os
+    import signal
+
+    def terminate(_messages):
+        os.kill(os.getpid(), signal.SIGTERM)  # as `kill` or a job's time limit sends it
+        raise AssertionError("SIGTERM did not stop the run")
+
+    before = signal.getsignal(signal.SIGTERM)
+    use_script(monkeypatch, [ONE_STEP, WRITE, terminate])
+    args = ["Create hello world", "--model", "gpt-4o", "--workspace", str(tmp_path), "--project-name", "hw"]
+    assert cli(args) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert (tmp_path / "hw" / "hello.py").read_text() == "print('hi')\n"
+    assert signal.getsignal(signal.SIGTERM) == before  # put back once l2mac returns
+
+
 def test_ctrl_c_prints_the_resume_command_and_resume_finishes_the_run(tmp_path: Path, monkeypatch, capsys) -> None:
     def interrupt(_messages):
         raise KeyboardInterrupt

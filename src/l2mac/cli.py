@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -396,12 +397,23 @@ def resume_command(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: ``l2mac PROMPT`` runs; ``l2mac SUBCOMMAND ...`` dispatches."""
+    """Entry point: ``l2mac PROMPT`` runs; ``l2mac SUBCOMMAND ...`` dispatches. SIGTERM (``kill``, a job's time
+    limit) stops it as Ctrl-C does: the work so far saved, the run's record and a benchmark's session written,
+    the model server stopped. Seen: a benchmark stopped with ``kill`` left its results file with no record of
+    the session that made them."""
     args = list(sys.argv[1:] if argv is None else argv)
     first = next((a for a in args if not a.startswith("-")), None)
     if args and args[0] not in ("--help", "-h") and (first is None or first not in SUBCOMMANDS):
         args.insert(0, "run")
-    app(args=args, prog_name="l2mac")
+    before = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        app(args=args, prog_name="l2mac")
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":  # pragma: no cover
