@@ -361,6 +361,26 @@ def test_a_rewrite_of_a_function_failing_the_tasks_examples_is_sampled_again_unt
     assert len(script.requests) == 6  # the two answers sampled again are no turns of their own
 
 
+def test_a_rewrite_of_a_function_with_a_code_problem_is_sampled_again_until_the_problem_is_gone(tmp_path: Path) -> None:
+    """Seen on ClassEval_8 at 5e787ae: told deposit() returns nothing though its docstring says what it returns,
+    the model sent the same body twice. A rewrite is held to the code problem it was asked for being gone."""
+    stub = 'def total(numbers):\n    """Add the numbers up, return the total."""\n'
+    step = f"Implement total in solution.py.\n\n```python\n{stub}```"
+    task = Instruction(title="total", instruction=step, requires_tests=False)
+    replies = [
+        text("    result = sum(numbers)\n```\n"),  # returns nothing: a code problem inside total
+        text("    result = sum(numbers)\n```\n"),  # begun inside total again: the same
+        text("    return sum(numbers)\n```\n"),  # sampled again: the problem is gone, so this one is read
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("total", 1, 1, task, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "    return sum(numbers)\n" in store.read_text("solution.py")
+    log = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    assert [e["holds"] for e in log if e["kind"] == "answer_verified"] == [False, True]
+
+
 def test_an_answer_fixing_a_failure_no_function_is_pointed_at_is_begun_at_the_file_the_report_names(
     tmp_path: Path,
 ) -> None:

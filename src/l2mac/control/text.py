@@ -19,6 +19,7 @@ tool call. In this protocol:
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -27,9 +28,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.tools import ToolDefinition
 
 from l2mac.checks.demands import missing_definitions, named_files, names_for_file, stubbed
-from l2mac.checks.examples import Example, run_examples
+from l2mac.checks.examples import run_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.output import trim_output
+from l2mac.checks.python import find_code_issues
+from l2mac.checks.verdict import Verdict
 from l2mac.control.answers import (
     File,
     one_at_a_time,
@@ -260,7 +263,7 @@ class TextConversation:
                 feedback += "\n\n" + self.asks.file(stubbed_file, self.to_write)
             elif (rewrite := self.asks.failing_function(verdict, self.written)) is not None:
                 self.asks.opening, self.focus = rewrite, rewrite.path
-                self.verify = self._holds_examples(rewrite, verdict.failing_examples)
+                self.verify = self._holds(rewrite, verdict)
                 feedback += "\n\n" + render("text_request_rewrite", path=rewrite.path, name=rewrite.name)
             elif begun := self.asks.fix(self.focus or verdict.first_file):
                 feedback += "\n\n" + begun
@@ -304,28 +307,33 @@ class TextConversation:
         self.focus = pending[0]
         return missed
 
-    def _holds_examples(self, opening: Opening, failing: tuple[Example, ...]) -> Verify | None:
-        """When the function a rewrite is begun inside fails the task's own examples: whether an answer's body
-        makes them pass, run in a scratch copy of the project. Seen on ClassEval_1 at 5d50fc8: shown
-        ``Expected: 50.26548245743669, Got: 100.53096491487338``, the 1.5B model wrote the same wrong formula
-        for a sphere's area twice; the examples are the task's, so an answer can be held to them before it is
-        kept."""
+    def _holds(self, opening: Opening, verdict: Verdict) -> Verify | None:
+        """What an answer rewriting the function ``opening`` is begun inside is held to, run in a scratch copy of
+        the project: the task's own examples of that function, when they fail; no code problem inside it, when
+        the report names one there. Seen at 5d50fc8: on ClassEval_1, shown ``Expected: 50.26548245743669, Got:
+        100.53096491487338``, the 1.5B model wrote the same wrong formula for a sphere's area twice; at 5e787ae,
+        on ClassEval_8, told deposit() returns nothing, it sent the same body twice."""
         name = f"{opening.owner}.{opening.name}" if opening.owner else opening.name
-        examples = [e for e in failing if e.name == name]
-        if not examples:
-            return None
+        examples = [e for e in verdict.failing_examples if e.name == name]
         env = self.setting.toolbox.env
         store = env.store
+        flagged = _problem_lines(verdict.report, opening.path) & _lines_of(store.read_text(opening.path), opening)
+        if not examples and not flagged:
+            return None
 
         def holds(response: ModelResponse) -> bool:
             completed = opening.completion(response.text or "")
             if completed is None:
                 return False
-            with scratch_copy(
-                {**store.snapshot(), opening.path: completed.text}, "l2mac-verify-", opaque_from=store
-            ) as scratch:
-                run = run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s)
-            return run is not None and not run.failed
+            files = {**store.snapshot(), opening.path: completed.text}
+            with scratch_copy(files, "l2mac-verify-", opaque_from=store) as scratch:
+                if flagged:
+                    issues = find_code_issues(scratch.root, scratch.list_files(), only=[opening.path], types=False)
+                    inside = _lines_of(completed.text, opening)
+                    if any(i.blocking and i.line in inside for i in issues):
+                        return False
+                run = run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s) if examples else None
+            return not examples or (run is not None and not run.failed)
 
         return holds
 
@@ -394,3 +402,27 @@ def _summary(text: str, step: Step, files: list[str]) -> str:
     if prose:
         return prose[:1500]
     return f"Step {step.index} ({step.instruction.title}) is done. Files now: {', '.join(files[:40])}."
+
+
+_PROBLEM = re.compile(r"^(\S+\.py):(\d+): ", re.MULTILINE)
+
+
+def _problem_lines(report: str, path: str) -> set[int]:
+    """The lines of ``path`` the report's code problems name."""
+    return {int(m.group(2)) for m in _PROBLEM.finditer(report) if m.group(1) == path}
+
+
+def _lines_of(source: str, opening: Opening) -> set[int]:
+    """The lines the function ``opening`` names spans in ``source`` (none when it is not there)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    scope = tree.body
+    if opening.owner is not None:
+        owner = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == opening.owner), None)
+        scope = owner.body if owner is not None else []
+    for node in scope:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == opening.name:
+            return set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return set()
