@@ -356,9 +356,14 @@ def test_a_rewrite_of_a_function_failing_the_tasks_examples_is_sampled_again_unt
     outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, TESTED, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "return max(numbers) - min(numbers)" in store.read_text("solution.py")
-    log = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
-    assert [e["holds"] for e in log if e["kind"] == "answer_verified"] == [False, False, True]
+    assert _verified(store) == [False, False, True]
     assert len(script.requests) == 6  # the two answers sampled again are no turns of their own
+
+
+def _verified(store: FileStore) -> list[bool]:
+    """Whether each answer held to a check held it, as the run's log says."""
+    log = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    return [e["holds"] for e in log if e["kind"] == "answer_verified"]
 
 
 def test_a_rewrite_of_a_function_with_a_code_problem_is_sampled_again_until_the_problem_is_gone(tmp_path: Path) -> None:
@@ -377,8 +382,7 @@ def test_a_rewrite_of_a_function_with_a_code_problem_is_sampled_again_until_the_
     outcome = asyncio.run(unit.run_step(Step("total", 1, 1, task, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "    return sum(numbers)\n" in store.read_text("solution.py")
-    log = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
-    assert [e["holds"] for e in log if e["kind"] == "answer_verified"] == [False, True]
+    assert _verified(store) == [False, True]
 
 
 def test_an_answer_fixing_a_failure_no_function_is_pointed_at_is_begun_at_the_file_the_report_names(

@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from l2mac.checks.demands import is_stub_definition, is_stub_shaped
+from l2mac.checks.repairs import definition_span
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEF_LINE = re.compile(r"\s*(?:@|(?:async\s+)?def\s|class\s)")
@@ -151,7 +152,7 @@ def put_function(source: str, contract: Contract, code: str, siblings: Collectio
     lines, code_lines = source.splitlines(), code.splitlines()
 
     def text(node: ast.stmt) -> str:
-        return "\n".join(code_lines[slice(*_span(node))])
+        return "\n".join(code_lines[slice(*definition_span(node))])
 
     def left_alone(node: ast.stmt) -> bool:  # another agent's method, or a method sent back as the class has it
         name = getattr(node, "name", "")
@@ -165,7 +166,7 @@ def put_function(source: str, contract: Contract, code: str, siblings: Collectio
     if taken:
         raise ContractError(f"helper names already used in {contract.module}: {', '.join(taken)}; rename them")
     old = old_defs[contract.name]
-    a, b = _span(old)
+    a, b = definition_span(old)
     gap = [""] if contract.owner is not None else ["", ""]  # methods are one blank line apart
     block: list[str] = []
     for node in [target, *helpers]:
@@ -195,11 +196,6 @@ def _takes_self(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return bool(first) and first[0].arg in {"self", "cls"}
 
 
-def _span(node: ast.stmt) -> tuple[int, int]:
-    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-    return first - 1, node.end_lineno or node.lineno
-
-
 def _dedented(code: str) -> str:
     """``code`` moved left by the indentation of its first definition (a method answered alone is indented as
     in its class); lines indented less (a comment, an import at column 0) stay where they are."""
@@ -213,7 +209,7 @@ def _moved(text: str, node: ast.stmt, column: int) -> list[str]:
     """A definition's ``text`` (its first line at ``node``'s column) moved to start at ``column``; the lines
     inside its multi-line strings keep their text, and lines indented less than the move takes stay."""
     shift = column - node.col_offset
-    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    first = definition_span(node)[0] + 1
     inside = {
         line
         for n in ast.walk(node)
