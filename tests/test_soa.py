@@ -292,6 +292,20 @@ def test_put_function_keeps_contracts_frozen() -> None:
         raise AssertionError("a changed signature was merged")
 
 
+def test_a_changed_signature_replaces_a_one_line_stubs_header_and_keeps_its_body() -> None:
+    """A reviewing helper's reproducer: on `def f(x): ...` the new header was put above the old one."""
+    source = (
+        "class Box:\n    def put(self, x): ...\n\n    def take(self) -> int:\n        return 1\n\n\ndef g(a): pass\n"
+    )
+    put = Contract("m.py", "put", "def put(self, x):", "", "Box")
+    g = Contract("m.py", "g", "def g(a):", "")
+    for old, new in ((put, "def put(self, x: int) -> None:"), (g, "def g(a, b=0):")):
+        changed = contracts.replace_signature(source, old, contracts.changed_contract(old, new))
+        defs = [n for n in ast.walk(ast.parse(changed)) if isinstance(n, ast.FunctionDef) and n.name == old.name]
+        assert len(defs) == 1 and contracts.signature_of(defs[0]) == new, changed
+        assert "def take(self) -> int:\n        return 1" in changed
+
+
 SHELF = '''class Shelf:
     """Books on a shelf."""
 

@@ -256,8 +256,14 @@ def replace_signature(source: str, old: Contract, new: Contract) -> str:
     if node is None:
         raise ContractError(f"{old.module} does not define {old.name}")
     lines = source.splitlines()
-    first_body = node.body[0].lineno - 1
-    lines[node.lineno - 1 : first_body] = [" " * node.col_offset + new.signature]
+    header = [" " * node.col_offset + new.signature]
+    first = node.body[0]
+    if first.lineno == node.lineno:  # a one-line stub, `def f(x): ...`: its body goes to a line of its own
+        rest = lines[first.lineno - 1].encode()[first.col_offset :].decode()  # col_offset counts UTF-8 bytes
+        header.append(" " * (node.col_offset + 4) + rest)
+        lines[node.lineno - 1 : node.lineno] = header
+    else:
+        lines[node.lineno - 1 : first.lineno - 1] = header
     return "\n".join(lines) + "\n"
 
 
