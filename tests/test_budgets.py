@@ -69,6 +69,26 @@ def test_cost_budget_reserves_the_worst_case_before_each_call() -> None:
     assert client.usage.cost_usd <= 0.40 and client.usage.requests == calls
 
 
+def test_prompt_tokens_read_from_the_cache_do_not_count_against_the_token_budget() -> None:
+    """Seen: another answer to the same prompt (5,112 tokens, served from llama-server's cache in 2 s) was
+    counted in full, and a ClassEval task stopped at its 60,000-token budget after 800 s."""
+
+    def answer(read_from_cache: int) -> FunctionModel:
+        usage = RequestUsage(input_tokens=5_000, output_tokens=50, cache_read_tokens=read_from_cache)
+        return FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("ok")], usage=usage))
+
+    prompt = [ModelRequest(parts=[UserPromptPart("x" * 3_500)])]  # about 1,000 tokens
+    client = ModelClient(answer(4_900), max_tokens=20_000, max_output_tokens=1_000)
+    for _ in range(10):  # 10 x 5,050 tokens sent and received: 50,500, far above the budget
+        asyncio.run(client.request(prompt, purpose="t"))
+    assert client.usage.total_tokens == 50_500 and client.usage.uncached_tokens == 1_500
+    uncached = ModelClient(answer(0), max_tokens=20_000, max_output_tokens=1_000)
+    with pytest.raises(BudgetExceeded, match=r"token budget: [\d,]+ of 20,000 tokens used, and the next call"):
+        for _ in range(10):
+            asyncio.run(uncached.request(prompt, purpose="t"))
+    assert uncached.usage.requests <= 4
+
+
 def test_step_budget_stops_after_that_many_steps_and_resumes(tmp_path: Path) -> None:
     script = ScriptedModel(full_run_replies())
     result = run_l2mac(TASK, make_settings(tmp_path, max_steps=1), model=script.model)

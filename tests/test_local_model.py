@@ -264,3 +264,17 @@ def test_a_begun_answer_is_continued_as_written_and_ends_where_its_code_block_cl
     assert "\n```" in llm.asked[0]["stop"]  # type: ignore[operator]
     asyncio.run(client.request(begun[:1], purpose="t"))
     assert "\n```" not in llm.asked[1]["stop"]  # type: ignore[operator]  # an answer of its own may hold blocks
+
+
+def test_the_prompt_tokens_the_model_had_cached_are_reported_as_read_from_the_cache() -> None:
+    """The token budget leaves them out: another answer to the same prompt reads it again for next to nothing."""
+    from l2mac.models.client import ModelClient
+
+    llm = _TypingLlama(["ok"])
+    llm._input_ids = list(range(30))  # the model's state holds the first 30 tokens of the prompt
+    chat = _chat_with(llm)
+    chat.served = None
+    client = ModelClient(chat.as_model("local:m"))
+    answer = asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("x" * 400)])], purpose="t"))
+    assert answer.usage.input_tokens > 30 and answer.usage.cache_read_tokens == 30
+    assert client.usage.uncached_tokens == client.usage.total_tokens - 30

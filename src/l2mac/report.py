@@ -76,6 +76,7 @@ class Tokens(BaseModel):
     input: int
     output: int
     total: int
+    cached: int = 0  # of the input, read from the model's prompt cache (not counted by --max-tokens)
 
 
 class EnvironmentSummary(BaseModel):
@@ -225,7 +226,12 @@ def build_report(
             failed=len(outcomes) - passed,
             detail=[StepDetail.of(o) for o in outcomes],
         ),
-        tokens=Tokens(input=usage.input_tokens, output=usage.output_tokens, total=usage.total_tokens),
+        tokens=Tokens(
+            input=usage.input_tokens,
+            output=usage.output_tokens,
+            total=usage.total_tokens,
+            cached=usage.cache_read_tokens,
+        ),
         requests=usage.requests,
         cost_usd=round(usage.cost_usd, 6) if usage.cost_known else None,
         cost_usd_priced_part=round(usage.cost_usd, 6),

@@ -111,7 +111,11 @@ class RunSettings(BaseModel):
     workspace: Path = Field(default=Path("workspace"), description="Folder holding one sub-folder per project.")
     project_name: str | None = Field(default=None, description="Name of the project folder; derived if absent.")
     max_cost: float | None = Field(default=None, gt=0, description="Stop the run once this many USD are spent.")
-    max_tokens: int | None = Field(default=None, gt=0, description="Stop the run once this many tokens are used.")
+    max_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="Stop the run once this many tokens are used (prompt tokens read from the cache not counted).",
+    )
     max_steps: int | None = Field(default=None, gt=0, description="Stop the run after this many steps have run.")
     max_wall_time_s: float | None = Field(
         default=None, gt=0, description="Stop the run after this many seconds (per invocation; resume goes on)."

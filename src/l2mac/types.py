@@ -46,26 +46,37 @@ class ToolResult:
 
 @dataclass
 class Usage:
-    """Tokens and cost accumulated over model calls. ``cost_usd`` counts only calls with a known price."""
+    """Tokens and cost accumulated over model calls. ``cost_usd`` counts only calls with a known price.
+    ``cache_read_tokens`` of the input tokens were served from the model's prompt cache (a local server's slot,
+    a provider's cached prefix): read again for next to nothing."""
 
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_requests: int = 0
+    cache_read_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
     @property
+    def uncached_tokens(self) -> int:
+        """The tokens the model had to read or write: what a token budget counts. (Seen: another answer to
+        the same prompt, its 5,000 tokens served from the cache in 2 s, counted in full, and a ClassEval task
+        stopped at its token budget after 800 s.)"""
+        return self.total_tokens - self.cache_read_tokens
+
+    @property
     def cost_known(self) -> bool:
         return self.unpriced_requests == 0
 
-    def add(self, input_tokens: int, output_tokens: int, cost_usd: float | None) -> None:
+    def add(self, input_tokens: int, output_tokens: int, cost_usd: float | None, cache_read_tokens: int = 0) -> None:
         self.requests += 1
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
+        self.cache_read_tokens += cache_read_tokens
         if cost_usd is None:
             self.unpriced_requests += 1
         else:

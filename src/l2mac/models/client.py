@@ -138,10 +138,13 @@ class ModelClient:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise BudgetExceeded("wall-time budget spent (raise --max-wall-time to go further)")
         worst_out = self.max_output_tokens if prompt_tokens else 0
-        if self.max_tokens is not None and self.usage.total_tokens + prompt_tokens + worst_out > self.max_tokens:
+        used = self.usage.uncached_tokens
+        if self.max_tokens is not None and used + prompt_tokens + worst_out > self.max_tokens:
+            cached = self.usage.cache_read_tokens
             raise BudgetExceeded(
-                f"token budget: {self.usage.total_tokens:,} of {self.max_tokens:,} tokens used, and the next call "
-                f"could use {prompt_tokens + worst_out:,} more (raise --max-tokens to go further)"
+                f"token budget: {used:,} of {self.max_tokens:,} tokens used"
+                + (f" (besides {cached:,} prompt tokens read from the model's cache)" if cached else "")
+                + f", and the next call could use {prompt_tokens + worst_out:,} more (raise --max-tokens to go further)"
             )
         if self.max_cost is not None:
             worst = _worst_case_cost(self.model, prompt_tokens, worst_out) if prompt_tokens else 0.0
@@ -203,43 +206,41 @@ class ModelClient:
         cost = _cost(response)
         if self.journal is not None:  # before anything acts on the answer: a crash from here on keeps it
             self.journal.append(JournaledCall(seq, key, purpose, response, cost))
-        self.usage.add(response.usage.input_tokens, response.usage.output_tokens, cost)
+        self._count(response, purpose, cost, latency_s=round(latency, 3), retries=attempt)
+        return response
+
+    def _replay(self, call: JournaledCall) -> ModelResponse:
+        """A journaled answer: counted in the usage (it was paid for), recorded, and no model call made."""
+        self._count(call.response, call.purpose, call.cost_usd, latency_s=0.0, retries=0, replayed=True)
+        return call.response
+
+    def _count(
+        self,
+        response: ModelResponse,
+        purpose: str,
+        cost: float | None,
+        *,
+        latency_s: float,
+        retries: int,
+        replayed: bool = False,
+    ) -> None:
+        """Add an answer to the usage and record it."""
+        u = response.usage
+        self.usage.add(u.input_tokens, u.output_tokens, cost, cache_read_tokens=u.cache_read_tokens)
         if self.on_call is not None:
             self.on_call(
                 CallRecord(
                     purpose=purpose,
                     model=response.model_name or self.model.model_name,
-                    input_tokens=response.usage.input_tokens,
-                    output_tokens=response.usage.output_tokens,
+                    input_tokens=u.input_tokens,
+                    output_tokens=u.output_tokens,
                     cost_usd=cost,
-                    latency_s=round(latency, 3),
-                    retries=attempt,
+                    latency_s=latency_s,
+                    retries=retries,
                     tool_calls=[c.tool_name for c in response.tool_calls],
                     response=_response_parts(response),
+                    replayed=replayed,
                     finish=_finish(response),
-                    prompt_s=(response.provider_details or {}).get("prompt_s"),
+                    prompt_s=None if replayed else (response.provider_details or {}).get("prompt_s"),
                 )
             )
-        return response
-
-    def _replay(self, call: JournaledCall) -> ModelResponse:
-        """A journaled answer: counted in the usage (it was paid for), recorded, and no model call made."""
-        response = call.response
-        self.usage.add(response.usage.input_tokens, response.usage.output_tokens, call.cost_usd)
-        if self.on_call is not None:
-            self.on_call(
-                CallRecord(
-                    purpose=call.purpose,
-                    model=response.model_name or self.model.model_name,
-                    input_tokens=response.usage.input_tokens,
-                    output_tokens=response.usage.output_tokens,
-                    cost_usd=call.cost_usd,
-                    latency_s=0.0,
-                    retries=0,
-                    tool_calls=[c.tool_name for c in response.tool_calls],
-                    response=_response_parts(response),
-                    replayed=True,
-                    finish=_finish(response),
-                )
-            )
-        return response

@@ -295,7 +295,11 @@ class LocalChat:
         return ModelResponse(
             # a begun answer is continued as it is: its first line's indentation is part of the code
             parts=[TextPart(text)] if begun and text else list(parse_reply(text, {t.name for t in tools})),
-            usage=RequestUsage(input_tokens=stats.prompt_tokens, output_tokens=stats.completion_tokens),
+            usage=RequestUsage(
+                input_tokens=stats.prompt_tokens,
+                cache_read_tokens=max(0, stats.prompt_tokens - stats.new_prompt_tokens),
+                output_tokens=stats.completion_tokens,
+            ),
             finish_reason="length" if stats.hit_limit else "stop",
             # how long reading the prompt took (the rest was generation): the run report's timeline shows both
             provider_details={"prompt_s": round(stats.prompt_s, 3), **({"loop_cut": True} if stats.loop_cut else {})},
