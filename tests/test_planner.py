@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from l2mac.checks.demands import named_files
+from l2mac.checks.demands import missing_definitions, named_files
 from l2mac.domains import load_domain
 from l2mac.errors import PromptProgramError
 from l2mac.models.client import ModelClient
@@ -121,6 +121,22 @@ def test_a_plan_is_repaired_before_it_runs() -> None:
     titles = ["Core", "Readme", "Docs and code", "Approval", "Loader", "Submit"]
     assert [s.title for s in program.steps] == titles
     assert [s.requires_tests for s in program.steps] == [True, False, True, True, True, True]
+
+
+def test_a_function_only_a_steps_title_names_is_said_in_its_instruction() -> None:
+    """Seen on a change to python-slugify: the title named unique_slugify(text, taken), the instruction only "a
+    new function"; the step passed with the function never written, since what a step must define is read
+    from its instruction."""
+    titled = Instruction(
+        title="Add a new function unique_slugify(text, taken) to slugify.py",
+        instruction="Create a new function in slugify/slugify.py that takes two arguments: text and taken.",
+    )
+    both = Instruction(title="Add load(path)", instruction="Write store.py with load(path: Path) -> list.")
+    program, _ = plan_with([call("submit_plan", {"steps": [titled.model_dump(), both.model_dump()]})])
+    first, second = program.steps
+    assert first.instruction.endswith("It defines unique_slugify(text, taken).")
+    assert missing_definitions(first.instruction, {"slugify/slugify.py": "def slugify(text):\n    return text\n"})
+    assert second.instruction == both.instruction  # it names load() already
 
 
 def test_with_no_usable_plan_the_task_is_the_one_step_and_the_program_says_why() -> None:

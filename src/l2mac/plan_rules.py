@@ -12,7 +12,7 @@ import ast
 import re
 
 from l2mac import outline
-from l2mac.checks.demands import mentioned_files
+from l2mac.checks.demands import mentioned_files, named_definitions
 from l2mac.types import Instruction
 
 #: the planner's tool: a step that names it is about the plan, not the task
@@ -40,17 +40,37 @@ _CALLABLE = re.compile(r"\b[A-Za-z_]\w*\(")
 
 def repair(steps: list[Instruction]) -> list[Instruction]:
     """A plan as it can run: no step whose work is submitting the plan (seen as a last step "Submit plan" of a
-    plan answered in prose), and no test required of a step that mentions files but neither a code file nor a
-    function (seen: a README step failing "no tests were collected" nine times)."""
+    plan answered in prose), no test required of a step that mentions files but neither a code file nor a
+    function (seen: a README step failing "no tests were collected" nine times), and each step's instruction
+    naming the functions its title names."""
     out: list[Instruction] = []
     for step in steps:
         if _SUBMITS_THE_PLAN.search(step.title) or _NAMES_THE_TOOL.search(step.instruction):
             continue
+        step = titled_names(step)
         files = mentioned_files(step.instruction)
         if step.requires_tests and files and not _writes_code(step.instruction):
             step = step.model_copy(update={"requires_tests": False})
         out.append(step)
     return out or steps
+
+
+#: a function or class named with its parameters: ``unique_slugify(text, taken)``
+_SIGNATURE = re.compile(r"\b([A-Za-z_]\w*)\(([^()]*)\)")
+
+
+def titled_names(step: Instruction) -> Instruction:
+    """The step with the functions its title names (with their parameters) said in its instruction too: what
+    the step must define is read from its instruction. Seen: a step titled "Add a new function
+    unique_slugify(text, taken) to slugify.py" whose instruction said "a new function ... that takes two
+    arguments"; it passed with the function never written."""
+    said = set(named_definitions(step.instruction))
+    missing = {n: m.group(0) for m in _SIGNATURE.finditer(step.title) if (n := m.group(1)) not in said}
+    missing = {n: sig for n, sig in missing.items() if n in named_definitions(step.title)}
+    if not missing:
+        return step
+    names = " and ".join(missing.values())
+    return step.model_copy(update={"instruction": f"{step.instruction.rstrip()} It defines {names}."})
 
 
 _README = re.compile(r"\breadme\b", re.IGNORECASE)
