@@ -361,6 +361,27 @@ def test_type_errors_that_break_at_run_time_are_reported_once_per_message_with_a
     assert untyped == [i for i in find_code_issues(tmp_path, list(files)) if i.kind != "type"]
 
 
+def test_a_name_a_package_does_not_give_is_found_where_the_project_defines_it(tmp_path: Path) -> None:
+    """Seen on a change to python-slugify: the new function was in slugify/slugify.py, whose __all__ did not list
+    it, so ``from slugify import unique_slugify`` failed; told only "slugify defines no unique_slugify", the
+    model sent the same test three times."""
+    files = {
+        "slugify/__init__.py": "from .slugify import *\n",
+        "slugify/slugify.py": (
+            "__all__ = ['slugify']\n\n\ndef slugify(text: str) -> str:\n    return text.lower()\n\n\n"
+            "def unique_slugify(text: str, taken: set[str]) -> str:\n    return slugify(text)\n"
+        ),
+        "slugify/other.py": "from slugify import unique_slugify\n\n\ndef f(x: str) -> str:\n    return x\n",
+    }
+    [issue] = [i for i in find_code_issues(tmp_path, write(tmp_path, files)) if i.kind == "type"]
+    assert issue.path == "slugify/other.py" and "slugify defines no `unique_slugify`" in issue.message
+    assert issue.message.endswith(
+        "`unique_slugify` is defined in slugify/slugify.py: import it from slugify.slugify, or add "
+        "'unique_slugify' to __all__ in slugify/slugify.py (slugify takes that module's names with `import *`, "
+        "which imports only the names its __all__ lists)."
+    )
+
+
 def test_the_type_check_ignores_the_projects_own_mypy_config(tmp_path: Path) -> None:
     # mypy imports the plugins a config names: generated code must never run outside the sandbox this way.
     files = {

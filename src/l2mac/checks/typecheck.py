@@ -11,6 +11,7 @@ fixing bugs. The rules that explain a message are data, in ``type_hints.yaml``.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from l2mac.checks.issues import CodeIssue
+from l2mac.checks.layout import is_test_file, module_name
 
 #: mypy error codes reported to the model: each is a call or a return that fails (or misbehaves) at run time
 BLOCKING_CODES = frozenset(
@@ -124,5 +126,51 @@ def type_issues(root: Path, files: list[str], check: list[str]) -> list[CodeIssu
     issues: list[CodeIssue] = []
     for (rel, message), at in lines.items():
         more = f" (also line{'s' if len(at) > 2 else ''} {', '.join(map(str, at[1:]))})" if len(at) > 1 else ""
-        issues.append(CodeIssue(rel, at[0], "type", explain(message + more)))
+        issues.append(CodeIssue(rel, at[0], "type", explain(message + more) + defined_elsewhere(root, files, message)))
     return issues
+
+
+_NO_ATTRIBUTE = re.compile(r'^Module "(?P<mod>[\w.]+)" has no attribute "(?P<attr>\w+)"')
+
+
+def defined_elsewhere(root: Path, files: list[str], message: str) -> str:
+    """For mypy's "Module m has no attribute n": where the project does define n, and why m does not give it
+    (a package that takes a module's names with ``import *`` gets only those its ``__all__`` lists). Seen on a
+    change to python-slugify: unique_slugify added to slugify/slugify.py, whose __all__ did not list it, and a
+    test importing it from slugify rewritten unchanged three times, told only "slugify defines no
+    unique_slugify"."""
+    if not (found := _NO_ATTRIBUTE.search(message)):
+        return ""
+    package, name = found["mod"], found["attr"]
+    for rel in files:
+        if not rel.endswith(".py") or is_test_file(rel) or module_name(rel) == package:
+            continue
+        try:
+            tree = ast.parse((root / rel).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        if not any(isinstance(n, defs) and n.name == name for n in tree.body):
+            continue
+        home = module_name(rel)
+        said = f" `{name}` is defined in {rel}: import it from {home}"
+        listed = _all_names(tree)
+        if home.startswith(package + ".") and listed is not None and name not in listed:
+            said += (
+                f", or add '{name}' to __all__ in {rel} ({package} takes that module's names with `import *`, "
+                "which imports only the names its __all__ lists)"
+            )
+        return said + "."
+    return ""
+
+
+def _all_names(tree: ast.Module) -> list[str] | None:
+    """The names a module's ``__all__ = [...]`` lists; None when it has none (or builds it otherwise)."""
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            and isinstance(node.value, (ast.List, ast.Tuple))
+        ):
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return None
