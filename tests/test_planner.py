@@ -139,6 +139,21 @@ def test_a_function_only_a_steps_title_names_is_said_in_its_instruction() -> Non
     assert second.instruction == both.instruction  # it names load() already
 
 
+def test_a_step_listed_again_nearly_word_for_word_is_dropped_but_the_same_work_elsewhere_is_kept() -> None:
+    said = "a test file named tests/test_unique_slugify.py and add a test case that uses the unique_slugify function"
+    steps = [
+        Instruction(title="Add unique_slugify", instruction="Write unique_slugify(text, taken) in slugify/slugify.py."),
+        Instruction(title="Add a new test file", instruction=f"Create a new {said}."),
+        Instruction(title="Tests for a", instruction="Write tests/test_a.py with tests of parse() in a.py."),
+        Instruction(title="Tests for b", instruction="Write tests/test_b.py with tests of parse() in b.py."),
+        Instruction(title="Add mul", instruction="Write core.py with mul(a: int, b: int) -> int."),
+        Instruction(title="Add div", instruction="Write core.py with div(a: int, b: int) -> int."),
+        Instruction(title="Add the tests", instruction=f"Create {said}."),  # step 2 again
+    ]
+    program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in steps]})], max_steps=10)
+    assert [s.title for s in program.steps] == [s.title for s in steps[:-1]]
+
+
 def test_with_no_usable_plan_the_task_is_the_one_step_and_the_program_says_why() -> None:
     program, _ = plan_with([text("I cannot."), text("No."), text("Still no.")], max_steps=5)
     assert [s.instruction for s in program.steps] == ["Build X"] and program.steps[0].requires_tests

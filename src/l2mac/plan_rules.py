@@ -9,6 +9,7 @@ of the plan's own invention.
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 
 from l2mac import outline
@@ -20,15 +21,36 @@ SUBMIT_PLAN = "submit_plan"
 
 
 def dedupe(steps: list[Instruction]) -> list[Instruction]:
-    """Steps without exact repeats (small models sometimes list a step twice)."""
-    seen: set[tuple[str, str]] = set()
-    out = []
+    """Steps without repeats: small models sometimes list a step twice, word for word or nearly (seen on a
+    change to python-slugify: "Create a new test file named tests/test_unique_slugify.py and add a test case
+    that uses the unique_slugify function ..." as step 2 and, its first words changed, as step 6). A near
+    repeat names the same files and definitions as the step before it, so the same work on other files or
+    other functions is never one."""
+    out: list[Instruction] = []
     for s in steps:
-        key = (s.title.strip().lower(), s.instruction.strip().lower())
-        if key not in seen:
-            seen.add(key)
+        if not any(_repeats(s, earlier) for earlier in out):
             out.append(s)
     return out
+
+
+#: how alike two steps' instructions are (difflib's ratio) for the later to repeat the earlier one
+NEAR_REPEAT = 0.9
+
+
+def _repeats(step: Instruction, earlier: Instruction) -> bool:
+    said, before = (" ".join(x.instruction.lower().split()) for x in (step, earlier))
+    if said == before and step.title.strip().lower() == earlier.title.strip().lower():
+        return True
+    if set(mentioned_files(step.instruction)) != set(mentioned_files(earlier.instruction)):
+        return False
+    if set(_names(step.instruction)) != set(_names(earlier.instruction)):
+        return False
+    return difflib.SequenceMatcher(None, said, before).ratio() >= NEAR_REPEAT
+
+
+def _names(instruction: str) -> list[str]:
+    """The code names an instruction uses (called, quoted, or shaped as no word is)."""
+    return ["".join(found) for found in _USED_NAME.findall(instruction)]
 
 
 #: a step whose whole title is submitting the plan, or that names the planner's tool: not the task's work
