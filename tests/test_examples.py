@@ -139,6 +139,9 @@ def test_examples_a_task_states_in_its_prose_are_read_one_doctest_per_function()
     }  # not count(xs) nor f(x): their arguments are names
     assert [e.name for e in stated_examples("assert add(1, 2) == 3")] == ["add"]
     assert [e.text for e in stated_examples("Sum: e.g. total([1, 6]) == 7.")] == [">>> total([1, 6]) == 7\nTrue"]
+    # a negation in the clause before the example is not the example's (seen on a change to python-slugify)
+    change = "with -2 appended until the slug is not in the set taken, e.g. unique('Hi', {'hi'}) == 'hi-2' and"
+    assert [e.text for e in stated_examples(change)] == [">>> unique('Hi', {'hi'})\n'hi-2'"]
 
 
 def test_a_tasks_stated_example_holds_a_step_whose_instruction_dropped_it(tmp_path: Path) -> None:
