@@ -381,6 +381,25 @@ def test_merge_definitions_keeps_the_rest_and_the_future_import_first() -> None:
     assert merge_definitions(source, "def a(:\n") is None
 
 
+def test_a_merged_answer_brings_only_the_imports_its_definitions_need() -> None:
+    """Seen on a change to python-slugify: the answer for slugify/slugify.py copied __init__.py's imports (the
+    module's own ``from .slugify import *`` among them) above a function; all were added to the module."""
+    source = (
+        "import re\n\n__all__ = ['slugify']\nSEP = '-'\n\n\ndef slugify(text):\n    return re.sub(' ', SEP, text)\n"
+    )
+    answer = (
+        "from .special import *\nfrom .slugify import *\nfrom .__version__ import __title__\nimport json\n"
+        "import os\n\n\ndef slugify(text):\n    return re.sub(' ', SEP, text)\n\n\n"
+        "def unique(text, taken):\n    slug = slugify(text)\n    return json.dumps(slug) if slug in taken else slug\n"
+    )
+    merged = merge_definitions(source, answer, add_new=True)
+    assert merged is not None and merged.startswith("import json\nimport re\n\n__all__")
+    assert "import *" not in merged and "__title__" not in merged and "import os" not in merged
+    # a star import stays when the definitions use a name that nothing else binds
+    starred = merge_definitions(source, "from .special import *\n\n\ndef f(x):\n    return PRE + x\n", add_new=True)
+    assert starred is not None and starred.startswith("from .special import *\nimport re\n")
+
+
 def store_step_without_imports(tmp_path: Path) -> tuple[object, FileStore]:
     """One answer writing store.py, which uses json and Path without importing them, and its test."""
     code = '"""Store."""\nfrom __future__ import annotations\n\n\ndef load(path: Path) -> list:\n'

@@ -8,7 +8,8 @@ functions of a module the file imports from, well-known third-party packages imp
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+import builtins
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from l2mac.checks.autofix import (
@@ -287,6 +288,56 @@ def _class_members(new: ast.ClassDef, old: ast.ClassDef, snippet_lines: list[str
     return out
 
 
+def _needed(
+    imports: Sequence[ast.Import | ast.ImportFrom],
+    defs: Sequence[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef],
+    module: ast.Module,
+) -> list[ast.Import | ast.ImportFrom]:
+    """The snippet's imports its definitions need: those binding a name they use that ``module`` does not bind
+    (a star import: when some such name is bound by none of the others). All of them for a snippet of imports
+    alone. Seen on a change to python-slugify: the answer for slugify/slugify.py copied __init__.py's imports,
+    ``from .slugify import *`` among them, above a copy of a function; all were added to the module."""
+    if not defs:
+        return list(imports)
+    bound = set(dir(builtins)) | _bound(module.body) | {d.name for d in defs}
+    used: set[str] = set()
+    for d in defs:
+        local = {
+            a.arg
+            for n in ast.walk(d)
+            if isinstance(n, ast.arguments)
+            for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *(x for x in (n.vararg, n.kwarg) if x)]
+        }
+        local |= {n.id for n in ast.walk(d) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        used |= {n.id for n in ast.walk(d) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
+    wanted = used - bound
+    named = [i for i in imports if not any(a.name == "*" for a in i.names)]
+    kept = [i for i in named if _bound([i]) & wanted]
+    rest = wanted - _bound(kept)
+    return kept + [i for i in imports if i not in named and rest]
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _bound(body: Sequence[ast.stmt]) -> set[str]:
+    """The names a module's top-level statements bind: definitions, imports, assignments."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, _DEFS):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.If, ast.Try)):  # try: import x / except ImportError: x = None
+            names |= _bound(
+                [*node.body, *getattr(node, "orelse", []), *(h for x in getattr(node, "handlers", []) for h in x.body)]
+            )
+    return names
+
+
 def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> str | None:
     """``source`` with the top-level functions and classes of ``snippet`` put in place of those of the same name.
 
@@ -334,7 +385,7 @@ def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> st
     for (a, b), new in sorted(replacements, reverse=True):
         lines[a:b] = new
     have = {ast.unparse(n) for n in old_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
-    missing = [ast.unparse(n) for n in imports if ast.unparse(n) not in have]
+    missing = [ast.unparse(n) for n in _needed(imports, new_defs, old_tree) if ast.unparse(n) not in have]
     head = import_line(old_tree)  # definitions come after it, so replacing them first leaves it valid
     lines[head:head] = missing
     merged = "\n".join(lines).rstrip("\n") + "\n" if added else "\n".join(lines) + "\n"
