@@ -380,6 +380,9 @@ def test_a_name_a_package_does_not_give_is_found_where_the_project_defines_it(tm
         "'unique_slugify' to __all__ in slugify/slugify.py (slugify takes that module's names with `import *`, "
         "which imports only the names its __all__ lists)."
     )
+    files["slugify/__init__.py"] = "from .slugify import slugify\n"  # a review's case: no import *
+    [issue] = [i for i in find_code_issues(tmp_path, write(tmp_path, files)) if i.kind == "type"]
+    assert issue.message.endswith("is defined in slugify/slugify.py: import it from slugify.slugify.")
 
 
 def test_the_type_check_ignores_the_projects_own_mypy_config(tmp_path: Path) -> None:

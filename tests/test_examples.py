@@ -142,6 +142,8 @@ def test_examples_a_task_states_in_its_prose_are_read_one_doctest_per_function()
     # a negation in the clause before the example is not the example's (seen on a change to python-slugify)
     change = "with -2 appended until the slug is not in the set taken, e.g. unique('Hi', {'hi'}) == 'hi-2' and"
     assert [e.text for e in stated_examples(change)] == [">>> unique('Hi', {'hi'})\n'hi-2'"]
+    for bug in ("Currently, add(2, 2) == 5.", "Bug: add(2, 2) == 5.", "Incorrect: slug('A B') == 'A B'"):
+        assert stated_examples(bug) == [], bug  # a review's cases: the negation is the example's own
 
 
 def test_a_tasks_stated_example_holds_a_step_whose_instruction_dropped_it(tmp_path: Path) -> None:

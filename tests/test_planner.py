@@ -134,9 +134,12 @@ def test_a_function_only_a_steps_title_names_is_said_in_its_instruction() -> Non
     both = Instruction(title="Add load(path)", instruction="Write store.py with load(path: Path) -> list.")
     program, _ = plan_with([call("submit_plan", {"steps": [titled.model_dump(), both.model_dump()]})])
     first, second = program.steps
-    assert first.instruction.endswith("It defines unique_slugify(text, taken).")
+    assert first.instruction.endswith("It is about unique_slugify(text, taken).")
     assert missing_definitions(first.instruction, {"slugify/slugify.py": "def slugify(text):\n    return text\n"})
     assert second.instruction == both.instruction  # it names load() already
+    readme = Instruction(title="Document parse(text) in README.md", instruction="Write README.md with usage.")
+    program, _ = plan_with([call("submit_plan", {"steps": [readme.model_dump()]})])
+    assert not program.steps[0].requires_tests  # a step that writes no code still requires no tests
 
 
 def test_a_step_listed_again_nearly_word_for_word_is_dropped_but_the_same_work_elsewhere_is_kept() -> None:
@@ -148,7 +151,12 @@ def test_a_step_listed_again_nearly_word_for_word_is_dropped_but_the_same_work_e
         Instruction(title="Tests for b", instruction="Write tests/test_b.py with tests of parse() in b.py."),
         Instruction(title="Add mul", instruction="Write core.py with mul(a: int, b: int) -> int."),
         Instruction(title="Add div", instruction="Write core.py with div(a: int, b: int) -> int."),
-        Instruction(title="Add the tests", instruction=f"Create {said}."),  # step 2 again
+        # a review's cases: other functions named by plain words, the opposite work
+        Instruction(title="Addition", instruction="Implement the add operation in calc.py and test it."),
+        Instruction(title="Multiplication", instruction="Implement the mul operation in calc.py and test it."),
+        Instruction(title="Reject empty", instruction="Make validate in forms.py raise ValueError on empty input."),
+        Instruction(title="Accept empty", instruction="Make validate in forms.py not raise ValueError on empty input."),
+        Instruction(title="Add the tests", instruction=f"Create a new file named {said.split('named ', 1)[1]}."),
     ]
     program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in steps]})], max_steps=10)
     assert [s.title for s in program.steps] == [s.title for s in steps[:-1]]

@@ -304,6 +304,11 @@ def test_a_changed_signature_replaces_a_one_line_stubs_header_and_keeps_its_body
         defs = [n for n in ast.walk(ast.parse(changed)) if isinstance(n, ast.FunctionDef) and n.name == old.name]
         assert len(defs) == 1 and contracts.signature_of(defs[0]) == new, changed
         assert "def take(self) -> int:\n        return 1" in changed
+    wrapped = Contract("m.py", "h", "def h(a, b):", "")  # a review's case: `):` and the body share a line
+    changed = contracts.replace_signature(
+        "def h(\n    a,\n    b,\n): ...\n", wrapped, contracts.changed_contract(wrapped, "def h(a, b, c=0):")
+    )
+    assert changed == "def h(a, b, c=0):\n    ...\n"
 
 
 SHELF = '''class Shelf:

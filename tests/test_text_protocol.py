@@ -398,6 +398,16 @@ def test_a_merged_answer_brings_only_the_imports_its_definitions_need() -> None:
     # a star import stays when the definitions use a name that nothing else binds
     starred = merge_definitions(source, "from .special import *\n\n\ndef f(x):\n    return PRE + x\n", add_new=True)
     assert starred is not None and starred.startswith("from .special import *\nimport re\n")
+    # a review's cases: a name bound only under `if TYPE_CHECKING:`, or a builtin's name imported, is needed
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pathlib import Path\n\n\n"
+    typed += "def load(p):\n    return p\n"
+    got = merge_definitions(typed, "from pathlib import Path\n\n\ndef load(p):\n    return Path(p).name\n")
+    assert got is not None and got.startswith("from pathlib import Path\n")
+    shadow = "def get(url):\n    return url\n"
+    answer = "from requests.exceptions import ConnectionError\n\n\ndef get(url):\n    try:\n        return url\n"
+    answer += "    except ConnectionError:\n        return None\n"
+    got = merge_definitions(shadow, answer)
+    assert got is not None and got.startswith("from requests.exceptions import ConnectionError\n")
 
 
 def store_step_without_imports(tmp_path: Path) -> tuple[object, FileStore]:

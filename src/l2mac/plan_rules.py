@@ -9,7 +9,6 @@ of the plan's own invention.
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 
 from l2mac import outline
@@ -23,9 +22,9 @@ SUBMIT_PLAN = "submit_plan"
 def dedupe(steps: list[Instruction]) -> list[Instruction]:
     """Steps without repeats: small models sometimes list a step twice, word for word or nearly (seen on a
     change to python-slugify: "Create a new test file named tests/test_unique_slugify.py and add a test case
-    that uses the unique_slugify function ..." as step 2 and, its first words changed, as step 6). A near
-    repeat names the same files and definitions as the step before it, so the same work on other files or
-    other functions is never one."""
+    that uses the unique_slugify function ..." as step 2 and, without the word "test" before "file", as step
+    6). A near repeat names the same files and uses the same words as the step before it, so the same work on
+    another function (add, then mul) or the opposite work (raise, then not raise) is never one."""
     out: list[Instruction] = []
     for s in steps:
         if not any(_repeats(s, earlier) for earlier in out):
@@ -33,24 +32,17 @@ def dedupe(steps: list[Instruction]) -> list[Instruction]:
     return out
 
 
-#: how alike two steps' instructions are (difflib's ratio) for the later to repeat the earlier one
-NEAR_REPEAT = 0.9
-
-
 def _repeats(step: Instruction, earlier: Instruction) -> bool:
     said, before = (" ".join(x.instruction.lower().split()) for x in (step, earlier))
-    if said == before and step.title.strip().lower() == earlier.title.strip().lower():
-        return True
+    if said == before:
+        return step.title.strip().lower() == earlier.title.strip().lower()
     if set(mentioned_files(step.instruction)) != set(mentioned_files(earlier.instruction)):
         return False
-    if set(_names(step.instruction)) != set(_names(earlier.instruction)):
-        return False
-    return difflib.SequenceMatcher(None, said, before).ratio() >= NEAR_REPEAT
+    return set(_TOKEN.findall(said)) == set(_TOKEN.findall(before))
 
 
-def _names(instruction: str) -> list[str]:
-    """The code names an instruction uses (called, quoted, or shaped as no word is)."""
-    return ["".join(found) for found in _USED_NAME.findall(instruction)]
+#: a word, number or path of an instruction
+_TOKEN = re.compile(r"[\w./-]+")
 
 
 #: a step whose whole title is submitting the plan, or that names the planner's tool: not the task's work
@@ -69,11 +61,10 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
     for step in steps:
         if _SUBMITS_THE_PLAN.search(step.title) or _NAMES_THE_TOOL.search(step.instruction):
             continue
-        step = titled_names(step)
         files = mentioned_files(step.instruction)
         if step.requires_tests and files and not _writes_code(step.instruction):
             step = step.model_copy(update={"requires_tests": False})
-        out.append(step)
+        out.append(titled_names(step))
     return out or steps
 
 
@@ -92,7 +83,7 @@ def titled_names(step: Instruction) -> Instruction:
     if not missing:
         return step
     names = " and ".join(missing.values())
-    return step.model_copy(update={"instruction": f"{step.instruction.rstrip()} It defines {names}."})
+    return step.model_copy(update={"instruction": f"{step.instruction.rstrip()} It is about {names}."})
 
 
 _README = re.compile(r"\breadme\b", re.IGNORECASE)

@@ -126,8 +126,9 @@ _BUILTINS = frozenset(dir(builtins))
 
 #: an operator after a literal: the literal is only part of what the call is compared with
 _OPERATOR_NEXT = re.compile(r"\s*(?:[-+*/%@&|^<>=\[(]|\.\w|\b(?:if|or|and not|else)\b)")
-#: where a clause ends before an example: punctuation, or the words that introduce one
-_CLAUSE_BREAK = re.compile(r"[,;:]|\.\s|\b(?:e\.g\.|i\.e\.|for example|for instance|such as)", re.IGNORECASE)
+#: the words that introduce an example: what comes before them is another clause ("Currently, f(1) == 3" and
+#: "Bug: f(1) == 3" are no examples)
+_CLAUSE_BREAK = re.compile(r"\b(?:e\.g\.|i\.e\.|for example|for instance|such as)", re.IGNORECASE)
 #: words near a statement that say it is not what the code must do: a bug, a negation, a condition
 _NOT_AN_EXAMPLE = re.compile(
     r"\b(?:not|never|wrong|incorrect|bug|buggy|broken|currently|instead|isn't|aren't|shouldn't|doesn't|"
@@ -144,7 +145,7 @@ def stated_examples(text: str) -> list[Example]:
     for match in _CALL.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
         line_end = text.find("\n", match.end())
-        # the words of the example's own clause: "until the slug is not in the set taken, e.g. f(...) == ..."
+        # after the words that introduce it: "until the slug is not in the set taken, e.g. f(...) == ..."
         # negates the clause before, not the example
         before = _CLAUSE_BREAK.split(text[max(line_start, match.start() - 40) : match.start()])[-1]
         after = text[match.end() : line_end if line_end >= 0 else len(text)][:80]

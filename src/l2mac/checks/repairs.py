@@ -299,21 +299,26 @@ def _needed(
     ``from .slugify import *`` among them, above a copy of a function; all were added to the module."""
     if not defs:
         return list(imports)
-    bound = set(dir(builtins)) | _bound(module.body) | {d.name for d in defs}
+    bound = _bound(module.body) | {d.name for d in defs}  # a builtin's name imported (ConnectionError) is needed
     used: set[str] = set()
     for d in defs:
         local = {
             a.arg
             for n in ast.walk(d)
-            if isinstance(n, ast.arguments)
-            for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *(x for x in (n.vararg, n.kwarg) if x)]
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))  # a lambda's parameter hides nothing
+            for a in [
+                *n.args.posonlyargs,
+                *n.args.args,
+                *n.args.kwonlyargs,
+                *(x for x in (n.args.vararg, n.args.kwarg) if x),
+            ]
         }
         local |= {n.id for n in ast.walk(d) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         used |= {n.id for n in ast.walk(d) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
     wanted = used - bound
     named = [i for i in imports if not any(a.name == "*" for a in i.names)]
     kept = [i for i in named if _bound([i]) & wanted]
-    rest = wanted - _bound(kept)
+    rest = wanted - _bound(kept) - set(dir(builtins))
     return kept + [i for i in imports if i not in named and rest]
 
 
@@ -331,10 +336,8 @@ def _bound(body: Sequence[ast.stmt]) -> set[str]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        elif isinstance(node, (ast.If, ast.Try)):  # try: import x / except ImportError: x = None
-            names |= _bound(
-                [*node.body, *getattr(node, "orelse", []), *(h for x in getattr(node, "handlers", []) for h in x.body)]
-            )
+        elif isinstance(node, ast.Try):  # try: import x / except ImportError: x = None (not `if TYPE_CHECKING:`)
+            names |= _bound([*node.body, *node.orelse, *(h for x in node.handlers for h in x.body)])
     return names
 
 

@@ -155,13 +155,31 @@ def defined_elsewhere(root: Path, files: list[str], message: str) -> str:
         home = module_name(rel)
         said = f" `{name}` is defined in {rel}: import it from {home}"
         listed = _all_names(tree)
-        if home.startswith(package + ".") and listed is not None and name not in listed:
+        if _star_imports(root, files, package, home) and listed is not None and name not in listed:
             said += (
                 f", or add '{name}' to __all__ in {rel} ({package} takes that module's names with `import *`, "
                 "which imports only the names its __all__ lists)"
             )
         return said + "."
     return ""
+
+
+def _star_imports(root: Path, files: list[str], package: str, module: str) -> bool:
+    """Whether the project's ``package`` takes ``module``'s names with ``from module import *``."""
+    init = next((f for f in files if f.endswith("__init__.py") and module_name(f) == package), None)
+    if init is None or not module.startswith(package + "."):
+        return False
+    try:
+        tree = ast.parse((root / init).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    tail = module[len(package) + 1 :]
+    return any(
+        isinstance(n, ast.ImportFrom)
+        and any(a.name == "*" for a in n.names)
+        and ((n.level == 1 and n.module == tail) or (n.level == 0 and n.module == module))
+        for n in tree.body
+    )
 
 
 def _all_names(tree: ast.Module) -> list[str] | None:

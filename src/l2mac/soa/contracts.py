@@ -258,10 +258,10 @@ def replace_signature(source: str, old: Contract, new: Contract) -> str:
     lines = source.splitlines()
     header = [" " * node.col_offset + new.signature]
     first = node.body[0]
-    if first.lineno == node.lineno:  # a one-line stub, `def f(x): ...`: its body goes to a line of its own
-        rest = lines[first.lineno - 1].encode()[first.col_offset :].decode()  # col_offset counts UTF-8 bytes
-        header.append(" " * (node.col_offset + 4) + rest)
-        lines[node.lineno - 1 : node.lineno] = header
+    shared = lines[first.lineno - 1].encode()  # col_offset counts UTF-8 bytes
+    if shared[: first.col_offset].decode().rstrip().endswith(":"):  # `def f(x): ...`, or `): ...` ending it
+        header.append(" " * (node.col_offset + 4) + shared[first.col_offset :].decode())
+        lines[node.lineno - 1 : first.lineno] = header
     else:
         lines[node.lineno - 1 : first.lineno - 1] = header
     return "\n".join(lines) + "\n"
