@@ -77,6 +77,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
         try:
+            if payload.get("return_progress"):  # as llama-server: how much of the prompt the slot had cached
+                cached = min(n, number("cached", 0))
+                self.event({"content": "", "stop": False, "prompt_progress": {"total": n, "cache": cached}})
             if (state / "loop").exists():
                 self.event({"content": "solution.py\n```python\n", "stop": False})
                 while True:

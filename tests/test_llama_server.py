@@ -222,6 +222,7 @@ def test_the_local_model_cuts_a_looping_answer_keeps_what_came_before_and_says_s
     from l2mac.models.client import CallRecord, ModelClient
 
     (state / "loop").write_text("    assert separate([1]) == [1]")
+    (state / "cached").write_text("1")  # the stream is stopped before its final event: the cache is said earlier
     chat = _chat_with(_BrokenLlama())
     chat.served = server(binary, state)
     chat.served.start()
@@ -235,6 +236,7 @@ def test_the_local_model_cuts_a_looping_answer_keeps_what_came_before_and_says_s
         chat.close()
     assert response.text == "solution.py\n```python\n    assert separate([1]) == [1]\n```"
     assert chat.stats[0].loop_cut and calls[0].finish == "loop_cut"
+    assert response.usage.cache_read_tokens == 1 and client.usage.cache_read_tokens == 1
 
 
 def test_a_closed_server_is_not_started_again_so_l2mac_can_exit(binary: Path, state: Path) -> None:

@@ -261,9 +261,10 @@ class LocalChat:
         timings = data.get("timings") or {}  # absent when the stream was cut: then measured here
         prompt_s = float(timings.get("prompt_ms", 0.0)) / 1000
         n_out = int(timings.get("predicted_n", data.get("tokens_predicted", 0)))
+        progress = data.get("prompt_progress") or {}  # a stream l2mac stopped: no timings, but what was cached
         stats = GenerationStats(
             len(tokens),
-            int(timings.get("prompt_n", len(tokens))),
+            int(timings.get("prompt_n", len(tokens) - int(progress.get("cache", 0)))),
             n_out,
             prompt_s,
             prompt_s + float(timings["predicted_ms"]) / 1000 if timings else time.monotonic() - start,

@@ -236,19 +236,27 @@ class LlamaServer:
     ) -> dict[str, Any]:
         """The server-sent events of a streamed completion: ``data: {...}`` lines, the last with ``stop``."""
         pieces: list[str] = []
+        progress: dict[str, Any] = {}  # how much of the prompt the slot had cached: the final event is never read
+        request = self._request(path, {**payload, "stream": True, "return_progress": True})
         try:
-            with urllib.request.urlopen(self._request(path, {**payload, "stream": True}), timeout=timeout_s) as r:
+            with urllib.request.urlopen(request, timeout=timeout_s) as r:
                 for raw in r:
                     line = raw.decode("utf-8", "replace").strip()
                     if not line.startswith("data:") or line == "data: [DONE]":
                         continue
                     event: dict[str, Any] = json.loads(line[5:])
+                    progress = event.get("prompt_progress") or progress
                     piece = str(event.get("content", ""))
                     pieces.append(piece)
                     if event.get("stop"):
                         return {**event, "content": "".join(pieces)}
                     if piece and stop_when(piece):
-                        return {"content": "".join(pieces), "tokens_predicted": len(pieces), "stopped_by_client": True}
+                        stopped = {
+                            "content": "".join(pieces),
+                            "tokens_predicted": len(pieces),
+                            "stopped_by_client": True,
+                        }
+                        return {**stopped, **({"prompt_progress": progress} if progress else {})}
         except urllib.error.HTTPError as e:
             raise self._answer_error(e) from e
         raise ConnectionResetError("the stream ended without its final event")
