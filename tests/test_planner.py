@@ -12,7 +12,7 @@ from l2mac.domains import load_domain
 from l2mac.errors import PromptProgramError
 from l2mac.models.client import ModelClient
 from l2mac.models.scripted import ScriptedModel, call, last_tool_return, last_user_text, text
-from l2mac.plan_rules import fit_steps
+from l2mac.plan_rules import dedupe, fit_steps
 from l2mac.planner import load_prompt_program, make_plan, parse_text_plan
 from l2mac.types import Instruction
 
@@ -158,8 +158,32 @@ def test_a_step_listed_again_nearly_word_for_word_is_dropped_but_the_same_work_e
         Instruction(title="Accept empty", instruction="Make validate in forms.py not raise ValueError on empty input."),
         Instruction(title="Add the tests", instruction=f"Create a new file named {said.split('named ', 1)[1]}."),
     ]
+    assert [s.title for s in dedupe(steps)] == [s.title for s in steps[:-1]]
+
+
+def test_a_step_that_only_tests_an_earlier_steps_code_is_that_steps_tests() -> None:
+    # Seen with the 1.5B model on a change to python-slugify (steps 2-5 of its plan, as it wrote them).
+    uses = "add a test case that uses the unique_slugify function with different inputs"
+    steps = [
+        Instruction(
+            title="Add a new function unique_slugify(text, taken) to slugify.py",
+            instruction="Create a new function in slugify/slugify.py that takes text and taken. Use pytest.",
+        ),
+        Instruction(title="Add a new test file", instruction=f"Create tests/test_unique_slugify.py and {uses}."),
+        Instruction(
+            title="Add UniqueSlugifyTests", instruction=f"Create UniqueSlugifyTests in slugify/__tests__.py and {uses}."
+        ),
+        Instruction(title="Add tools/unique_slugify.py", instruction=f"Create tools/unique_slugify.py and {uses}."),
+        # work of its own: a new module calling the name, a test step of names no code step has
+        Instruction(title="CLI", instruction="Write cli.py whose main() calls unique_slugify(), with tests for it."),
+        Instruction(title="Tests for parse", instruction="Write tests/test_a.py with test cases of parse() in a.py."),
+    ]
     program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in steps]})], max_steps=10)
-    assert [s.title for s in program.steps] == [s.title for s in steps[:-1]]
+    assert [s.title for s in program.steps] == [steps[0].title, "CLI", "Tests for parse"]
+    first = program.steps[0]
+    assert first.requires_tests
+    assert first.instruction.count("Write its tests in tests/test_unique_slugify.py.") == 1
+    assert "__tests__" not in first.instruction and "tools/" not in first.instruction  # no file to write there
 
 
 def test_with_no_usable_plan_the_task_is_the_one_step_and_the_program_says_why() -> None:

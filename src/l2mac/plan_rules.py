@@ -13,6 +13,7 @@ import re
 
 from l2mac import outline
 from l2mac.checks.demands import mentioned_files, named_definitions
+from l2mac.checks.layout import is_test_file
 from l2mac.types import Instruction
 
 #: the planner's tool: a step that names it is about the plan, not the task
@@ -43,6 +44,61 @@ def _repeats(step: Instruction, earlier: Instruction) -> bool:
 
 #: a word, number or path of an instruction
 _TOKEN = re.compile(r"[\w./-]+")
+
+
+def tests_with_their_code(steps: list[Instruction]) -> list[Instruction]:
+    """No step that only tests what an earlier step writes: every step that writes code writes its tests, so a
+    later step whose work is tests of names an earlier code step already has (and that defines nothing of its
+    own) is folded into that step, and the test file it names (if pytest would collect it) becomes that step's.
+    Seen on a change to python-slugify: after "Add unique_slugify(text, taken) to slugify/slugify.py", four
+    steps of "a test case that uses the unique_slugify function", in tests/test_unique_slugify.py, a
+    slugify/__tests__.py, a tools/unique_slugify.py and a tools/__tests__.py; each failed on its own."""
+    out: list[Instruction] = []
+    for step in steps:
+        at = _tested_step(step, out)
+        if at is None:
+            out.append(step)
+            continue
+        target = out[at]
+        files = [p for p in mentioned_files(step.instruction) if is_test_file(p) and p not in target.instruction]
+        update: dict[str, object] = {"requires_tests": True}
+        if files:
+            update["instruction"] = f"{target.instruction.rstrip()}\n\nWrite its tests in {', '.join(files)}."
+        out[at] = target.model_copy(update=update)
+    return out
+
+
+#: an instruction whose work is tests: "add a test case", "write tests for", "create a test file"
+_TEST_WORK = re.compile(r"\btest\s+(?:cases?|files?|class(?:es)?|suites?|functions?)\b|\btests?\s+for\b", re.IGNORECASE)
+#: a name that belongs to tests: test_x, XTests, TestX
+_TEST_NAME = re.compile(r"^(?:test_?\w*|Test\w*|\w*Tests?)$")
+
+
+def _tested_step(step: Instruction, earlier: list[Instruction]) -> int | None:
+    """The earlier code step whose names ``step`` only tests, when that is all it does."""
+    if not (_TESTS_TITLE.search(step.title) or _TEST_WORK.search(step.instruction)):
+        return None
+    names = _code_names(step)
+    if not names:
+        return None
+    for i, other in enumerate(earlier):
+        if _TESTS_TITLE.search(other.title) or not _writes_code(other.instruction) or not names <= _code_names(other):
+            continue
+        # a code file of its own is work of its own (a CLI calling the names), unless it is named for tests or
+        # for the very name it tests (where a small model puts a test case)
+        own = [p for p in mentioned_files(step.instruction) if p.endswith(".py") and p not in other.instruction]
+        if all("test" in p.rsplit("/", 1)[-1] or p.rsplit("/", 1)[-1].removesuffix(".py") in names for p in own):
+            return i
+    return None
+
+
+def _code_names(step: Instruction) -> set[str]:
+    """The code names a step uses (called, quoted or shaped as code), its files' paths and test names aside."""
+    said = _NAMED_FILE_PATH.sub(" ", f"{step.title}\n{step.instruction}")
+    return {n for found in _USED_NAME.findall(said) if (n := "".join(found)) and not _TEST_NAME.match(n)}
+
+
+_NAMED_FILE_PATH = re.compile(r"(?<![\w/.-])[\w-]+(?:/[\w-]+)*\.\w+\b")
 
 
 #: a step whose whole title is submitting the plan, or that names the planner's tool: not the task's work

@@ -24,6 +24,7 @@ from l2mac.plan_rules import (
     fit_steps,
     follow_spec,
     repair,
+    tests_with_their_code,
     with_readme,
     without_setup,
 )
@@ -177,7 +178,8 @@ async def make_plan(
     if not domain.tests:
         steps = [s.model_copy(update={"requires_tests": False}) for s in steps]
     if domain.python_checks:  # a plan of code: no setup-only steps, and the specified files' steps
-        steps = follow_spec(without_setup(dedupe(steps)), task, tests=domain.tests)
+        planned = without_setup(dedupe(steps))
+        steps = follow_spec(tests_with_their_code(planned) if domain.tests else planned, task, tests=domain.tests)
     steps = repair(carry_task_details(fit_steps(dedupe(steps), limit), task))
     if readme and domain.python_checks and "readme_step" in domain.prompts:  # after the task's code is placed
         steps = with_readme(steps, limit, domain.render("readme_step").strip())
