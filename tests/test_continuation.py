@@ -367,14 +367,14 @@ def _verified(store: FileStore) -> list[bool]:
 
 
 def test_a_rewrite_of_a_function_with_a_code_problem_is_sampled_again_until_the_problem_is_gone(tmp_path: Path) -> None:
-    """Seen on ClassEval_8 at 5e787ae: told deposit() returns nothing though its docstring says what it returns,
-    the model sent the same body twice. A rewrite is held to the code problem it was asked for being gone."""
+    """Seen on ClassEval_8 at 5e787ae: told of a code problem inside a function, the model sent the same body
+    twice. A rewrite is held to the code problem it was asked for being gone."""
     stub = 'def total(numbers):\n    """Add the numbers up, return the total."""\n'
     step = f"Implement total in solution.py.\n\n```python\n{stub}```"
     task = Instruction(title="total", instruction=step, requires_tests=False)
     replies = [
-        text("    result = sum(numbers)\n```\n"),  # returns nothing: a code problem inside total
-        text("    result = sum(numbers)\n```\n"),  # begun inside total again: the same
+        text("    return sum(numbrs)\n```\n"),  # an undefined name: a code problem inside total
+        text("    return sum(numbrs)\n```\n"),  # begun inside total again: the same
         text("    return sum(numbers)\n```\n"),  # sampled again: the problem is gone, so this one is read
         text("STEP COMPLETE"),
     ]
@@ -383,6 +383,32 @@ def test_a_rewrite_of_a_function_with_a_code_problem_is_sampled_again_until_the_
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "    return sum(numbers)\n" in store.read_text("solution.py")
     assert _verified(store) == [False, True]
+
+
+def test_a_function_that_returns_nothing_its_docstring_says_it_returns_is_asked_only_for_its_return(
+    tmp_path: Path,
+) -> None:
+    """Seen on ClassEval_8 at 6b6580a: told deposit() returns nothing though its docstring says it returns the
+    balance, the 1.5B model sent the same body without a return six times. Its body is kept and the answer is
+    begun after it, at a ``return``: what the model writes is the value."""
+    stub = 'class Account:\n    def deposit(self, amount):\n        """Add amount, return the new balance."""\n'
+    step = f"Implement Account in solution.py.\n\n```python\n{stub}```"
+    task = Instruction(title="deposit", instruction=step, requires_tests=False)
+    body = "        if amount < 0:\n            raise ValueError(amount)\n        self.balance = amount"
+
+    def the_value(messages: list[ModelMessage]) -> ModelResponse:
+        begun = messages[-1]
+        assert isinstance(begun, ModelResponse) and begun.text is not None
+        assert begun.text.endswith(f"{body}\n        return"), begun.text  # the body kept, the slot begun
+        assert "This answer ends deposit" in str(messages[0])
+        return text(" self.balance\n```\n")
+
+    replies = [text(f"{body.lstrip()}\n```\n"), the_value, text("STEP COMPLETE")]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("deposit", 1, 1, task, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("solution.py").endswith(f"{body}\n        return self.balance\n")
+    assert _verified(store) == [True]
 
 
 def test_an_answer_fixing_a_failure_no_function_is_pointed_at_is_begun_at_the_file_the_report_names(

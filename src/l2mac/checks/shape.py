@@ -142,6 +142,16 @@ _RETURN_PROSE = re.compile(
     r"(?<!not )(?<!n't )\breturns?\s+(?:the|a|an|its|their|this|that|whether|true|false)\b", re.IGNORECASE
 )
 _NOTHING = re.compile(r"^(?:none|nothing|no value)\b", re.IGNORECASE)
+#: what :func:`returns_nothing` says of a function, after its name
+RETURNS_NOTHING = " returns nothing, but its docstring says what it returns"
+
+
+def said_to_return_nothing(report: str, path: str, name: str) -> bool:
+    """Whether a check report says function ``name`` of ``path`` returns nothing its docstring says it returns."""
+    return (
+        re.search(rf"^{re.escape(path)}:\d+: lint: {re.escape(name + '()' + RETURNS_NOTHING)}", report, re.M)
+        is not None
+    )
 
 
 def returns_nothing(rel: str, tree: ast.Module) -> list[CodeIssue]:
@@ -162,7 +172,7 @@ def returns_nothing(rel: str, tree: ast.Module) -> list[CodeIssue]:
                 rel,
                 node.lineno,
                 "lint",
-                f"{node.name}() returns nothing, but its docstring says what it returns: return that value",
+                f"{node.name}(){RETURNS_NOTHING}: return that value",
             )
         )
     return found

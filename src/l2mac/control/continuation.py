@@ -67,6 +67,9 @@ class Opening:
     #: what the answer is begun with inside the body: its indentation, once an answer begun at the docstring's
     #: end held no body (see :meth:`indented`)
     lead: str = ""
+    #: the answer only ends the function: its body is kept and the answer is begun at a ``return`` after it
+    #: (see :func:`return_opening`)
+    ends: bool = False
 
     def prefill(self) -> str:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
@@ -85,6 +88,8 @@ class Opening:
         """The file with the function's body left out (``...`` in its place): how it is shown while its body
         is rewritten, so the old body is not copied back."""
         tail = self.tail.strip("\n")
+        if self.ends:  # its body is kept: the file as it is
+            return self.head + (f"{self._gap}{tail}\n" if tail.strip() else "\n")
         return "\n".join([self.head, " " * self.body_indent + "..."]) + (
             f"{self._gap}{tail}\n" if tail.strip() else "\n"
         )
@@ -264,18 +269,41 @@ def function_opening(path: str, source: str, name: str, owner: str | None = None
     """Where an answer rewriting function ``name`` (a method of ``owner``) of ``source`` is begun: after its
     docstring, its old body left out, so what the model writes is its new body. None when there is no such
     function."""
+    found = _function(source, name, owner)
+    if found is None:
+        return None
+    tree, fn = found
+    return replace(_opening(path, source, tree, fn, owner), rewrite=True)
+
+
+def return_opening(path: str, source: str, name: str, owner: str | None = None) -> Opening | None:
+    """Where an answer ending function ``name`` (a method of ``owner``) with the value it returns is begun: after
+    its whole body, at a ``return`` (a slot to fill, not a body to write again). Seen on ClassEval_8 at 6b6580a:
+    told deposit() returns nothing its docstring says it returns, the 1.5B model sent the same body without a
+    ``return`` six times, at rising temperatures. None when there is no such function."""
+    found = _function(source, name, owner)
+    if found is None:
+        return None
+    tree, fn = found
+    opening = _opening(path, source, tree, fn, owner)
+    head = "\n".join(source.splitlines()[: fn.end_lineno or fn.lineno])
+    return replace(opening, head=head, lead=" " * opening.body_indent + "return", rewrite=True, ends=True)
+
+
+def _function(
+    source: str, name: str, owner: str | None
+) -> tuple[ast.Module, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The module and function ``name`` of ``source`` (a method of class ``owner``), if it parses and has one."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    for node in tree.body:
-        if owner is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return replace(_opening(path, source, tree, node), rewrite=True)
-        if owner is not None and isinstance(node, ast.ClassDef) and node.name == owner:
-            for m in node.body:
-                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == name:
-                    return replace(_opening(path, source, tree, m, owner), rewrite=True)
-    return None
+    scope: list[ast.stmt] = tree.body
+    if owner is not None:
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        scope = cls.body if cls is not None else []
+    fn = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
+    return (tree, fn) if fn is not None else None
 
 
 def without_body(instruction: str, name: str, owner: str | None = None) -> str:

@@ -264,7 +264,8 @@ class TextConversation:
             elif (rewrite := self.asks.failing_function(verdict, self.written)) is not None:
                 self.asks.opening, self.focus = rewrite, rewrite.path
                 self.verify = self._holds(rewrite, verdict)
-                feedback += "\n\n" + render("text_request_rewrite", path=rewrite.path, name=rewrite.name)
+                asked = "text_request_return" if rewrite.ends else "text_request_rewrite"
+                feedback += "\n\n" + render(asked, path=rewrite.path, name=rewrite.name)
             elif begun := self.asks.fix(self.focus or verdict.first_file):
                 feedback += "\n\n" + begun
         self.feedback = self._unchanged(feedback)

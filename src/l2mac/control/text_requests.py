@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from l2mac.checks.demands import failing_function, missing_definitions, named_files, names_for_file
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.repairs import python_files
+from l2mac.checks.shape import said_to_return_nothing
 from l2mac.checks.verdict import Verdict
 from l2mac.control.continuation import (
     Completed,
@@ -24,6 +25,7 @@ from l2mac.control.continuation import (
     find_opening,
     function_opening,
     opens_block,
+    return_opening,
     step_opening,
 )
 from l2mac.control.protocol import Setting
@@ -183,4 +185,6 @@ class Requests:
         if self.rewrites > MAX_REWRITES:  # the same function again and again: the whole files are asked for
             return None
         path, name, owner = found
+        if said_to_return_nothing(verdict.report, path, name):  # its body may be right: only its end is asked for
+            return return_opening(path, sources[path], name, owner)
         return function_opening(path, sources[path], name, owner)
