@@ -14,6 +14,7 @@ import re
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
+from l2mac.checks.typecheck import all_names
 
 _FROM = {
     "pathlib": ["Path"],
@@ -334,13 +335,8 @@ def _used_at_import_time(tree: ast.Module, name: str, start: int, end: int) -> b
 def _bound_names(tree: ast.Module) -> set[str]:
     """What ``from module import *`` brings: ``__all__`` when it is a literal list, else the module's public
     top-level names (definitions, assignments, imports)."""
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
-            and isinstance(node.value, (ast.List, ast.Tuple))
-        ):
-            return {e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    if (listed := all_names(tree)) is not None:
+        return set(listed)
     names = defined_at_top_level(tree)
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -154,7 +154,7 @@ def defined_elsewhere(root: Path, files: list[str], message: str) -> str:
             continue
         home = module_name(rel)
         said = f" `{name}` is defined in {rel}: import it from {home}"
-        listed = _all_names(tree)
+        listed = all_names(tree)
         if _star_imports(root, files, package, home) and listed is not None and name not in listed:
             said += (
                 f", or add '{name}' to __all__ in {rel} ({package} takes that module's names with `import *`, "
@@ -182,7 +182,7 @@ def _star_imports(root: Path, files: list[str], package: str, module: str) -> bo
     )
 
 
-def _all_names(tree: ast.Module) -> list[str] | None:
+def all_names(tree: ast.Module) -> list[str] | None:
     """The names a module's ``__all__ = [...]`` lists; None when it has none (or builds it otherwise)."""
     for node in tree.body:
         if (
