@@ -640,3 +640,52 @@ def test_a_begun_file_imports_public_code_names_only_and_an_answer_opening_its_o
     assert not opens_block("pass\n```", start) and not opens_block("```", start)
     assert not opens_block("zope.interface\n```", start)  # a line of a file, not a file's path
     assert opens_block("solution.py\n```python\nx = 1\n```", start)  # another file: read as the model wrote it
+
+
+def test_a_new_function_asked_for_in_an_existing_module_is_begun_in_its_own_stub_under_what_the_task_says(
+    tmp_path: Path,
+) -> None:
+    """Seen on a change to python-slugify: begun inside a bare ``def unique_slugify(text, taken):`` after
+    slugify(), the 1.5B model wrote slugify()'s body again. The function gets a stub first, at the module's end
+    (before its ``if __name__`` block), with what the task says of it as its docstring; the code comes before
+    the new test file."""
+    task = (
+        "Add a function unique_name(name, taken) to names that returns name, with -2, -3, ... appended until it"
+        " is not in the set taken, e.g. unique_name('a', {'a'}) == 'a-2'. Test it in tests/test_names.py."
+    )
+    module = 'def shout(name):\n    return name.upper()\n\n\nif __name__ == "__main__":\n    print(shout("a"))\n'
+    step = (
+        "Add a new function to names.py; write its tests in tests/test_names.py. It is about unique_name(name, taken)."
+    )
+    lines = [
+        "n = 2",
+        "found = name",
+        "while found in taken:",
+        "    found = f'{name}-{n}'",
+        "    n += 1",
+        "return found",
+    ]
+    body = "\n".join(f"    {line}" for line in lines)
+    test = "from names import unique_name\n\n\ndef test_unique_name():\n    assert unique_name('a', {'a'}) == 'a-2'\n"
+
+    def the_body(messages: list[ModelMessage]) -> ModelResponse:
+        begun = messages[-1]
+        assert isinstance(begun, ModelResponse) and begun.text is not None
+        assert begun.text.startswith("names.py\n```python\ndef shout(name):")
+        doc = (
+            "Add a function unique_name(name, taken) to names that returns name, with -2, -3, ... appended until\n"
+            "    it is not in the set taken, e.g. unique_name('a', {'a'}) == 'a-2'."
+        )
+        assert begun.text.endswith(f'def unique_name(name, taken):\n    """{doc}\n    """\n'), begun.text
+        return text(f"{body}\n```\n")
+
+    replies = [the_body, text(f"tests/test_names.py\n```python\n{test}```\n"), text("STEP COMPLETE")]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    store.write_text("names.py", module)
+    instruction = Instruction(title="unique_name", instruction=step, requires_tests=True)
+    outcome = asyncio.run(unit.run_step(Step(task, 1, 1, instruction, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    code = store.read_text("names.py")
+    assert code.startswith(module.split("\n\n\nif")[0]) and code.endswith(
+        f'{body}\n\n\nif __name__ == "__main__":\n    print(shout("a"))\n'
+    )

@@ -21,7 +21,10 @@ _PATH = r"([\w-]+(?:/[\w-]+)*\.(?:py|md|toml|html|css|js|txt|cfg|sh))\b"
 _TO_WRITE = re.compile(
     r"\b(?:write|create|add|update|modify|change|edit|extend)\s+(?:a |an |the |new ){0,2}(?:file |module )?"
     rf"(?:named |called )?[`'\"]?{_PATH}"
-    rf"|\b(implement|tests?)\b([^.`]{{0,60}}?)\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}",
+    rf"|\b(implement|tests?)\b([^.`]{{0,60}}?)\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}"
+    # "add a new function f(x) to utils.py", "create a class in models.py"
+    r"|\b(?:add|create|write|define|implement)s?\s+(?:a |an |the |new ){0,2}(?:function|method|class)\b"
+    rf"([^.`]{{0,60}}?)\b(?:in|into|to)\s+(?:the file |the module )?[`'\"]?{_PATH}",
     re.IGNORECASE,
 )
 #: words between "implement" and "in path" that say the file is another's: "the helper defined in utils.py"
@@ -36,6 +39,8 @@ def _writes(m: re.Match[str]) -> str | None:
     "test ... in x.py" unless x.py is a test file."""
     if m.group(1):
         return m.group(1)
+    if m.group(6):
+        return None if _ELSEWHERE.search(m.group(5)) else m.group(6)
     verb, gap, path = m.group(2).lower(), m.group(3), m.group(4)
     if _ELSEWHERE.search(gap) or (verb.startswith("test") and not is_test_file(path)):
         return None

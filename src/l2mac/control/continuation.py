@@ -335,6 +335,68 @@ def without_body(instruction: str, name: str, owner: str | None = None) -> str:
     return out
 
 
+def with_asked_stubs(source: str, names: list[str], defined: set[str], *described_in: str) -> str | None:
+    """``source`` (an existing module) with a stub for each function of ``names`` that no project module defines
+    (``defined``) and that ``described_in`` (the task, then the step) writes with a signature (``name(a, b)``):
+    that signature, and as its docstring what the first of them says of it, put before a trailing
+    ``if __name__`` block; None when there is none to add. So a new function asked for in a module that exists
+    is begun inside its own stub, under what it must do, as a function the task gives is. Seen on a change to
+    python-slugify: begun inside a bare ``def unique_slugify(text, taken):`` after slugify(), the 1.5B model
+    wrote slugify()'s body again, four times of five."""
+    stubs: list[str] = []
+    for name in names:
+        if name in defined or not name.isidentifier() or re.search(rf"^\s*(?:async\s+)?def\s+{name}\b", source, re.M):
+            continue
+        signature = next((p for text in described_in if (p := _signature(name, text)) is not None), None)
+        said = next((d for text in described_in if (d := _said_of(name, text))), "")
+        if signature is not None and said:
+            stubs.append(f'def {name}({signature}):\n    """{said}\n    """\n')
+    if not stubs:
+        return None
+    lines = source.rstrip("\n").splitlines()
+    guard = next((i for i, x in enumerate(lines) if re.match(r"if\s+__name__\s*==", x)), len(lines))
+    before, after = "\n".join(lines[:guard]).rstrip("\n"), "\n".join(lines[guard:])
+    grown = f"{before}\n\n\n" + "\n\n".join(stubs) + (f"\n\n{after}\n" if after else "")
+    return grown if parses(grown) else None
+
+
+def _signature(name: str, text: str) -> str | None:
+    """The parameters ``text`` gives ``name`` where it writes ``name(a, b=1)`` as a signature, not as a call with
+    values."""
+    for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\(([^()]*)\)", text):
+        params = " ".join(m.group(1).split())
+        try:
+            ast.parse(f"def {name}({params}):\n    pass\n")
+        except SyntaxError:
+            continue
+        return params
+    return None
+
+
+#: where a sentence ends: a full stop (not that of "e.g." or "i.e.") before a capital or the end, or a blank line
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)[.!?](?=\s+[A-Z]|\s*$)|\n\s*\n")
+#: a docstring's width
+_DOC_WIDTH = 100
+
+
+def _said_of(name: str, text: str) -> str:
+    """The sentences of ``text`` that write ``name(`` (a call or a signature), as a docstring's lines; "" when
+    none does. A plan's "It is about name(...)." says nothing of it."""
+    sentences, start = [], 0
+    for end in [*(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]:
+        sentence = " ".join(text[start:end].split())
+        start = end
+        if re.search(rf"(?<![\w.]){re.escape(name)}\(", sentence) and not sentence.startswith("It is about "):
+            sentences.append(sentence.replace("\\", "\\\\").replace('"""', "'''"))
+    lines: list[str] = []
+    for word in " ".join(sentences).split():
+        if lines and len(lines[-1]) + 1 + len(word) <= _DOC_WIDTH:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n    ".join(lines)
+
+
 def step_opening(instruction: str, path: str) -> Opening | None:
     """Where an answer writing ``path`` afresh is begun: the first stub of the skeleton the step gives it."""
     names = names_for_file(instruction, path)

@@ -105,8 +105,12 @@ class TextConversation:
         store = self.setting.toolbox.env.store
         self.asks = Requests(self.step, self.setting)
         self.to_write = [p for p in named_files(self.step.instruction.instruction) if not store.exists(p)]
-        first = self.to_write[0] if self.to_write else next(filter(self.asks.begin, self.asks.code_files()), None)
-        if first is not None:  # a file to write, or a file it writes that still holds a stub the step gives it
+        # the code first: a new code file, else one it writes that holds a stub the step gives it (or a new
+        # function it asks for, see Requests.begin), else a new test file
+        code = [p for p in self.to_write if not is_test_file(p)]
+        first = next(iter(code), None) or next(filter(self.asks.begin, self.asks.code_files()), None)
+        first = first or next(iter(self.to_write), None)
+        if first is not None:
             self.feedback, self.focus = self.asks.file(first, self.to_write), first
 
     # -- the context -------------------------------------------------------------------------------------

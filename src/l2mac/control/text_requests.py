@@ -27,6 +27,7 @@ from l2mac.control.continuation import (
     opens_block,
     return_opening,
     step_opening,
+    with_asked_stubs,
 )
 from l2mac.control.protocol import Setting
 from l2mac.control.step import Step
@@ -81,11 +82,20 @@ class Requests:
         if not store.exists(path):
             opening = step_opening(instruction, path)
         else:
-            opening = find_opening(path, store.read_text(path), names_for_file(instruction, path))
+            source, names = store.read_text(path), names_for_file(instruction, path)
+            opening = find_opening(path, source, names)
+            if opening is None and (grown := self._with_asked_stubs(path, source, names)) is not None:
+                opening = find_opening(path, grown, names)
         barren = self.barren.get((path, opening.owner, opening.name), 0) if opening is not None else 0
         if opening is None or not barren:
             return opening
         return opening.indented() if barren == 1 else None
+
+    def _with_asked_stubs(self, path: str, source: str, names: list[str]) -> str | None:
+        """``source`` with stubs of the new functions the step asks ``path`` for (see :func:`with_asked_stubs`)."""
+        others = python_files(self.setting.toolbox.env.store)
+        defined = {n for n in names for p, text in others.items() if p != path and _defines(text, n)}
+        return with_asked_stubs(source, names, defined, self.step.task, self.step.instruction.instruction)
 
     def held_no_body(self, opening: Opening) -> None:
         """An answer begun inside ``opening``'s stub held no body."""
@@ -188,3 +198,8 @@ class Requests:
         if said_to_return_nothing(verdict.report, path, name):  # its body may be right: only its end is asked for
             return return_opening(path, sources[path], name, owner)
         return function_opening(path, sources[path], name, owner)
+
+
+def _defines(source: str, name: str) -> bool:
+    """Whether a module's text defines ``name`` as a function or class (at any depth)."""
+    return re.search(rf"^\s*(?:(?:async\s+)?def|class)\s+{re.escape(name)}\b", source, re.MULTILINE) is not None
