@@ -520,8 +520,22 @@ def test_a_step_that_implements_in_a_file_and_tests_in_another_names_both_and_it
         "Implement it using the parse() helper in utils.py.",
         "Do not implement anything in core.py.",
         "Implement parsing as described in docs/cli.md.",
+        # a function or class added that is about what another file holds
+        "Create a function that calls the parser class in parser.py.",
+        "Add a class that wraps the client in api.py.",
+        "Define a class Report whose fields mirror the Row in rows.py.",
+        "Write a function main() that reads the config in config.toml.",
     ):
         assert named_files(elsewhere) == [], elsewhere
+    # a function added to a module, as a change's planner words it (python-slugify), its names said before the path
+    added = "Add a new function unique_slugify(text, taken) to slugify/slugify.py."
+    assert named_files(added) == ["slugify/slugify.py"] and names_for_file(added, "slugify/slugify.py") == [
+        "unique_slugify"
+    ]
+    assert named_files("Create a new function in slugify/slugify.py that takes text and taken.") == [
+        "slugify/slugify.py"
+    ]
+    assert named_files("Add a function f(x) to the existing utils.py.") == ["utils.py"]
     both = "Write solution.py with area(w, h). Write tests/test_solution.py with test_area() and test_zero()."
     assert names_for_file(both, "solution.py") == ["area"]  # the tests' functions are not the code's
 

@@ -689,3 +689,58 @@ def test_a_new_function_asked_for_in_an_existing_module_is_begun_in_its_own_stub
     assert code.startswith(module.split("\n\n\nif")[0]) and code.endswith(
         f'{body}\n\n\nif __name__ == "__main__":\n    print(shout("a"))\n'
     )
+
+
+def test_the_return_slot_replaces_a_bare_return_and_is_not_used_when_the_body_has_another_problem() -> None:
+    from l2mac.control.continuation import return_opening
+
+    source = (
+        'class Account:\n    def deposit(self, amount):\n        """Add amount, return the balance."""\n'
+        "        self.balance += amount\n        return\n\n    def other(self):\n        return 1\n"
+    )
+    opening = return_opening("a.py", source, "deposit", "Account", flagged={2})
+    assert opening is not None and opening.prefill().endswith("        self.balance += amount\n        return")
+    completed = opening.completion(" self.balance\n```\n")
+    assert completed is not None and completed.text.count("\n        return") == 2  # the bare one gone
+    assert "        self.balance += amount\n        return self.balance\n\n    def other" in completed.text
+    # an undefined name on line 4 too: the body is not kept, a new one is asked for instead
+    assert return_opening("a.py", source, "deposit", "Account", flagged={2, 4}) is None
+    assert return_opening("a.py", source, "deposit", "Account", flagged={7}) is None  # said of another function
+
+
+def test_asked_stubs_are_functions_the_task_describes_never_classes_methods_or_code() -> None:
+    from l2mac.control.continuation import with_asked_stubs
+
+    module = "def shout(name):\n    return name.upper()\n"
+    task = (
+        "Add a class Stack(items) to m.py.\n- Add a method area(self) to the Shape class.\n"
+        "- first(items) returns the first item.\n- last(items) returns the last item.\n\n"
+        "```python\nassert first([1, 2]) == 1\n```"
+    )
+    grown = with_asked_stubs(module, ["Stack", "area", "first"], task)
+    assert grown is not None and "def Stack" not in grown and "def area" not in grown
+    first = grown.split("def first(items):\n", 1)[1]
+    assert first.startswith('    """first(items) returns the first item.\n    """')  # not last()'s, not the block's
+    assert with_asked_stubs(module, ["first"], "Write first([1, 2]) == 1.") is None  # a call, no signature
+
+
+def test_a_name_the_module_imports_is_never_stubbed_as_a_new_function(tmp_path: Path) -> None:
+    """A review's case: ``fetch(url, retries)`` waits with ``sleep(delay)``, imported from time."""
+    module = "from time import sleep\n\n\ndef ping(url):\n    return url\n"
+    task = "Add a function fetch(url, retries) to client.py that calls ping(url), waiting with sleep(delay) between."
+    step = Instruction(title="fetch", instruction=f"{task} Test it in tests/test_client.py.", requires_tests=True)
+
+    def the_body(messages: list[ModelMessage]) -> ModelResponse:
+        begun = messages[-1]
+        assert isinstance(begun, ModelResponse) and begun.text is not None
+        assert "def sleep" not in begun.text and "def ping(url):\n    return url" in begun.text
+        assert begun.text.rstrip().endswith('"""') and "def fetch(url, retries):" in begun.text
+        return text("    for _ in range(retries):\n        sleep(0)\n    return ping(url)\n```\n")
+
+    test = "from client import fetch, ping\n\n\ndef test_fetch():\n    assert fetch('u', 1) == ping('u') == 'u'\n"
+    replies = [the_body, text(f"tests/test_client.py\n```python\n{test}```\n"), text("STEP COMPLETE")]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    store.write_text("client.py", module)
+    outcome = asyncio.run(unit.run_step(Step(task, 1, 1, step, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("client.py").count("def ") == 2

@@ -174,12 +174,16 @@ def test_a_step_that_only_tests_an_earlier_steps_code_is_that_steps_tests() -> N
             title="Add UniqueSlugifyTests", instruction=f"Create UniqueSlugifyTests in slugify/__tests__.py and {uses}."
         ),
         Instruction(title="Add tools/unique_slugify.py", instruction=f"Create tools/unique_slugify.py and {uses}."),
-        # work of its own: a new module calling the name, a test step of names no code step has
+        # work of its own: a new module calling the name, more work on it, a test step of names no code step has
         Instruction(title="CLI", instruction="Write cli.py whose main() calls unique_slugify(), with tests for it."),
+        Instruction(title="CLI", instruction="Write cli.py whose main() calls unique_slugify(), with tests for it."),
+        Instruction(title="Flag", instruction="Add a --json flag to main() in cli.py, with tests for it."),
+        Instruction(title="Empty", instruction="Make unique_slugify() return '' for '', and add test cases for it."),
         Instruction(title="Tests for parse", instruction="Write tests/test_a.py with test cases of parse() in a.py."),
     ]
     program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in steps]})], max_steps=10)
-    assert [s.title for s in program.steps] == [steps[0].title, "CLI", "Tests for parse"]
+    kept = [steps[0].title, "CLI", "Flag", "Empty", "Tests for parse"]  # the repeated step dropped too
+    assert [s.title for s in program.steps] == kept
     first = program.steps[0]
     assert first.requires_tests
     assert first.instruction.count("Write its tests in tests/test_unique_slugify.py.") == 1

@@ -12,7 +12,7 @@ import ast
 import re
 
 from l2mac import outline
-from l2mac.checks.demands import mentioned_files, named_definitions
+from l2mac.checks.demands import SIGNATURE, mentioned_files, named_definitions
 from l2mac.checks.layout import is_test_file
 from l2mac.types import Instruction
 
@@ -48,11 +48,12 @@ _TOKEN = re.compile(r"[\w./-]+")
 
 def tests_with_their_code(steps: list[Instruction]) -> list[Instruction]:
     """No step that only tests what an earlier step writes: every step that writes code writes its tests, so a
-    later step whose work is tests of names an earlier code step already has (and that defines nothing of its
-    own) is folded into that step, and the test file it names (if pytest would collect it) becomes that step's.
-    Seen on a change to python-slugify: after "Add unique_slugify(text, taken) to slugify/slugify.py", four
-    steps of "a test case that uses the unique_slugify function", in tests/test_unique_slugify.py, a
-    slugify/__tests__.py, a tools/unique_slugify.py and a tools/__tests__.py; each failed on its own."""
+    later step whose only work is tests of names an earlier code step already has is folded into that step, and
+    the test file it names (if pytest would collect it) becomes that step's. Seen on a change to python-slugify:
+    after "Add unique_slugify(text, taken) to slugify/slugify.py", four steps of "a test case that uses the
+    unique_slugify function", in tests/test_unique_slugify.py, a slugify/__tests__.py, a tools/unique_slugify.py
+    and a tools/__tests__.py; each failed on its own. A step with work besides tests ("add a --json flag to
+    main() in cli.py, with tests for it") keeps its place."""
     out: list[Instruction] = []
     for step in steps:
         at = _tested_step(step, out)
@@ -60,7 +61,8 @@ def tests_with_their_code(steps: list[Instruction]) -> list[Instruction]:
             out.append(step)
             continue
         target = out[at]
-        files = [p for p in mentioned_files(step.instruction) if is_test_file(p) and p not in target.instruction]
+        named = set(mentioned_files(target.instruction))
+        files = [p for p in dict.fromkeys(mentioned_files(step.instruction)) if is_test_file(p) and p not in named]
         update: dict[str, object] = {"requires_tests": True}
         if files:
             update["instruction"] = f"{target.instruction.rstrip()}\n\nWrite its tests in {', '.join(files)}."
@@ -68,15 +70,35 @@ def tests_with_their_code(steps: list[Instruction]) -> list[Instruction]:
     return out
 
 
-#: an instruction whose work is tests: "add a test case", "write tests for", "create a test file"
-_TEST_WORK = re.compile(r"\btest\s+(?:cases?|files?|class(?:es)?|suites?|functions?)\b|\btests?\s+for\b", re.IGNORECASE)
 #: a name that belongs to tests: test_x, XTests, TestX
 _TEST_NAME = re.compile(r"^(?:test_?\w*|Test\w*|\w*Tests?)$")
+#: where an instruction's clauses part: a sentence's end, a semicolon, a line, "and", "with", "then"
+_CLAUSE = re.compile(r"[.;:](?:\s+|$)|\n+|,?\s+\b(?:and|with|then)\b\s+", re.IGNORECASE)
+#: a verb of work on code
+_WORK = re.compile(
+    r"\b(?:add|write|create|make|implement|update|change|modify|extend|fix|handle|support|return|raise|define|"
+    r"build|refactor|remove|delete|rename|validate|store|parse|accept|reject)(?:s|es)?\b",
+    re.IGNORECASE,
+)
+#: a clause that only makes a file, saying nothing of what is in it: "create a new file named tools/x.py"
+_BARE_FILE = re.compile(
+    r"^\s*(?:create|add|make|write)s?\s+(?:a\s+|an\s+)?(?:new\s+)?(?:empty\s+)?(?:python\s+)?"
+    r"(?:(?:file|module)(?:\s+(?:named|called))?\s+)?[`'\"]?[\w./-]+\.\w+[`'\"]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _only_tests(instruction: str) -> bool:
+    """Whether every clause of ``instruction`` that does work is about tests (or only makes a file), and one is."""
+    clauses = [c for c in _CLAUSE.split(instruction) if c.strip()]
+    tests = [c for c in clauses if re.search(r"test", c, re.IGNORECASE)]
+    work = [c for c in clauses if _WORK.search(c) and c not in tests and not _BARE_FILE.match(c)]
+    return bool(tests) and not work
 
 
 def _tested_step(step: Instruction, earlier: list[Instruction]) -> int | None:
     """The earlier code step whose names ``step`` only tests, when that is all it does."""
-    if not (_TESTS_TITLE.search(step.title) or _TEST_WORK.search(step.instruction)):
+    if not _only_tests(step.instruction):
         return None
     names = _code_names(step)
     if not names:
@@ -84,9 +106,10 @@ def _tested_step(step: Instruction, earlier: list[Instruction]) -> int | None:
     for i, other in enumerate(earlier):
         if _TESTS_TITLE.search(other.title) or not _writes_code(other.instruction) or not names <= _code_names(other):
             continue
-        # a code file of its own is work of its own (a CLI calling the names), unless it is named for tests or
-        # for the very name it tests (where a small model puts a test case)
-        own = [p for p in mentioned_files(step.instruction) if p.endswith(".py") and p not in other.instruction]
+        # a code file of its own is work of its own, unless it is named for tests or for the very name it tests
+        # (where a small model puts a test case)
+        named = set(mentioned_files(other.instruction))
+        own = [p for p in mentioned_files(step.instruction) if p.endswith(".py") and p not in named]
         if all("test" in p.rsplit("/", 1)[-1] or p.rsplit("/", 1)[-1].removesuffix(".py") in names for p in own):
             return i
     return None
@@ -125,7 +148,6 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
 
 
 #: a function or class named with its parameters: ``unique_slugify(text, taken)``
-_SIGNATURE = re.compile(r"\b([A-Za-z_]\w*)\(([^()]*)\)")
 
 
 def titled_names(step: Instruction) -> Instruction:
@@ -134,7 +156,7 @@ def titled_names(step: Instruction) -> Instruction:
     unique_slugify(text, taken) to slugify.py" whose instruction said "a new function ... that takes two
     arguments"; it passed with the function never written."""
     said = set(named_definitions(step.instruction))
-    missing = {n: m.group(0) for m in _SIGNATURE.finditer(step.title) if (n := m.group(1)) not in said}
+    missing = {n: m.group(0) for m in SIGNATURE.finditer(step.title) if (n := m.group(1)) not in said}
     missing = {n: sig for n, sig in missing.items() if n in named_definitions(step.title)}
     if not missing:
         return step

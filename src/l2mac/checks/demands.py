@@ -22,14 +22,18 @@ _TO_WRITE = re.compile(
     r"\b(?:write|create|add|update|modify|change|edit|extend)\s+(?:a |an |the |new ){0,2}(?:file |module )?"
     rf"(?:named |called )?[`'\"]?{_PATH}"
     rf"|\b(implement|tests?)\b([^.`]{{0,60}}?)\b(?:in|into)\s+(?:the file |the module )?[`'\"]?{_PATH}"
-    # "add a new function f(x) to utils.py", "create a class in models.py"
+    # "add a new function f(x) to utils.py", "create a class in the existing models.py"
     r"|\b(?:add|create|write|define|implement)s?\s+(?:a |an |the |new ){0,2}(?:function|method|class)\b"
-    rf"([^.`]{{0,60}}?)\b(?:in|into|to)\s+(?:the file |the module )?[`'\"]?{_PATH}",
+    r"([^.`]{0,60}?)\b(?:in|into|to)\s+(?:the )?(?:existing )?(?:file |module )?[`'\"]?([\w-]+(?:/[\w-]+)*\.py)\b",
     re.IGNORECASE,
 )
 #: words between "implement" and "in path" that say the file is another's: "the helper defined in utils.py"
 _ELSEWHERE = re.compile(r"\b(?:defined|described|declared|using|uses|from|helpers?|not|never|existing)\b|n't", re.I)
 
+
+#: words between "add a function" and "to path" that say the path is another thing's: "a function that wraps
+#: the client in api.py", "a class whose fields mirror the Row in rows.py"
+_OF_ANOTHER = re.compile(r"\b(?:that|which|whose|calls?|wraps?|reads?|mirrors?|inherits?|extends?|of|like)\b", re.I)
 
 _NEGATED = re.compile(r"(?:\bnot|\bnever|n't)\s+$", re.IGNORECASE)
 
@@ -39,8 +43,8 @@ def _writes(m: re.Match[str]) -> str | None:
     "test ... in x.py" unless x.py is a test file."""
     if m.group(1):
         return m.group(1)
-    if m.group(6):
-        return None if _ELSEWHERE.search(m.group(5)) else m.group(6)
+    if m.group(6):  # not "a function that calls the parser in parser.py"
+        return None if _ELSEWHERE.search(m.group(5)) or _OF_ANOTHER.search(m.group(5)) else m.group(6)
     verb, gap, path = m.group(2).lower(), m.group(3), m.group(4)
     if _ELSEWHERE.search(gap) or (verb.startswith("test") and not is_test_file(path)):
         return None
@@ -85,6 +89,8 @@ _NOT_FOLDERS = frozenset(
 
 
 _CALLABLE = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
+#: a name written with what is in its parentheses, ``unique_slugify(text, taken)``: a signature or a call
+SIGNATURE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(([^()]*)\)")
 #: calls an instruction may show that are not the project's to define: every builtin (print, SystemExit, ...)
 _NOT_NAMES = frozenset(dir(builtins))
 
@@ -123,6 +129,13 @@ def undefined_calls(report: str, sources: dict[str, str]) -> dict[str, list[str]
 
 #: a line of a check report that names a place in a file: ``path.py:12: ...``
 _PLACE = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): ", re.MULTILINE)
+
+
+def problem_lines(report: str, path: str) -> set[int]:
+    """The lines of ``path`` a check report names (``path:line: ...``)."""
+    return {int(m["line"]) for m in _PLACE.finditer(report) if m["path"] == path}
+
+
 #: the header pytest gives each failure: ``____ test_name ____``
 _FAILURE_HEADER = re.compile(r"^_{3,} .+ _{3,}$", re.MULTILINE)
 
@@ -384,7 +397,10 @@ def names_for_file(instruction: str, path: str) -> list[str]:
     # the section ends at the next code file named: a test file's mention does not end it (tests define nothing,
     # so the test functions it names are left out)
     end = next((at for at, p in _file_mentions(rest) if not is_test_file(p)), len(rest))
-    return [n for n in named_definitions(rest[:end]) if not n.lower().startswith("test")]
+    # and the names said before it where a function is added to it ("add a function f(x) to path")
+    before = " ".join(m.group(5) for m in _TO_WRITE.finditer(instruction) if m.group(6) and _writes(m) == path)
+    names = named_definitions(f"{before} {rest[:end]}")
+    return [n for n in dict.fromkeys(names) if not n.lower().startswith("test")]
 
 
 def named_files(instruction: str) -> list[str]:

@@ -23,9 +23,9 @@ from pydantic_ai.messages import ModelResponse, TextPart
 
 from l2mac.checks.autofix import import_line, project_definitions
 from l2mac.checks.contract import given_skeleton, parses
-from l2mac.checks.demands import is_stub_definition, mentioned_files, names_for_file
+from l2mac.checks.demands import SIGNATURE, is_stub_definition, mentioned_files, names_for_file
 from l2mac.checks.layout import is_test_file
-from l2mac.checks.repairs import definition_span
+from l2mac.checks.repairs import definition_span, merge_definitions
 from l2mac.fenced import fence_lang, fenced_blocks
 
 _FENCE_END = re.compile(r"^\s*```")
@@ -269,29 +269,38 @@ def function_opening(path: str, source: str, name: str, owner: str | None = None
     """Where an answer rewriting function ``name`` (a method of ``owner``) of ``source`` is begun: after its
     docstring, its old body left out, so what the model writes is its new body. None when there is no such
     function."""
-    found = _function(source, name, owner)
+    found = find_function(source, name, owner)
     if found is None:
         return None
     tree, fn = found
     return replace(_opening(path, source, tree, fn, owner), rewrite=True)
 
 
-def return_opening(path: str, source: str, name: str, owner: str | None = None) -> Opening | None:
+def return_opening(
+    path: str, source: str, name: str, owner: str | None = None, flagged: set[int] | None = None
+) -> Opening | None:
     """Where an answer ending function ``name`` (a method of ``owner``) with the value it returns is begun: after
-    its whole body, at a ``return`` (a slot to fill, not a body to write again). Seen on ClassEval_8 at 6b6580a:
-    told deposit() returns nothing its docstring says it returns, the 1.5B model sent the same body without a
-    ``return`` six times, at rising temperatures. None when there is no such function."""
-    found = _function(source, name, owner)
+    its body (less a bare ``return`` that ends it), at a ``return``: a slot to fill, not a body to write again.
+    Seen on ClassEval_8 at 6b6580a: told deposit() returns nothing its docstring says it returns, the 1.5B model
+    sent the same body without a ``return`` six times, at rising temperatures. ``flagged``: the lines of
+    ``path`` a report names; when one inside the function is not its ``def`` line (where that is said), the
+    body has another problem and is not kept: None, as when there is no such function."""
+    found = find_function(source, name, owner)
     if found is None:
         return None
     tree, fn = found
+    if flagged is not None and flagged & set(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)) != {fn.lineno}:
+        return None
+    last = fn.body[-1]
+    bare = isinstance(last, ast.Return) and last.value is None and last.lineno > fn.lineno
+    end = last.lineno - 1 if bare else fn.end_lineno or fn.lineno
     opening = _opening(path, source, tree, fn, owner)
-    head = "\n".join(source.splitlines()[: fn.end_lineno or fn.lineno])
+    head = "\n".join(source.splitlines()[:end])
     return replace(opening, head=head, lead=" " * opening.body_indent + "return", rewrite=True, ends=True)
 
 
-def _function(
-    source: str, name: str, owner: str | None
+def find_function(
+    source: str, name: str, owner: str | None = None
 ) -> tuple[ast.Module, ast.FunctionDef | ast.AsyncFunctionDef] | None:
     """The module and function ``name`` of ``source`` (a method of class ``owner``), if it parses and has one."""
     try:
@@ -335,36 +344,39 @@ def without_body(instruction: str, name: str, owner: str | None = None) -> str:
     return out
 
 
-def with_asked_stubs(source: str, names: list[str], defined: set[str], *described_in: str) -> str | None:
-    """``source`` (an existing module) with a stub for each function of ``names`` that no project module defines
-    (``defined``) and that ``described_in`` (the task, then the step) writes with a signature (``name(a, b)``):
-    that signature, and as its docstring what the first of them says of it, put before a trailing
-    ``if __name__`` block; None when there is none to add. So a new function asked for in a module that exists
-    is begun inside its own stub, under what it must do, as a function the task gives is. Seen on a change to
-    python-slugify: begun inside a bare ``def unique_slugify(text, taken):`` after slugify(), the 1.5B model
-    wrote slugify()'s body again, four times of five."""
+def with_asked_stubs(source: str, names: list[str], *described_in: str) -> str | None:
+    """``source`` (an existing module) with a stub for each function of ``names`` (those no project module
+    defines or imports) that ``described_in`` (the task, then the step) writes with a signature (``name(a, b)``)
+    and does not call a method: that signature, and as its docstring what the first of them says of it, added
+    after the module's last definition (before an ``if __name__`` block); None when there is none to add. So a
+    new function asked for in a module that exists is begun inside its own stub, under what it must do, as a
+    function the task gives is. Seen on a change to python-slugify: begun inside a bare
+    ``def unique_slugify(text, taken):`` after slugify(), the 1.5B model wrote slugify()'s body again, four
+    times of five. A class (a capitalised name) is left to the model."""
     stubs: list[str] = []
     for name in names:
-        if name in defined or not name.isidentifier() or re.search(rf"^\s*(?:async\s+)?def\s+{name}\b", source, re.M):
+        if not name.isidentifier() or name[0].isupper() or any(_a_method(name, text) for text in described_in):
             continue
         signature = next((p for text in described_in if (p := _signature(name, text)) is not None), None)
         said = next((d for text in described_in if (d := _said_of(name, text))), "")
         if signature is not None and said:
             stubs.append(f'def {name}({signature}):\n    """{said}\n    """\n')
-    if not stubs:
-        return None
-    lines = source.rstrip("\n").splitlines()
-    guard = next((i for i, x in enumerate(lines) if re.match(r"if\s+__name__\s*==", x)), len(lines))
-    before, after = "\n".join(lines[:guard]).rstrip("\n"), "\n".join(lines[guard:])
-    grown = f"{before}\n\n\n" + "\n\n".join(stubs) + (f"\n\n{after}\n" if after else "")
-    return grown if parses(grown) else None
+    return merge_definitions(source, "\n\n".join(stubs), add_new=True) if stubs else None
+
+
+def _a_method(name: str, text: str) -> bool:
+    """Whether ``text`` calls ``name`` a method (``a method area(self)``, ``the area method``, ``Shape.area``)."""
+    n = re.escape(name)
+    return re.search(rf"\bmethods?\s+`?{n}\b|\b{n}`?\s+methods?\b|\w\.{n}\(", text, re.IGNORECASE) is not None
 
 
 def _signature(name: str, text: str) -> str | None:
     """The parameters ``text`` gives ``name`` where it writes ``name(a, b=1)`` as a signature, not as a call with
     values."""
-    for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\(([^()]*)\)", text):
-        params = " ".join(m.group(1).split())
+    for m in SIGNATURE.finditer(_BLOCKS.sub(" ", text)):
+        if m.group(1) != name:
+            continue
+        params = " ".join(m.group(2).split())
         try:
             ast.parse(f"def {name}({params}):\n    pass\n")
         except SyntaxError:
@@ -373,18 +385,22 @@ def _signature(name: str, text: str) -> str | None:
     return None
 
 
-#: where a sentence ends: a full stop (not that of "e.g." or "i.e.") before a capital or the end, or a blank line
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)[.!?](?=\s+[A-Z]|\s*$)|\n\s*\n")
+#: a fenced block: code, not what is said of a function
+_BLOCKS = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+#: where a sentence ends: a full stop (not that of "e.g." or "i.e.") before a capital or the end, a blank line,
+#: or a line that begins a list item
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)[.!?](?=\s+[A-Z]|\s*$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 #: a docstring's width
 _DOC_WIDTH = 100
 
 
 def _said_of(name: str, text: str) -> str:
-    """The sentences of ``text`` that write ``name(`` (a call or a signature), as a docstring's lines; "" when
-    none does. A plan's "It is about name(...)." says nothing of it."""
+    """The sentences of ``text`` (its code blocks aside) that write ``name(`` (a call or a signature), as a
+    docstring's lines; "" when none does. A plan's "It is about name(...)." says nothing of it."""
+    text = _BLOCKS.sub(" ", text)
     sentences, start = [], 0
     for end in [*(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]:
-        sentence = " ".join(text[start:end].split())
+        sentence = " ".join(text[start:end].split()).lstrip("-*• ")
         start = end
         if re.search(rf"(?<![\w.]){re.escape(name)}\(", sentence) and not sentence.startswith("It is about "):
             sentences.append(sentence.replace("\\", "\\\\").replace('"""', "'''"))

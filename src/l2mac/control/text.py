@@ -19,7 +19,6 @@ tool call. In this protocol:
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
-from l2mac.checks.demands import missing_definitions, named_files, names_for_file, stubbed
+from l2mac.checks.demands import missing_definitions, named_files, names_for_file, problem_lines, stubbed
 from l2mac.checks.examples import run_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.output import trim_output
@@ -42,7 +41,7 @@ from l2mac.control.answers import (
     split_fragments,
 )
 from l2mac.control.arguments import json_files
-from l2mac.control.continuation import Opening, without_body
+from l2mac.control.continuation import Opening, find_function, without_body
 from l2mac.control.protocol import Done, Setting, Turn, Verify, cut_off
 from l2mac.control.step import Step
 from l2mac.control.text_context import text_messages
@@ -322,7 +321,7 @@ class TextConversation:
         examples = [e for e in verdict.failing_examples if e.name == name]
         env = self.setting.toolbox.env
         store = env.store
-        flagged = _problem_lines(verdict.report, opening.path) & _lines_of(store.read_text(opening.path), opening)
+        flagged = problem_lines(verdict.report, opening.path) & _lines_of(store.read_text(opening.path), opening)
         if not examples and not flagged:
             return None
 
@@ -409,25 +408,7 @@ def _summary(text: str, step: Step, files: list[str]) -> str:
     return f"Step {step.index} ({step.instruction.title}) is done. Files now: {', '.join(files[:40])}."
 
 
-_PROBLEM = re.compile(r"^(\S+\.py):(\d+): ", re.MULTILINE)
-
-
-def _problem_lines(report: str, path: str) -> set[int]:
-    """The lines of ``path`` the report's code problems name."""
-    return {int(m.group(2)) for m in _PROBLEM.finditer(report) if m.group(1) == path}
-
-
 def _lines_of(source: str, opening: Opening) -> set[int]:
     """The lines the function ``opening`` names spans in ``source`` (none when it is not there)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    scope = tree.body
-    if opening.owner is not None:
-        owner = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == opening.owner), None)
-        scope = owner.body if owner is not None else []
-    for node in scope:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == opening.name:
-            return set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    return set()
+    found = find_function(source, opening.name, opening.owner)
+    return set(range(found[1].lineno, (found[1].end_lineno or found[1].lineno) + 1)) if found else set()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from l2mac.checks.demands import failing_function, missing_definitions, named_files, names_for_file
+from l2mac.checks.demands import failing_function, missing_definitions, named_files, names_for_file, problem_lines
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.repairs import python_files
 from l2mac.checks.shape import said_to_return_nothing
@@ -93,9 +93,8 @@ class Requests:
 
     def _with_asked_stubs(self, path: str, source: str, names: list[str]) -> str | None:
         """``source`` with stubs of the new functions the step asks ``path`` for (see :func:`with_asked_stubs`)."""
-        others = python_files(self.setting.toolbox.env.store)
-        defined = {n for n in names for p, text in others.items() if p != path and _defines(text, n)}
-        return with_asked_stubs(source, names, defined, self.step.task, self.step.instruction.instruction)
+        missing = missing_definitions(" ".join(f"{n}()" for n in names), python_files(self.setting.toolbox.env.store))
+        return with_asked_stubs(source, missing, self.step.task, self.step.instruction.instruction)
 
     def held_no_body(self, opening: Opening) -> None:
         """An answer begun inside ``opening``'s stub held no body."""
@@ -195,11 +194,9 @@ class Requests:
         if self.rewrites > MAX_REWRITES:  # the same function again and again: the whole files are asked for
             return None
         path, name, owner = found
+        flagged = problem_lines(verdict.report, path)
         if said_to_return_nothing(verdict.report, path, name):  # its body may be right: only its end is asked for
-            return return_opening(path, sources[path], name, owner)
+            opening = return_opening(path, sources[path], name, owner, flagged)
+            if opening is not None:
+                return opening
         return function_opening(path, sources[path], name, owner)
-
-
-def _defines(source: str, name: str) -> bool:
-    """Whether a module's text defines ``name`` as a function or class (at any depth)."""
-    return re.search(rf"^\s*(?:(?:async\s+)?def|class)\s+{re.escape(name)}\b", source, re.MULTILINE) is not None
