@@ -68,6 +68,21 @@ def test_a_function_written_again_with_its_numbers_counting_up_is_a_loop_and_the
         assert len(guard.text) < len(head + before + "".join(case(i) for i in range(1, 16)))  # stopped early
 
 
+def test_a_function_written_again_with_its_strings_and_sets_of_strings_changing_is_a_loop_too() -> None:
+    # Seen on a change to python-slugify: test_1 to test_18 of the same two asserts, the sets of taken slugs growing.
+    def case(i: int) -> str:
+        taken = ", ".join(f"'hello-world-{j}'" for j in range(1, i + 1))
+        return f"def test_{i}():\n    assert unique_slugify('Hello World', {{{taken}}}) == 'hello-world-{i + 1}'\n\n\n"
+
+    head = "tests/test_unique.py\n```python\nfrom slugify import unique_slugify\n\n\n"
+    guard = fed(head + "".join(case(i) for i in range(1, 30)))
+    assert guard.looped and COUNTING_REPEATS - 1 <= guard.trimmed().count("def test_") <= COUNTING_REPEATS
+    # the same test of other strings, under names that are words, is no loop
+    words = ["empty", "one", "two", "many", "spaces", "unicode", "dashes", "upper", "digits", "long", "short", "mixed"]
+    tests = "".join(f"def test_{w}():\n    assert unique_slugify('{w}', {{'{w}'}}) == '{w}-2'\n\n\n" for w in words)
+    assert not fed(head + tests + "```\n").looped
+
+
 def test_tests_of_different_names_tables_and_chains_of_cases_counting_up_are_not_a_loop() -> None:
     names = ["empty", "one", "two", "many", "negative", "zero", "large", "float", "string", "none"]
     tests = "".join(f"def test_{n}():\n    assert f({i}) == {i}\n\n\n" for i, n in enumerate(names))

@@ -9,8 +9,10 @@ model wrote before the loop is still used.
 A loop can also count: the same block with its numbers going up (seen on ClassEval_19 at 1ed18fc: begun at a
 test file's first ``def test_``, the model wrote ``test_01`` to ``test_21``, each the same three lines with a
 longer list of primes, 2,048 tokens and 26 minutes). A function written again and again with only its numbers
-changed, a dozen times, is such a loop; what it wrote is kept (each copy tests something), but for the last copy,
-which may be cut short. Lines that count up outside a function's head (a table, a chain of ``elif month == 3:``
+(and strings) changed, a dozen times, is such a loop: seen too on a change to python-slugify, ``test_1`` to
+``test_18`` of ``assert unique_slugify('Hello World', {'hello-world-2', ...}) == 'hello-world-7'``, the sets
+growing. What it wrote is kept (each copy tests something), but for the last copy, which may be cut short.
+Lines that count up outside a function's head (a table, a chain of ``elif month == 3:``
 cases) are code, not a loop.
 """
 
@@ -28,10 +30,14 @@ LOOP_MAX_PERIOD = 6
 _DEF = ("def ", "async def ")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _NUMBERS = re.compile(r"#(?:\s*,\s*#)+")
+_STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_STRINGS = re.compile(r"\$(?:\s*,\s*\$)+")
 
 
 def shape(line: str) -> str:
-    """A line with its numbers (and lists of numbers) as one mark each: ``[2, 3, 5]`` and ``[2]`` look alike."""
+    """A line with its numbers and its strings (and lists of either) as one mark each: ``[2, 3, 5]`` and ``[2]``
+    look alike, as do ``{'a-2', 'a-3'}`` and ``{'a-4'}``."""
+    line = _STRINGS.sub("$", _STRING.sub("$", line))
     return _NUMBERS.sub("#", _NUMBER.sub("#", line))
 
 
