@@ -114,6 +114,7 @@ def test_only_later_stubs_with_a_docstring_of_their_own_are_given_and_each_once(
     given = opening.given()
     assert {n: t for n, t in given.items() if t.strip()} == {"total": TOTAL}  # not twice (one line), nor add
     assert given["__init__"] == given["size"] == "    "  # complete: where a copy of one begins, the answer ends
+    assert given["add"] == "    "  # so is the method being completed: after its body, a copy of it is a copy
     watch = GivenWatch(opening.given())
     assert not watch.feed("        def total(x):\n")  # a function nested in the body, not the stub
     assert not watch.feed("    def totals(self):\n")

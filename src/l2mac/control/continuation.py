@@ -96,8 +96,11 @@ class Opening:
 
     def given(self) -> dict[str, str]:
         """The later stubs' text by name, and the complete functions' indentation (where the answer ends), for
-        the request (``ModelClient.request(given=...)``)."""
-        return {**{name: " " * self.indent for name in self.bodied}, **dict(self.later_stubs)}
+        the request (``ModelClient.request(given=...)``); the function itself is one of those: an answer that
+        writes it again after its body is copying it (seen on a change to python-slugify: unique_slugify's body,
+        then the whole function again, with its docstring, eight times, to the answer's token limit)."""
+        ends = {name: " " * self.indent for name in (*self.bodied, self.name)}
+        return {**ends, **dict(self.later_stubs)}
 
     def begun(self) -> ModelResponse:
         """The begun answer, as the last message of a request: the model continues it."""
