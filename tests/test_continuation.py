@@ -231,13 +231,35 @@ def test_without_continuation_the_same_echoing_model_never_gets_past_the_stub(tm
 def test_agreement_samples_of_a_given_stub_are_begun_inside_it_too(tmp_path: Path) -> None:
     unit, _, _ = _unit(tmp_path, [], continues=True)
     step = Step("spread", 1, 1, TASK, "")
-    messages, finish, _ = unit._ask_sample(step, unit._setting(step), "solution.py", "Write it.", lambda p: False)
+    none: frozenset[str] = frozenset()
+    messages, finish, _ = unit._ask_sample(step, unit._setting(step), none, "solution.py", "Write it.", lambda p: False)
     assert isinstance(messages[-1], ModelResponse) and finish is not None
     request = messages[0].parts[-1].content  # type: ignore[union-attr]
     assert "Complete spread in solution.py" in str(request)  # asked for the body it is begun inside
     assert "return max(numbers) - min(numbers)" in (finish("    return max(numbers) - min(numbers)\n```") or "")
     plain, _, _ = _unit(tmp_path / "plain", [], continues=False)
-    messages, finish, _ = plain._ask_sample(step, plain._setting(step), "solution.py", "Write it.", lambda p: False)
+    messages, finish, _ = plain._ask_sample(
+        step, plain._setting(step), none, "solution.py", "Write it.", lambda p: False
+    )
+    assert finish is None and not isinstance(messages[-1], ModelResponse)
+
+
+def test_agreement_samples_of_a_function_added_to_an_existing_module_are_its_bodies_in_the_module(
+    tmp_path: Path,
+) -> None:
+    """Seen on a change to python-slugify: samples of slugify/slugify.py written from nothing were imports."""
+    unit, _, store = _unit(tmp_path, [], continues=True)
+    module = 'def shout(name):\n    return name.upper()\n\n\ndef unique(name, taken):\n    """A free name."""\n'
+    store.write_text("names.py", module + "    return name\n")
+    step = Step("t", 1, 1, Instruction(title="u", instruction="Add a function unique(name, taken) to names.py."), "")
+    setting = unit._setting(step)
+    messages, finish, _ = unit._ask_sample(step, setting, frozenset({"names.py"}), "names.py", "Write it.", bool)
+    begun = messages[-1]
+    assert isinstance(begun, ModelResponse) and begun.text is not None and begun.text.endswith('"""A free name."""\n')
+    assert "return name\n" not in begun.text and finish is not None  # the body left out, to be written again
+    assert finish("    return name + '-2'\n```") == module + "    return name + '-2'\n"
+    # a module the step itself wrote is sampled whole, as before
+    messages, finish, _ = unit._ask_sample(step, setting, frozenset(), "names.py", "Write it.", bool)
     assert finish is None and not isinstance(messages[-1], ModelResponse)
 
 

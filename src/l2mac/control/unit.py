@@ -22,11 +22,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 
 from l2mac.checks.agreement import AgreementLimits, Asked, Weigher
 from l2mac.checks.consensus import test_functions
+from l2mac.checks.demands import names_for_file
 from l2mac.checks.output import trim_output
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.verdict import Standing, StepChecks
 from l2mac.context import ContextBudget
-from l2mac.control.continuation import step_opening, without_body
+from l2mac.control.continuation import function_opening, step_opening, without_body
 from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn, Verify
 from l2mac.control.step import Step, StepLimits
 from l2mac.control.text_context import text_messages
@@ -278,7 +279,7 @@ class ControlUnit:
                 env,
                 self.domain,
                 step.instruction.instruction,
-                ask=partial(self._ask_sample, step, setting),
+                ask=partial(self._ask_sample, step, setting, frozenset(env.store.list_files())),
                 save=save,
                 log=log,
                 limits=AgreementLimits(self.limits.samples, self.limits.max_agreement_rounds),
@@ -303,6 +304,7 @@ class ControlUnit:
         self,
         step: Step,
         setting: Setting,
+        existed: frozenset[str],
         target: str,
         request: str,
         hide: Callable[[str], bool],
@@ -310,7 +312,10 @@ class ControlUnit:
     ) -> Asked:
         """How agreement asks for an implementation of ``target`` from the step alone, without the bodies the
         step gives the functions ``withheld`` (``f`` or ``Class.m``): begun inside the stub the step gives it,
-        when the model continues begun answers (see control.continuation)."""
+        when the model continues begun answers (see control.continuation). A module that ``existed`` before the
+        step is not written again: the sample is a body of the function the step asks of it, begun inside it
+        in the module as it is (seen on a change to python-slugify: samples of slugify/slugify.py written from
+        nothing were a line or two of imports)."""
         if withheld:
             shown = step.instruction.instruction
             for name in withheld:
@@ -318,6 +323,11 @@ class ControlUnit:
                 shown = without_body(shown, function, owner or None)
             step = replace(step, instruction=step.instruction.model_copy(update={"instruction": shown}))
         opening = step_opening(step.instruction.instruction, target) if self.client.continues else None
+        store = self.toolbox.env.store
+        if opening is None and self.client.continues and target in existed and store.exists(target):
+            source = store.read_text(target)
+            names = names_for_file(step.instruction.instruction, target)
+            opening = next((o for n in names if (o := function_opening(target, source, n)) is not None), None)
         if opening is None:
             return Asked(text_messages(setting, step, request, focus=target, hide=hide))
         # asked for "the complete file" while the answer is begun inside it, the model closed the block at once
