@@ -695,8 +695,8 @@ def test_a_new_function_asked_for_in_an_existing_module_is_begun_in_its_own_stub
         assert isinstance(begun, ModelResponse) and begun.text is not None
         assert begun.text.startswith("names.py\n```python\ndef shout(name):")
         doc = (
-            "Add a function unique_name(name, taken) to names that returns name, with -2, -3, ... appended until\n"
-            "    it is not in the set taken, e.g. unique_name('a', {'a'}) == 'a-2'."
+            "Returns name, with -2, -3, ... appended until it is not in the set taken, e.g. unique_name('a',\n"
+            "    {'a'}) == 'a-2'."  # what the task asks, said as a docstring says it
         )
         assert begun.text.endswith(f'def unique_name(name, taken):\n    """{doc}\n    """\n'), begun.text
         return text(f"{body}\n```\n")

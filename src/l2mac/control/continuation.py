@@ -406,6 +406,7 @@ def _said_of(name: str, text: str) -> str:
         sentence = " ".join(text[start:end].split()).lstrip("-*• ")
         start = end
         if re.search(rf"(?<![\w.]){re.escape(name)}\(", sentence) and not sentence.startswith("It is about "):
+            sentence = _described(name, sentence)
             sentences.append(sentence.replace("\\", "\\\\").replace('"""', "'''"))
     lines: list[str] = []
     for word in " ".join(sentences).split():
@@ -414,6 +415,19 @@ def _said_of(name: str, text: str) -> str:
         else:
             lines.append(word)
     return "\n    ".join(lines)
+
+
+def _described(name: str, sentence: str) -> str:
+    """A request as a description, what a docstring says: "Add a function f(x) to m that returns x" as "Returns
+    x" (a sentence of another form is kept as it is)."""
+    asked = re.match(
+        r"(?:please\s+)?(?:add|write|create|implement|define)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?(?:function\s+)?"
+        rf"`?{re.escape(name)}\([^()]*\)`?"
+        r"(?:\s+(?:to|in|into)\s+(?:the\s+)?[\w./`-]+(?:\s+(?:module|package|file))?)?,?\s+(?:that|which)\s+(\w)",
+        sentence,
+        re.IGNORECASE,
+    )
+    return sentence if asked is None else asked.group(1).upper() + sentence[asked.end() :]
 
 
 def step_opening(instruction: str, path: str) -> Opening | None:
