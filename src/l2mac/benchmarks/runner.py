@@ -60,6 +60,41 @@ class Generation:
     cost_usd: float | None = None  # None: the model's price is unknown (local models)
 
 
+@dataclass
+class _Saving:
+    """Saves a run's results as its tasks come, scoring those not yet scored on the way while scoring has taken
+    at most ``SCORING_SHARE`` of the run's time on ``clock`` (else they wait for the next save, or the final
+    pass): the save :func:`run_benchmark` hands :func:`generate_missing`."""
+
+    data: dict[str, Any]
+    chosen: set[str]
+    scored: set[str]
+    score: Scorer
+    summarise: Summariser
+    out: Path
+    say: Callable[[str], None]
+    clock: Callable[[], float]
+    started: float = 0.0
+    scoring: float = 0.0  # the time scoring has taken so far
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def __call__(self) -> None:
+        done: dict[str, dict[str, Any]] = self.data["tasks"]
+        fresh = {tid: t["solution"] for tid, t in done.items() if tid in self.chosen and tid not in self.scored}
+        if fresh and self.scoring <= SCORING_SHARE * (self.clock() - self.started):
+            self.scored.update(fresh)  # scored once as it comes, whatever the scorer makes of it
+            began = self.clock()
+            try:
+                for tid, fields in self.score(fresh).items():
+                    done[tid].update(fields)
+            except Exception as e:  # a scorer's failure must not lose the generation: the final pass scores it
+                self.say(f"scoring {', '.join(fresh)} failed ({type(e).__name__}: {e}); it is scored at the end")
+            self.scoring += self.clock() - began
+        save_results(self.out, {**self.data, "summary": self.summarise(done)})
+
+
 def run_benchmark(
     tasks: Sequence[_Task],
     *,
@@ -92,20 +127,7 @@ def run_benchmark(
     chosen = {t.task_id for t in tasks}
     scored = {tid for tid, t in done.items() if any(t.get(k) != v for k, v in unscored.items())}
 
-    started, scoring = clock(), [0.0]
-
-    def save() -> None:
-        fresh = {tid: t["solution"] for tid, t in done.items() if tid in chosen and tid not in scored}
-        if fresh and scoring[0] <= SCORING_SHARE * (clock() - started):
-            scored.update(fresh)  # scored once as it comes, whatever the scorer makes of it
-            began = clock()
-            try:
-                for tid, fields in score(fresh).items():
-                    done[tid].update(fields)
-            except Exception as e:  # a scorer's failure must not lose the generation: the final pass scores it
-                say(f"scoring {', '.join(fresh)} failed ({type(e).__name__}: {e}); it is scored at the end")
-            scoring[0] += clock() - began
-        save_results(out, {**data, "summary": summarise(done)})
+    save = _Saving(data, chosen, scored, score, summarise, out, say, clock)
 
     if start is None:
         if generate is None:
