@@ -228,7 +228,7 @@ def test_a_step_on_the_local_model_writes_bodies_only_and_the_class_is_complete(
         record=RunRecord(store.root),
     )
     step = Step("tally", 1, 1, task, "")
-    asked = unit._ask_sample(step, unit._setting(step), "tally.py", "Write it.", lambda p: False)
+    asked = unit._ask_sample(step, unit._setting(step), frozenset(), "tally.py", "Write it.", lambda p: False)
     assert asked.given["total"] == TOTAL  # an agreement sample, begun inside the same stub, is given the same
     asyncio.run(unit.run_step(step))
     assert seen[0]["total"] == TOTAL  # the request carried the later stub

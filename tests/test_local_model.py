@@ -266,6 +266,23 @@ def test_a_begun_answer_is_continued_as_written_and_ends_where_its_code_block_cl
     assert "\n```" not in llm.asked[1]["stop"]  # type: ignore[operator]  # an answer of its own may hold blocks
 
 
+def test_a_begun_readme_ends_where_its_block_closes_not_at_the_fence_of_its_first_example() -> None:
+    """Seen on the notes API at c78c993: README.md stopped at "run the following command in your terminal:"."""
+    from pydantic_ai.messages import ModelResponse, TextPart
+
+    from l2mac.models.client import ModelClient
+
+    readme = ["# Notes\n\nInstall:\n", "```bash\n", "python -m pip install -e .\n", "```\n", "\nRun `pytest`.\n"]
+    llm = _TypingLlama([*readme, "```\n", "STEP COMPLETE\n"])
+    chat = _chat_with(llm)
+    chat.served = None
+    client = ModelClient(chat.as_model("local:m"))
+    begun = [ModelRequest(parts=[UserPromptPart("r")]), ModelResponse(parts=[TextPart("README.md\n```markdown\n")])]
+    answer = asyncio.run(client.request(begun, purpose="t"))
+    assert answer.text == "".join(readme).rstrip("\n")  # the example kept whole, the block's own fence left out
+    assert "\n```" not in llm.asked[0]["stop"]  # type: ignore[operator]
+
+
 def test_the_prompt_tokens_the_model_had_cached_are_reported_as_read_from_the_cache() -> None:
     """The token budget leaves them out: another answer to the same prompt reads it again for next to nothing."""
     from l2mac.models.client import ModelClient

@@ -85,6 +85,42 @@ def _markdown_body(text: str, begin: int) -> tuple[str, int]:
     return text[begin:], len(text)
 
 
+def in_markdown(begun: str) -> bool:
+    """Whether an answer begun as ``begun`` is inside a Markdown block: its last fence opens one."""
+    fences = [line.strip() for line in begun.splitlines() if line.lstrip().startswith("```")]
+    return bool(fences) and fences[-1].lstrip("`").strip().lower() in ("markdown", "md")
+
+
+@dataclass
+class BlockEnd:
+    """Watches the text of a Markdown block as it streams (an answer begun inside one) for the fence that closes
+    it: the fences of the block's own examples open and close in pairs. :attr:`cut` is where that fence's line
+    begins. A stop at the first fence ended a README before its first example (seen on the notes API at
+    c78c993: "To install this project, run the following command in your terminal:", and no command)."""
+
+    text: str = ""
+    cut: int | None = None
+    _depth: int = 0
+    _checked: int = 0  # the text before this offset is whole lines, already read
+
+    def feed(self, piece: str) -> bool:
+        """Add the next piece of the answer; True once the block has closed."""
+        if self.cut is not None:
+            return True
+        self.text += piece
+        while (end := self.text.find("\n", self._checked)) >= 0:
+            line = self.text[self._checked : end]
+            if _INNER_OPEN.match(line):
+                self._depth += 1
+            elif _BARE_FENCE.match(line):
+                if not self._depth:
+                    self.cut = self._checked
+                    return True
+                self._depth -= 1
+            self._checked = end + 1
+        return False
+
+
 def _body(block: _Block) -> str:
     """A block's text, without the indent every line shares: a block inside a Markdown list item comes
     indented, and a small model then copies that indent into every later answer (seen: "unexpected indent"

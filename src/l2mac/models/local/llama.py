@@ -28,6 +28,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from l2mac.errors import ConfigError
+from l2mac.fenced import BlockEnd, in_markdown
 from l2mac.models.local.chat_format import answer_begun, openai_messages, parse_reply, tool_schemas
 from l2mac.models.local.given import continue_with_given, given_text
 from l2mac.models.local.loops import LoopGuard
@@ -143,11 +144,13 @@ class LocalChat:
         temperature: float | None = None,
         stop: tuple[str, ...] = (),
         given: Mapping[str, str] | None = None,
+        watch: Callable[[str], bool] | None = None,
     ) -> tuple[str, GenerationStats]:
-        """The model's answer to ``prompt``; it stops at the end of its turn, or at any of ``stop``. Where it begins
-        one of the ``given`` definitions, their text is put in and it goes on (see :mod:`given`)."""
+        """The model's answer to ``prompt``; it stops at the end of its turn, at any of ``stop``, or where ``watch``
+        (told each piece) says. Where it begins one of the ``given`` definitions, their text is put in and it goes
+        on (see :mod:`given`)."""
         if not given:
-            text, stats = self._generate(prompt, max_tokens, temperature, stop)
+            text, stats = self._generate(prompt, max_tokens, temperature, stop, watch)
             self.stats.append(stats)
             return text, stats
 
@@ -280,15 +283,25 @@ class LocalChat:
         max_tokens = int(settings.get("max_tokens", 2048))
         temperature = settings.get("temperature")
         prompt = self.render(messages, tools)
-        begun = answer_begun(messages) is not None
+        prefill = answer_begun(messages)
+        begun = prefill is not None
         given = given_text(settings) if begun else None
+        # a Markdown block's own examples have fences: only the one that closes the block ends it
+        ends = BlockEnd() if prefill is not None and in_markdown(prefill) else None
         try:
             # a begun answer is one file's code block: it ends where the block closes (the model went on to
             # write tests and prose after it, 335 tokens where the body took 40)
-            stop = (CLOSING_FENCE,) if begun else ()
+            stop = (CLOSING_FENCE,) if begun and ends is None else ()
             text, stats = self.complete(
-                prompt, max_tokens, None if temperature is None else float(temperature), stop, given
+                prompt,
+                max_tokens,
+                None if temperature is None else float(temperature),
+                stop,
+                given,
+                ends.feed if ends is not None else None,
             )
+            if ends is not None and ends.cut is not None:
+                text = text[: ends.cut].rstrip("\n")  # the closing fence is left out, as a stop leaves it
         except ModelAPIError:
             raise  # e.g. the context window is exceeded: the control unit handles it
         except (RuntimeError, ValueError, OSError) as e:  # llama.cpp failed (e.g. decode error, out of memory)
