@@ -766,3 +766,33 @@ def test_a_name_the_module_imports_is_never_stubbed_as_a_new_function(tmp_path: 
     outcome = asyncio.run(unit.run_step(Step(task, 1, 1, step, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("client.py").count("def ") == 2
+
+
+def test_a_function_the_steps_code_imports_from_a_module_lacking_it_is_begun_there_as_the_code_calls_it(
+    tmp_path: Path,
+) -> None:
+    """Seen on the notes API at c78c993: app.py imported get_note_by_id from notes/store.py, which lacked it,
+    and the 1.5B model, told so, sent app.py back unchanged three times."""
+    store_py = 'def add_item(items, item):\n    """Add item to items."""\n    items.append(item)\n'
+    app = (
+        "from store import get_item\n\n\ndef show(items, index):\n    item = get_item(items, index)\n    return item\n"
+    )
+    step = Instruction(
+        title="show", instruction="Write app.py with show(items, index); it uses store.py.", requires_tests=False
+    )
+
+    def the_body(messages: list[ModelMessage]) -> ModelResponse:
+        begun = messages[-1]
+        assert isinstance(begun, ModelResponse) and begun.text is not None
+        assert begun.text.startswith(f"store.py\n```python\n{store_py}")
+        called = '"""Called in app.py as:\n    item = get_item(items, index)\n    """\n'
+        assert begun.text.endswith(f"def get_item(items, index):\n    {called}"), begun.text
+        assert "app.py imports get_item from store.py, which does not define it" in str(messages[0])
+        return text("    return items[index]\n```\n")
+
+    replies = [text(f"app.py\n```python\n{app}```\n"), the_body, text("STEP COMPLETE")]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    store.write_text("store.py", store_py)
+    outcome = asyncio.run(unit.run_step(Step("t", 1, 1, step, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("store.py").endswith("    return items[index]\n") and store.read_text("app.py") == app

@@ -241,7 +241,7 @@ class _ImportChecker:
                 rel,
                 node.lineno,
                 "import",
-                f"cannot import name {alias.name!r} from {target!r} ({self.files[target]} does not define it)",
+                not_defined(alias.name, target, self.files[target]),
             )
             for alias in node.names
             if alias.name != "*"
@@ -293,6 +293,24 @@ def find_code_issues(
 
 #: ruff's undefined-name issue; its message may go on with what :func:`_explain_undefined` adds
 UNDEFINED_NAME = re.compile(r"F821 Undefined name `([A-Za-z_]\w*)`")
+
+
+def not_defined(name: str, module: str, path: str) -> str:
+    """What the import check says of a name imported from a project module that does not define it."""
+    return f"cannot import name {name!r} from {module!r} ({path} does not define it)"
+
+
+#: :func:`not_defined` in a report, with the file that imports it
+_NOT_DEFINED = re.compile(
+    r"^(?P<user>[\w./-]+\.py):\d+: import: cannot import name '(?P<name>\w+)' from '[\w.]+' "
+    r"\((?P<path>[\w./-]+\.py) does not define it\)",
+    re.MULTILINE,
+)
+
+
+def imported_not_defined(report: str) -> list[tuple[str, str, str]]:
+    """(the importing file, the name, the file that lacks it) of each name a report says cannot be imported."""
+    return [(m["user"], m["name"], m["path"]) for m in _NOT_DEFINED.finditer(report)]
 
 
 def _local_owners(tree: ast.Module, name: str) -> list[tuple[str, int]]:

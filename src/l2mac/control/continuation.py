@@ -70,6 +70,8 @@ class Opening:
     #: the answer only ends the function: its body is kept and the answer is begun at a ``return`` after it
     #: (see :func:`return_opening`)
     ends: bool = False
+    #: the file that imports the function, where it is written for that file (see :func:`used_stub`)
+    used_by: str = ""
 
     def prefill(self) -> str:
         """The beginning of the answer: the path, the fence, and the file up to the stub's docstring."""
@@ -365,6 +367,36 @@ def with_asked_stubs(source: str, names: list[str], *described_in: str) -> str |
         if signature is not None and said:
             stubs.append(f'def {name}({signature}):\n    """{said}\n    """\n')
     return merge_definitions(source, "\n\n".join(stubs), add_new=True) if stubs else None
+
+
+def used_stub(name: str, user: str, user_source: str) -> str | None:
+    """A stub of function ``name`` as module ``user`` calls it: its parameters named after the first call's
+    arguments (a name's, an attribute's, a keyword's; else ``arg2``...), its docstring the lines that call it.
+    None when ``user_source`` does not parse or never calls it. So a function a step's code imports from a
+    module that lacks it is written there, begun inside its stub, as the code using it expects. Seen on the
+    notes API at c78c993: app.py imported get_note_by_id and delete_note from notes/store.py, which had neither,
+    and the 1.5B model, told so, sent app.py back unchanged three times."""
+    try:
+        tree = ast.parse(user_source)
+    except SyntaxError:
+        return None
+    calls = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+    ]
+    if not calls:
+        return None
+    params: list[str] = []
+    for i, arg in enumerate(calls[0].args, 1):
+        said = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else ""
+        if isinstance(arg, ast.Starred):
+            said = "*args"
+        params.append(said if said and said not in params else f"arg{i}")
+    for keyword in calls[0].keywords:
+        params.append(f"{keyword.arg}=None" if keyword.arg else "**kwargs")
+    lines = user_source.splitlines()
+    shown = list(dict.fromkeys(lines[c.lineno - 1].strip() for c in calls))[:3]
+    said = "\n    ".join(line.replace("\\", "\\\\").replace('"""', "'''") for line in shown)
+    return f'def {name}({", ".join(params)}):\n    """Called in {user} as:\n    {said}\n    """\n'
 
 
 def _a_method(name: str, text: str) -> bool:

@@ -264,6 +264,11 @@ class TextConversation:
             if stubbed_file is not None:
                 self.focus = stubbed_file
                 feedback += "\n\n" + self.asks.file(stubbed_file, self.to_write)
+            elif (imported := self.asks.imported_stub(verdict, self.written)) is not None:
+                self.asks.opening, self.focus = imported, imported.path
+                feedback += "\n\n" + render(
+                    "text_request_imported", path=imported.path, name=imported.name, user=imported.used_by
+                )
             elif (rewrite := self.asks.failing_function(verdict, self.written)) is not None:
                 self.asks.opening, self.focus = rewrite, rewrite.path
                 self.verify = self._holds(rewrite, verdict)

@@ -11,11 +11,12 @@ the function rewritten last. Reading the files out of an answer is :class:`l2mac
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from l2mac.checks.demands import failing_function, missing_definitions, named_files, names_for_file, problem_lines
 from l2mac.checks.layout import is_test_file, module_name
-from l2mac.checks.repairs import python_files
+from l2mac.checks.python import imported_not_defined
+from l2mac.checks.repairs import merge_definitions, python_files
 from l2mac.checks.shape import said_to_return_nothing
 from l2mac.checks.verdict import Verdict
 from l2mac.control.continuation import (
@@ -27,6 +28,7 @@ from l2mac.control.continuation import (
     opens_block,
     return_opening,
     step_opening,
+    used_stub,
     with_asked_stubs,
 )
 from l2mac.control.protocol import Setting
@@ -65,6 +67,8 @@ class Requests:
     #: per stub (path, owner, name), the answers begun inside it that held no body: the next is begun at the
     #: body's indentation, and after that the file is asked for as a whole (see :meth:`begin`)
     barren: dict[tuple[str, str | None, str], int] = field(default_factory=dict)
+    #: per function the step's code imports from a module lacking it, the answers begun inside its stub there
+    imported: dict[tuple[str, str | None, str], int] = field(default_factory=dict)
 
     def code_files(self) -> list[str]:
         """The code files the step writes: a stub in a file it only mentions (an earlier step's interface, a
@@ -168,6 +172,26 @@ class Requests:
             return request
         self.start = file_start(path, tested)
         return request + "\n" + self.setting.domain.render("text_begun_file", path=path)
+
+    def imported_stub(self, verdict: Verdict, written: set[str]) -> Opening | None:
+        """Where the answer writing a function that the step's code imports from a project module lacking it is
+        begun: inside its stub in that module, as the code calls it (see :func:`used_stub`); each such function
+        at most twice. ``written``: the files the step wrote."""
+        if not self.setting.continues or "text_request_imported" not in self.setting.domain.prompts:
+            return None
+        store = self.setting.toolbox.env.store
+        own = {*self.code_files(), *written}
+        for user, name, path in imported_not_defined(verdict.report):
+            key = (path, None, name)
+            if user not in own or is_test_file(path) or not store.exists(path) or self.imported.get(key, 0) >= 2:
+                continue
+            stub = used_stub(name, user, store.read_text(user)) if store.exists(user) else None
+            grown = merge_definitions(store.read_text(path), stub, add_new=True) if stub else None
+            opening = find_opening(path, grown, [name]) if grown else None
+            if opening is not None:
+                self.imported[key] = self.imported.get(key, 0) + 1
+                return replace(opening, used_by=user)
+        return None
 
     def failing_function(self, verdict: Verdict, written: set[str]) -> Opening | None:
         """Where the answer fixing a failed check is begun, when the model continues begun answers and the report
