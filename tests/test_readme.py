@@ -3,6 +3,8 @@ reported as working, failing (with why) or still running."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from l2mac.checks.readme import INSTALL, readme_commands, verify_readme
@@ -80,3 +82,41 @@ def test_an_install_command_gets_the_network_and_what_it_installs_is_used() -> N
     files = {"README.md": readme, "pyproject.toml": pyproject, "table.py": "import tabulate\n"}
     checked = verify_readme(choose_runner("auto"), files, 300)
     assert [c.outcome for c in checked] == ["works", "works"], checked
+
+
+def test_a_readme_step_whose_readme_gives_no_command_is_not_done(tmp_path: Path) -> None:
+    """Seen on the notes API at c78c993: README.md cut before its first command, and the README step passed."""
+    import asyncio
+
+    from l2mac.checks.runner import SubprocessRunner
+    from l2mac.context import ContextBudget
+    from l2mac.control import ControlUnit, Step, StepLimits
+    from l2mac.control.text import TEXT
+    from l2mac.domains import load_domain
+    from l2mac.models.client import ModelClient
+    from l2mac.models.scripted import ScriptedModel, text
+    from l2mac.record import RunRecord
+    from l2mac.store import FileStore
+    from l2mac.tools import Toolbox, ToolEnv, tools_named
+    from l2mac.types import Instruction, StepStatus
+
+    cut = "README.md\n```markdown\n# Notes\n\nTo install it, run the following command in your terminal:\n```\n"
+    whole = "README.md\n```markdown\n# Notes\n\n```bash\npython -m pip install -e .\npython -m pytest\n```\n```\n"
+    script = ScriptedModel([text(cut), text(whole), text("STEP COMPLETE")])
+    store = FileStore(tmp_path / "proj")
+    domain = load_domain("codebase")
+    unit = ControlUnit(
+        ModelClient(script.model),
+        Toolbox(tools_named(domain.tools), ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)),
+        domain,
+        ContextBudget(window=16000, reply=500, margin=0.1),
+        protocol=TEXT,
+        limits=StepLimits(max_turns=6, samples=0),
+        record=RunRecord(store.root),
+    )
+    asked = "Write README.md: what it does, then the install, test and run commands, each in a ```bash block."
+    step = Step("notes", 1, 1, Instruction(title="README", instruction=asked, requires_tests=False), "")
+    outcome = asyncio.run(unit.run_step(step))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "README.md gives no command a user can type" in str(script.requests[1])
+    assert readme_commands(store.read_text("README.md")) == ["python -m pip install -e .", "python -m pytest"]

@@ -34,6 +34,7 @@ from l2mac.checks.env import ToolEnv
 from l2mac.checks.examples import Example, run_examples, task_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
+from l2mac.checks.readme import README, readme_commands
 from l2mac.checks.regressions import Baseline, find_regression, step_names
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
@@ -44,6 +45,10 @@ from l2mac.types import Instruction
 #: what failed before a step and is recorded in its outcome, at most (a repository can have thousands)
 MAX_INHERITED = 50
 _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
+
+
+#: an instruction that asks for the commands a user types (a README's install, test and run commands)
+_COMMANDS = re.compile(r"\bcommands?\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -350,6 +355,14 @@ class StepChecks:
             notes.append(render("text_missing_files", files=", ".join(missing)))
         if not self.env.python_checks:
             return notes
+        asks_commands = _COMMANDS.search(self.instruction.instruction) is not None
+        if (
+            README in self.named
+            and store.exists(README)
+            and asks_commands
+            and not readme_commands(store.read_text(README))
+        ):
+            notes.append(render("text_readme_commands", path=README))  # seen: a README cut before its first command
         sources = python_files(store)
         if absent := missing_definitions(self.instruction.instruction, sources):
             notes.append(render("text_missing_definitions", names=", ".join(absent)))
