@@ -535,6 +535,17 @@ def test_a_rewrite_is_not_begun_for_a_call_that_does_not_fit_the_signature_nor_o
     # examples showed wrong were never rewritten)
     opening = conversation.asks.failing_function(Verdict(False, report, examples_failed=("spread",)), set())
     assert opening is not None and opening.name == "spread"
+    # once the tests are doubted, a failing test points at nothing, but a code problem still points at its
+    # function (seen on ClassEval_2 at 176fb78: "returns nothing" four checks in a row, the tests rewritten)
+    failing = "____ test_spread ____\n>       assert spread([1.0]) == 0\nsolution.py:12: in spread\nE   assert 1 == 0"
+    doubted = Verdict(False, f"Tests: 0 passed, 1 failed\n{failing}", tests_doubted=True)
+    assert conversation.asks.failing_function(doubted, set()) is None
+    at = next(i for i, x in enumerate(store.read_text("solution.py").splitlines(), 1) if "return max" in x)
+    problem = f"Code problems:\nsolution.py:{at}: lint: F821 Undefined name `numbrs`\n\n"
+    opening = conversation.asks.failing_function(
+        Verdict(False, f"{problem}Tests: 0 passed, 1 failed\n{failing}"), set()
+    )
+    assert opening is not None and opening.name == "spread"
 
 
 def test_a_failing_function_in_code_the_step_wrote_unnamed_is_rewritten_inside_it(tmp_path: Path) -> None:

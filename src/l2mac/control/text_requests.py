@@ -199,18 +199,21 @@ class Requests:
         failing test statement calls), and agreement did not point at the tests: inside that function, after its
         docstring, so the answer is its new body. Seen: asked to fix a failing test, the 1.5B model sent the
         whole file back unchanged in 43% of DevBench turns; a body is what it writes best, and is short.
-        ``written``: the files the step wrote (its own code, named or not)."""
+        ``written``: the files the step wrote (its own code, named or not). Once agreement doubts the tests, only
+        a code problem or the task's own failing examples point at a function: seen on ClassEval_2 at 176fb78,
+        parse_arguments() "returns nothing" four checks in a row while every answer rewrote the doubted tests."""
         self.doubted = self.doubted or verdict.tests_doubted  # once doubted, the tests are not fitted to
         own = sorted(p for p in written if not is_test_file(p))
         code = [p for p in dict.fromkeys([*self.code_files(), *own]) if p.endswith(".py")]
         asked = "text_request_rewrite" in self.setting.domain.prompts
-        if not asked or not self.setting.continues or not code or self.doubted:
+        if not asked or not self.setting.continues or not code:
             return None
-        if _CALLED_WRONG.search(verdict.report) and not verdict.examples_failed:
+        report = verdict.report.split("Tests:")[0] if self.doubted else verdict.report
+        if _CALLED_WRONG.search(report) and not verdict.examples_failed:
             return None  # a call that does not fit the signature: a new body cannot fix it (the task's own
             # failing examples still point at a function to fix, whatever a test's call did)
         sources = python_files(self.setting.toolbox.env.store)
-        found = failing_function(verdict.report, sources, code, verdict.examples_failed)
+        found = failing_function(report, sources, code, verdict.examples_failed)
         if found is None:
             return None
         self.rewrites = self.rewrites + 1 if found == self.rewriting else 1
