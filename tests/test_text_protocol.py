@@ -861,6 +861,19 @@ def test_a_markdown_file_keeps_the_fenced_examples_it_holds() -> None:
     assert fenced_files("a.py\n```python\nX = 1\n```python\nY = 2\n```\n")[0]["content"] == "X = 1\n"
 
 
+def test_a_shell_block_is_commands_never_the_text_of_the_file_the_line_before_it_names() -> None:
+    # Seen on the notes API at 4958ca5: a summary quoting the README made its install line a requirements.txt.
+    answer = (
+        "STEP COMPLETE\n\nor if you have a `requirements.txt` file:\n\n```bash\npip install -r requirements.txt\n```"
+        "\n\nHere is the corrected `deploy.sh` file:\n```bash\necho hi\n```\n\nThe corrected `app.py` file:\n"
+        "```python\nX = 1\n```\n"
+    )
+    assert fenced_files(answer) == [
+        {"path": "deploy.sh", "content": "echo hi\n"},
+        {"path": "app.py", "content": "X = 1\n"},
+    ]
+
+
 HOSTED = '''import argparse
 
 

@@ -128,7 +128,22 @@ def _body(block: _Block) -> str:
     return textwrap.dedent(block.body)
 
 
+#: the tags of a shell block: what it holds are commands, never a file's text (but a shell script's)
+_SHELL_TAGS = frozenset({"bash", "sh", "shell", "console", "zsh", "terminal"})
+
+
 def _named(text: str, block: _Block) -> str | None:
+    """The file a block is the text of: named on its first line, or on the line before it. A shell block is
+    commands: it names only a shell script (seen on the notes API at 4958ca5: "or if you have a
+    `requirements.txt` file:" above a bash block of `python -m pip install -r requirements.txt` made that line a
+    requirements.txt, and the README's install command failed on it)."""
+    path = _named_by_text(text, block)
+    if path is not None and block.tag in _SHELL_TAGS and not path.endswith(".sh"):
+        return None
+    return path
+
+
+def _named_by_text(text: str, block: _Block) -> str | None:
     lines = block.body.splitlines()
     if lines and (first := _FIRST_LINE.match(lines[0])):
         return first.group(1)
