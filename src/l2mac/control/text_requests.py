@@ -96,8 +96,13 @@ class Requests:
         return opening.indented() if barren == 1 else None
 
     def _with_asked_stubs(self, path: str, source: str, names: list[str]) -> str | None:
-        """``source`` with stubs of the new functions the step asks ``path`` for (see :func:`with_asked_stubs`)."""
-        missing = missing_definitions(" ".join(f"{n}()" for n in names), python_files(self.setting.toolbox.env.store))
+        """``source`` with stubs of the new functions the step asks ``path`` for (see :func:`with_asked_stubs`).
+        The project's modules are read only when the module itself lacks one of them: this is asked at every failed
+        check, and a repository may have thousands of files."""
+        absent = [n for n in names if not re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(n)}\b", source, re.M)]
+        if not absent:
+            return None
+        missing = missing_definitions(" ".join(f"{n}()" for n in absent), python_files(self.setting.toolbox.env.store))
         return with_asked_stubs(source, missing, self.step.task, self.step.instruction.instruction)
 
     def held_no_body(self, opening: Opening) -> None:
