@@ -662,7 +662,8 @@ def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it
 
 
 def test_a_begun_file_imports_public_code_names_only_and_an_answer_opening_its_own_block_is_read_as_it_is() -> None:
-    from l2mac.control.continuation import file_start, opens_block
+    from l2mac.control.continuation import opens_block
+    from l2mac.control.test_start import file_start
 
     code = "class Shelf:\n    pass\n\n\ndef test_connection():\n    pass\n\n\ndef _private():\n    pass\n"
     start = file_start("tests/test_shelf.py", {"shelf/core.py": code})

@@ -21,17 +21,15 @@ from typing import NamedTuple
 
 from pydantic_ai.messages import ModelResponse, TextPart
 
-from l2mac.checks.autofix import import_line, project_definitions
+from l2mac.checks.autofix import import_line
 from l2mac.checks.contract import given_skeleton, parses
 from l2mac.checks.demands import SIGNATURE, is_stub_definition, mentioned_files, names_for_file
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import definition_span, merge_definitions
-from l2mac.fenced import fence_lang, fenced_blocks
+from l2mac.fenced import fenced_blocks
 
 _FENCE_END = re.compile(r"^\s*```")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-#: names a begun test file imports from one module, at most
-MAX_IMPORTED = 12
 #: a line that starts a definition: the model wrote the function (or another) whole, not a body
 _DEFINITION = re.compile(r"(?:async\s+def|def|class)\s|@")
 
@@ -208,36 +206,6 @@ def _test_material(node: ast.stmt) -> bool:
         return False
     tests = any(isinstance(m, ast.FunctionDef) and m.name.startswith("test_") for m in node.body)
     return tests and re.match(r"Test[A-Z_]|Test$", node.name) is not None  # not Testimonial, nor a TestResult
-
-
-def file_start(path: str, sources: dict[str, str] | None = None) -> str:
-    """The beginning of an answer that writes ``path`` whole: its path and the opening fence, and for a test file
-    the imports of what the code files ``sources`` define (their public top-level classes and functions) and the
-    beginning of its first test function.
-    Seen on ClassEval_21 at 42ff847: asked for tests/test_solution.py, the 1.5B model sent solution.py back
-    whole (800 tokens, 2-5 minutes here) four times, and the step ended with no test written."""
-    imports = "".join(f"from {module} import {', '.join(names)}\n" for module, names in _public(sources or {}).items())
-    if not imports:
-        return f"{path}\n```{fence_lang(path)}\n"
-    # begun at its first test function: begun after the imports alone, on ClassEval_21 at e52aef1 the model went
-    # on to copy the class under test into the test file, three times
-    return f"{path}\n```{fence_lang(path)}\n{imports}\n\ndef test_"
-
-
-def _public(sources: dict[str, str]) -> dict[str, list[str]]:
-    """Per module, the public classes and functions the code files ``sources`` define at their top level (a name
-    two of them define is left out), but those pytest would collect, at most :data:`MAX_IMPORTED` each."""
-    trees: dict[str, ast.Module] = {}
-    for path, source in sources.items():
-        try:
-            trees[path] = ast.parse(source)
-        except SyntaxError:
-            continue
-    found: dict[str, list[str]] = {}
-    for name, module in project_definitions(trees).items():
-        if not name.startswith(("test", "Test")) and len(found.setdefault(module, [])) < MAX_IMPORTED:
-            found[module].append(name)
-    return {m: names for m, names in found.items() if names}
 
 
 def opens_block(text: str, start: str) -> bool:

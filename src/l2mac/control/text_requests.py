@@ -22,7 +22,6 @@ from l2mac.checks.verdict import Verdict
 from l2mac.control.continuation import (
     Completed,
     Opening,
-    file_start,
     find_opening,
     function_opening,
     opens_block,
@@ -33,6 +32,7 @@ from l2mac.control.continuation import (
 )
 from l2mac.control.protocol import Setting
 from l2mac.control.step import Step
+from l2mac.control.test_start import file_start
 
 #: answers in a row begun inside the same failing function, at most
 MAX_REWRITES = 2

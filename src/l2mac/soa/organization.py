@@ -37,8 +37,8 @@ from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.tests import run_tests
-from l2mac.control.continuation import file_start
 from l2mac.control.protocol import StepProtocol, cut_off
+from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
 from l2mac.events import AgentChanged, EventSink, ignore

@@ -1,0 +1,94 @@
+"""A begun test file: the imports of the code it tests and, for a web app, a client fixture made from the app."""
+
+from __future__ import annotations
+
+from l2mac.control.test_start import file_start
+
+FACTORY = """from pathlib import Path
+
+from flask import Flask, jsonify, request
+
+from notes.store import add_note, list_notes
+
+
+def create_app(db_path: Path, testing: bool = False) -> Flask:
+    app = Flask(__name__)
+
+    @app.route("/notes", methods=["GET"])
+    def all_notes():
+        return jsonify(list_notes(db_path))
+
+    return app
+
+
+def format_note(note):
+    return f"{note.title}: {note.content}"
+"""
+
+MODULE_APP = """from flask import Flask, jsonify
+
+app = Flask(__name__)
+
+
+@app.route("/notes")
+def all_notes():
+    return jsonify([])
+
+
+@app.post("/notes")
+def create_note():
+    return jsonify({}), 201
+
+
+def format_note(note):
+    return str(note)
+"""
+
+STORE = "def add_note(path, title, content):\n    pass\n\n\ndef list_notes(path):\n    return []\n"
+
+
+def test_a_flask_app_factory_is_made_in_a_client_fixture_with_its_files_under_tmp_path() -> None:
+    """Seen on the notes API at 4958ca5: told in words to use app.test_client(), the 1.5B model wrote tests that
+    called the view functions directly, with an ``app`` no test defined, three identical answers."""
+    start = file_start("tests/test_app.py", {"notes/app.py": FACTORY, "notes/store.py": STORE})
+    assert start == (
+        "tests/test_app.py\n```python\n"
+        "import pytest\n"
+        "from notes.app import create_app, format_note\n"
+        "from notes.store import add_note, list_notes\n"
+        "\n\n"
+        "@pytest.fixture\n"
+        "def client(tmp_path):\n"
+        '    app = create_app(tmp_path / "db_path")\n'
+        '    app.config["TESTING"] = True\n'
+        "    return app.test_client()\n"
+        "\n\n"
+        "def test_"
+    )
+
+
+def test_a_module_level_app_is_used_as_it_is_and_its_views_are_left_to_the_client() -> None:
+    start = file_start("tests/test_app.py", {"notes/app.py": MODULE_APP})
+    # the views are reached through the client; a plain helper is still imported
+    assert "from notes.app import app, format_note\n" in start
+    assert "all_notes" not in start and "create_note" not in start
+    assert "def client():\n" in start and "return app.test_client()" in start and start.endswith("\n\ndef test_")
+
+
+def test_a_factory_is_preferred_to_a_module_level_app_unless_a_test_cannot_give_its_arguments() -> None:
+    both = MODULE_APP + "\n\ndef create_app(data_dir, name: str = 'x'):\n    app = Flask(name)\n    return app\n"
+    assert "app = create_app(tmp_path)\n" in file_start("tests/test_app.py", {"notes/app.py": both})
+    needs_a_port = MODULE_APP + "\n\ndef create_app(port):\n    return Flask(__name__)\n"
+    start = file_start("tests/test_app.py", {"notes/app.py": needs_a_port})
+    assert "def client():\n" in start and "create_app(" not in start.split("def client")[1]
+    as_text = "from flask import Flask\n\n\ndef make_app(db_file: str):\n    return Flask(__name__)\n"
+    assert 'app = make_app(str(tmp_path / "db_file"))' in file_start("tests/t.py", {"web/app.py": as_text})
+
+
+def test_a_fastapi_app_gets_the_frameworks_test_client_and_other_code_no_fixture() -> None:
+    api = "from fastapi import FastAPI\n\napi = FastAPI()\n\n\n@api.get('/items')\ndef items():\n    return []\n"
+    start = file_start("tests/test_main.py", {"shop/main.py": api})
+    assert "from fastapi.testclient import TestClient\nfrom shop.main import api as app\n" in start
+    assert "def client():\n    return TestClient(app)\n" in start and "items" not in start.split("def client")[0]
+    plain = file_start("tests/test_core.py", {"shop/core.py": STORE})
+    assert "fixture" not in plain and plain.endswith("from shop.core import add_note, list_notes\n\n\ndef test_")
