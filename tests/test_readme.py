@@ -120,3 +120,22 @@ def test_a_readme_step_whose_readme_gives_no_command_is_not_done(tmp_path: Path)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "README.md gives no command a user can type" in str(script.requests[1])
     assert readme_commands(store.read_text("README.md")) == ["python -m pip install -e .", "python -m pytest"]
+
+
+def test_the_commands_that_ask_a_local_url_run_while_the_readmes_server_runs() -> None:
+    """Seen on the notes API at 4958ca5: the README's three ``curl http://localhost:5000/notes`` lines were run
+    before and without its ``python notes/app.py``, and each was reported failing (connection refused)."""
+    ask = "python -c \"import urllib.request as u; print(u.urlopen('http://localhost:8765/hello.txt').read())\""
+    missing = "python -c \"import urllib.request as u; u.urlopen('http://127.0.0.1:8765/missing')\""
+    readme = f"```bash\n{ask}\n{missing}\npython -m http.server 8765\npython -c 'print(1)'\n```\n"
+    files = {"README.md": readme, "hello.txt": "hello\n"}
+    checked = verify_readme(choose_runner("auto"), files, 3)
+    assert [c.command for c in checked] == [ask, missing, "python -m http.server 8765", "python -c 'print(1)'"]
+    assert [c.outcome for c in checked] == ["works", "fails", "still running", "works"], checked
+    assert "HTTP Error 404" in checked[1].detail and "while python -m http.server 8765 ran" in checked[1].detail
+
+
+def test_a_command_that_asks_a_local_url_with_no_server_in_the_readme_fails_as_it_would() -> None:
+    files = {"README.md": "```bash\npython -c \"import urllib.request as u; u.urlopen('http://localhost:8766/')\"\n```"}
+    (only,) = verify_readme(choose_runner("auto"), files, 5)
+    assert only.outcome == "fails" and "Connection refused" in only.detail

@@ -8,7 +8,9 @@ folder, and has its venv). They run in order, as a user pastes them, with the fr
 ``PATH``, under the same sandbox as the project's tests, with its scrubbed environment and hidden home folder (so
 without the user's own pip settings). A bare ``pip install``, ``uv pip install`` or ``uv sync`` line is given the
 network, and nothing else is. A command still running at its time limit (a server, a program waiting for
-input) is reported as such: it started, and whether it then works is not known.
+input) is reported as such: it started, and whether it then works is not known. The commands that ask a URL on
+this machine (``curl http://localhost:5000/notes``) run the way a user runs them, while the first such command
+(the server) runs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from l2mac.checks.environment import INSTALL_TIMEOUT_S
-from l2mac.checks.runner import Runner
+from l2mac.checks.runner import ProcessResult, Runner
 
 README = "README.md"
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+-]*)")
@@ -34,6 +36,11 @@ SKIPPED = re.compile(
 )
 #: lines of an unlabelled block that read as commands (an unlabelled block may hold output or a file)
 COMMAND_WORDS = re.compile(r"^(python3?|pip3?|uv|pytest|flask|uvicorn|make|bash|sh)\b")
+#: a URL on this machine: a command that names one asks a program the README starts (a server) for something
+LOCAL_URL = re.compile(r"\b(?:https?://)?(?:localhost|127\.0\.0\.1|0\.0\.0\.0)(?::(\d+))?(?:[/\s'\"]|$)")
+#: how long a server started for the commands that ask it may take to listen, at most
+SERVER_WAIT_S = 20
+_RC = "__l2mac_exit_code__"
 
 
 @dataclass(frozen=True)
@@ -120,14 +127,61 @@ def _verify_in_copy(
             problem = str(e)
         if problem:
             return [ReadmeCommand(c, "not run", f"no fresh environment could be made: {problem}") for c in commands]
-        return [_run(runner, copy, venv, command, timeout_s) for command in commands]
+        asking = [c for c in commands if LOCAL_URL.search(c)]
+        checked = [_run(runner, copy, venv, c, timeout_s) for c in commands if c not in asking]
+        server = next((c.command for c in checked if c.outcome == "still running"), None)
+        if server is None:
+            asked = [_run(runner, copy, venv, c, timeout_s) for c in asking]
+        else:
+            asked = _ask_server(runner, copy, venv, server, asking, timeout_s)
+        outcomes = {c.command: c for c in [*checked, *asked]}
+        return [outcomes[c] for c in commands]
+
+
+def _ask_server(
+    runner: Runner, copy: Path, venv: Path, server: str, asking: list[str], timeout_s: float
+) -> list[ReadmeCommand]:
+    """Run the commands that ask a local URL (``curl http://localhost:5000/notes``) as a user does, in a second
+    terminal while the README's server command runs: it is started first, each command runs once the port it
+    asks answers (at most :data:`SERVER_WAIT_S`), in order, then the server is stopped. All of it is one sandboxed
+    script, so the commands reach the server in the sandbox's own network namespace and nothing else."""
+    lines = [f"( {server} ) > /dev/null 2>&1 &", "server=$!"]
+    for command in asking:
+        port = next((m.group(1) for m in LOCAL_URL.finditer(command) if m.group(1)), "80")
+        lines += [
+            f"for _ in $(seq {SERVER_WAIT_S * 5}); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break;"
+            " sleep 0.2; done",
+            f"( {command} ) 2>&1",
+            f'echo "{_RC}=$?"',
+        ]
+    lines += ["kill $server 2>/dev/null", "exit 0"]
+    budget = timeout_s * len(asking) + SERVER_WAIT_S
+    result = _script(runner, copy, venv, "\n".join(lines), budget)
+    parts = result.output.split(f"{_RC}=")
+    out: list[ReadmeCommand] = []
+    for i, command in enumerate(asking):
+        if i + 1 >= len(parts):
+            out.append(ReadmeCommand(command, "not run", f"while {server} ran, the commands before it took too long"))
+            continue
+        code = parts[i + 1].split("\n", 1)[0].strip()
+        output = parts[i].partition("\n")[2] if i else parts[i]
+        if code == "0":
+            out.append(ReadmeCommand(command, "works"))
+        else:
+            out.append(ReadmeCommand(command, "fails", f"exit code {code} (while {server} ran): {output[-800:]}"))
+    return out
+
+
+def _script(chosen: Runner, copy: Path, venv: Path, script: str, timeout_s: float) -> ProcessResult:
+    """Run ``script`` in the copy with its fresh environment first on ``PATH``."""
+    exported = f'export VIRTUAL_ENV={shlex.quote(str(venv))} PATH={shlex.quote(str(venv / "bin"))}:"$PATH"\n'
+    return chosen.run(["bash", "-c", exported + script], copy, timeout_s)
 
 
 def _run(runner: Runner, copy: Path, venv: Path, command: str, timeout_s: float) -> ReadmeCommand:
-    script = f'export VIRTUAL_ENV={shlex.quote(str(venv))} PATH={shlex.quote(str(venv / "bin"))}:"$PATH"\n{command}'
     install = bool(INSTALL.match(command))
     chosen = runner.networked() if install else runner
-    result = chosen.run(["bash", "-c", script], copy, INSTALL_TIMEOUT_S if install else timeout_s)
+    result = _script(chosen, copy, venv, command, INSTALL_TIMEOUT_S if install else timeout_s)
     if result.timed_out:
         return ReadmeCommand(command, "still running", f"still running after {timeout_s:.0f} s, then stopped")
     if result.returncode == 0:
