@@ -756,6 +756,9 @@ def test_asked_stubs_are_functions_the_task_describes_never_classes_methods_or_c
     first = grown.split("def first(items):\n", 1)[1]
     assert first.startswith('    """first(items) returns the first item.\n    """')  # not last()'s, not the block's
     assert with_asked_stubs(module, ["first"], "Write first([1, 2]) == 1.") is None  # a call, no signature
+    planned = "Write web/app.py with create_app(db_path: Path) -> Flask: GET /notes answers the notes as JSON."
+    grown = with_asked_stubs(module, ["create_app"], planned)
+    assert grown is not None and '"""GET /notes answers the notes as JSON.\n' in grown  # what it does, not the ask
 
 
 def test_a_name_the_module_imports_is_never_stubbed_as_a_new_function(tmp_path: Path) -> None:

@@ -419,11 +419,18 @@ def _said_of(name: str, text: str) -> str:
 
 def _described(name: str, sentence: str) -> str:
     """A request as a description, what a docstring says: "Add a function f(x) to m that returns x" as "Returns
-    x" (a sentence of another form is kept as it is)."""
+    x", "Write m.py with f(x) -> int: returns x" as "Returns x" (a sentence of another form is kept as it is)."""
     asked = re.match(
         r"(?:please\s+)?(?:add|write|create|implement|define)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?(?:function\s+)?"
         rf"`?{re.escape(name)}\([^()]*\)`?"
         r"(?:\s+(?:to|in|into)\s+(?:the\s+)?[\w./`-]+(?:\s+(?:module|package|file))?)?,?\s+(?:that|which)\s+(\w)",
+        sentence,
+        re.IGNORECASE,
+    )
+    # "Write notes/app.py with create_app(db_path: Path) -> Flask: POST /notes answers 201 ..." (a plan's form)
+    asked = asked or re.match(
+        r"(?:write|create)\s+`?[\w./-]+\.py`?\s+with\s+(?:a\s+|the\s+)?(?:function\s+)?"
+        rf"`?{re.escape(name)}\([^()]*\)(?:\s*->\s*[\w.\[\], |]+?)?`?\s*[:;]\s+(\w)",
         sentence,
         re.IGNORECASE,
     )
