@@ -656,3 +656,24 @@ def test_a_function_whose_docstring_says_what_it_returns_and_that_returns_nothin
     store.write_text("account.py", code)
     found = [i for i in find_code_issues(store.root, ["account.py"], types=False) if "returns nothing" in i.message]
     assert [(i.line, i.message.split("(")[0]) for i in found] == [(6, "deposit")]
+
+
+def test_a_function_that_calls_itself_with_what_a_same_named_project_function_takes_is_a_code_problem(
+    tmp_path: Path,
+) -> None:
+    """Seen on the notes API at 4958ca5: ``def list_notes():`` (a view) called ``list_notes(db_path)``, meaning
+    notes.store.list_notes, which its name hid; it failed only when a request reached it."""
+    store = "def list_notes(path):\n    return []\n\n\ndef walk(tree, depth=0):\n    return depth\n"
+    app = (
+        "from flask import Flask, jsonify\n\napp = Flask(__name__)\n\n\n"
+        "@app.route('/notes')\ndef list_notes():\n    return jsonify(list_notes('notes.db'))\n\n\n"
+        "def walk(tree, depth=0):\n    return [walk(t, depth + 1) for t in tree]\n\n\n"  # recursion it can take
+        "def count(items):\n    return 1 + count(items[1:]) if items else 0\n"
+    )
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "store.py").write_text(store)
+    (tmp_path / "notes" / "app.py").write_text(app)
+    issues = [i for i in find_code_issues(tmp_path, ["notes/store.py", "notes/app.py"], types=False)]
+    shadowing = [i for i in issues if "calls itself" in i.message]
+    assert [(i.path, i.line) for i in shadowing] == [("notes/app.py", 7)]
+    assert "hides notes.store.list_notes" in shadowing[0].message and "(line 8)" in shadowing[0].message

@@ -19,6 +19,7 @@ from l2mac.checks.dependencies import Declared, is_third_party
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_path
 from l2mac.checks.shape import (
+    calls_itself_for_another,
     copied_into_tests,
     defined_again,
     prompts_in_command_line,
@@ -285,6 +286,7 @@ def find_code_issues(
     misplaced += [i for r in check if r in trees and (i := prompts_in_command_line(r, trees[r])) is not None]
     again = defined_again(trees, [r for r in check if r in trees])
     again += [i for r in check if r in trees for i in returns_nothing(r, trees[r])]
+    again += calls_itself_for_another(trees, [r for r in check if r in trees])
     # mypy only where the code compiles: a syntax error is reported once, by compile
     typed = type_issues(root, [f for f in py_all if f in trees], [f for f in check if f in trees]) if types else []
     found = syntax + lint + imports + copies + misplaced + again + typed

@@ -211,3 +211,52 @@ def _does_nothing(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         or (isinstance(s, ast.Raise) and "NotImplementedError" in ast.unparse(s))
         for s in body
     )
+
+
+def calls_itself_for_another(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
+    """Top-level functions of the code files ``check`` that call themselves with a number of arguments they cannot
+    take, where another project module defines a function of that name: it was meant, and the new function's
+    name hides it. Seen on the notes API at 4958ca5: a view ``def list_notes():`` whose body called
+    ``list_notes(db_path)``, meaning notes.store.list_notes; it fails only when a request reaches it."""
+    owners: dict[str, list[str]] = {}
+    for rel, tree in trees.items():
+        if not is_test_file(rel):
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    owners.setdefault(node.name, []).append(module_name(rel))
+    found: list[CodeIssue] = []
+    for rel in check:
+        if is_test_file(rel) or rel not in trees:
+            continue
+        for fn in trees[rel].body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            others = [m for m in owners.get(fn.name, []) if m != module_name(rel)]
+            call = next((c for c in _calls_of(fn, fn.name) if not _can_take(fn.args, c)), None)
+            if others and call is not None:
+                message = (
+                    f"{fn.name}() calls itself (line {call.lineno}) with arguments it does not take: its name hides "
+                    f"{others[0]}.{fn.name}, which the call means; import that one under another name (from "
+                    f"{others[0]} import {fn.name} as ...) or name this function differently"
+                )
+                found.append(CodeIssue(rel, fn.lineno, "lint", message))
+    return found
+
+
+def _calls_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.Call]:
+    return [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+
+
+def _can_take(args: ast.arguments, call: ast.Call) -> bool:
+    """Whether a function with parameters ``args`` can take ``call``'s arguments (by their number and keywords)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    positional = [*args.posonlyargs, *args.args]
+    required = len(positional) - len(args.defaults)
+    given = len(call.args)
+    named = {k.arg for k in call.keywords}
+    known = {a.arg for a in [*args.args, *args.kwonlyargs]}
+    if (given > len(positional) and args.vararg is None) or (named - known and args.kwarg is None):
+        return False
+    filled = given + len(named & {a.arg for a in positional[given:required]})
+    return filled >= required
