@@ -60,6 +60,18 @@ def test_the_opening_of_a_top_level_stub_keeps_the_rest_of_the_file_and_adds_new
     assert done.count("def spread") == 1
 
 
+def test_an_empty_helper_nothing_calls_written_after_a_body_is_left_out() -> None:
+    opening = find_opening("solution.py", STUB, ["spread"])
+    assert opening is not None
+    after = (
+        "    return _top(numbers) - min(numbers)\n\n\ndef _top(xs):\n    pass\n\n\n"
+        'def parse_args():\n    """Parse the arguments."""\n    pass\n\n\ndef main():\n    print(spread([1.0]))\n```\n'
+    )
+    done = opening.complete(after)
+    assert done is not None and "def parse_args" not in done  # nothing calls it, and it does nothing
+    assert "def _top" in done and "def main" in done  # called (still to be written), or with a body
+
+
 def test_tests_written_after_a_body_stay_out_of_a_code_file_but_not_out_of_a_test_file() -> None:
     after = (
         "    return max(numbers) - min(numbers)\n\n\nimport pytest\n\n\ndef _top(xs):\n    return max(xs)\n\n\n"

@@ -23,7 +23,7 @@ from pydantic_ai.messages import ModelResponse, TextPart
 
 from l2mac.checks.autofix import import_line
 from l2mac.checks.contract import given_skeleton, parses
-from l2mac.checks.demands import SIGNATURE, is_stub_definition, mentioned_files, names_for_file
+from l2mac.checks.demands import SIGNATURE, is_stub_definition, is_stub_shaped, mentioned_files, names_for_file
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import definition_span, merge_definitions
 from l2mac.fenced import fenced_blocks
@@ -164,8 +164,15 @@ class Opening:
         edits: list[tuple[int, int, list[str]]] = []  # lines[start:end] become the lines given
         after = anchor.end_lineno or anchor.lineno
         code = not is_test_file(self.path)
+        called = {
+            n.func.id
+            for t in (tree, wrote)
+            for n in ast.walk(t)
+            if isinstance(n, ast.Call)
+            if isinstance(n.func, ast.Name)
+        }
         for node in wrote.body:
-            if code and _test_material(node):
+            if (code and _test_material(node)) or _empty_helper(node, {*members, *called}, in_class):
                 continue
             if isinstance(node, _DEFINITIONS) and node.name != self.name:
                 start, stop = definition_span(node)
@@ -190,6 +197,14 @@ class Opening:
             lines[start:stop] = new
         result = "\n".join(lines) + "\n"
         return result if parses(result) else text
+
+
+def _empty_helper(node: ast.stmt, known: set[str], in_class: bool) -> bool:
+    """Whether ``node``, written after a completed body, is a module-level function with no body that nothing
+    calls and the file does not have: litter (seen in real runs: ``def parse_args(): pass`` after main()'s body,
+    kept in the module)."""
+    stub = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_stub_shaped(node)
+    return stub and not in_class and getattr(node, "name", "") not in known
 
 
 def _test_material(node: ast.stmt) -> bool:
