@@ -677,3 +677,59 @@ def test_a_function_that_calls_itself_with_what_a_same_named_project_function_ta
     shadowing = [i for i in issues if "calls itself" in i.message]
     assert [(i.path, i.line) for i in shadowing] == [("notes/app.py", 7)]
     assert "hides notes.store.list_notes" in shadowing[0].message and "(line 8)" in shadowing[0].message
+
+
+def test_a_function_that_calls_itself_for_a_project_function_of_its_name_is_made_to_call_that_one(
+    tmp_path: Path,
+) -> None:
+    """Seen on the notes API at f1b9326: told that the view list_notes() called itself, the 1.5B model rewrote
+    notes/app.py whole four times, the view unchanged each time. The call cannot mean the view (its arguments do
+    not fit), so the project's function is imported under an alias and called."""
+    store = FileStore(tmp_path)
+    store.write_text("notes/store.py", "def list_notes(path):\n    return [path]\n")
+    app = (
+        "from flask import Flask\n\n\ndef create_app(db_path):\n    app = Flask(__name__)\n\n"
+        "    @app.route('/notes')\n    def list_notes():\n        return {'notes': list_notes(db_path)}\n\n"
+        "    return app\n\n\ndef list_notes(limit=3):\n    return list_notes('x', limit)\n\n\n"
+        "def walk(tree):\n    return [walk(t) for t in tree]\n"
+    )
+    store.write_text("notes/app.py", app)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda paths: [], ["notes/app.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("notes/app.py")
+    assert fixed.startswith("from notes.store import list_notes as store_list_notes\n")
+    assert "return {'notes': store_list_notes(db_path)}" in fixed and "return store_list_notes('x', limit)" in fixed
+    assert "def list_notes():" in fixed and "[walk(t) for t in tree]" in fixed  # names and real recursion kept
+    assert ("hidden_functions_called", {"path": "notes/app.py", "imports": [fixed.splitlines()[0]]}) in logged
+    assert any("now call the project's function" in n for n in notes)
+    assert not [i for i in find_code_issues(tmp_path, store.list_files(), types=False) if "calls itself" in i.message]
+    # never from a module that imports this one: that would be a circular import
+    store.write_text("notes/store.py", "from notes import app\n\n\ndef list_notes(path):\n    return [path]\n")
+    store.write_text("notes/app.py", app)
+    repair_written(store, lambda paths: [], ["notes/app.py"], lambda r, **f: None)
+    assert store.read_text("notes/app.py") == app
+
+
+def test_a_test_that_uses_a_fixture_it_does_not_take_is_given_it_as_a_parameter(tmp_path: Path) -> None:
+    """Seen on the notes API at f1b9326: a test read ``tmp_path``, which only the file's client fixture took."""
+    tests = (
+        "import pytest\nfrom notes.app import create_app\n\n\n@pytest.fixture\ndef client(tmp_path):\n"
+        "    return create_app(tmp_path / 'db').test_client()\n\n\n"
+        "def test_delete(client):\n    assert (tmp_path / 'db').exists()\n\n\n"
+        "def test_list():\n    assert client.get('/notes').status_code == 200\n\n\n"
+        "def test_own(tmp_path):\n    tmp_path = tmp_path / 'x'\n    assert tmp_path\n\n\n"
+        "def helper():\n    return tmp_path\n"
+    )
+    store = FileStore(tmp_path)
+    store.write_text("tests/test_app.py", tests)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda paths: [], ["tests/test_app.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("tests/test_app.py")
+    assert "def test_delete(client, tmp_path):\n" in fixed and "def test_list(client):\n" in fixed
+    assert "def test_own(tmp_path):\n" in fixed and "def helper():\n" in fixed  # not a test: pytest passes nothing
+    assert logged == [
+        ("fixtures_made_parameters", {"path": "tests/test_app.py", "tests": ["test_delete", "test_list"]})
+    ]
+    assert notes == [
+        "Gave test_delete, test_list in tests/test_app.py the fixtures they use as parameters, as pytest passes them"
+    ]

@@ -14,6 +14,7 @@ import re
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
+from l2mac.checks.shape import calls_of, can_take, hidden_calls
 from l2mac.checks.typecheck import all_names
 
 _FROM = {
@@ -370,3 +371,88 @@ def expand_star_imports(source: str, modules: dict[str, ast.Module]) -> tuple[st
     if not changed:
         return source, []
     return "\n".join(lines) + "\n", list(reversed(changed))
+
+
+def call_hidden_functions(source: str, module: str, owners: dict[str, list[str]]) -> tuple[str, list[str]]:
+    """``source`` (module ``module``) with each function that calls itself with arguments it cannot take, where
+    another project module defines a function of its name (see :func:`l2mac.checks.shape.hidden_calls`), made
+    to call that one: imported under an alias (``from notes.store import list_notes as store_list_notes``) and
+    called by it. The call cannot mean the function itself (its arguments do not fit), so the change is safe; a
+    small model told of it rewrote the whole file, with the same view, four times. Returns the imports added."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    found = hidden_calls(tree, module, owners)
+    if not found:
+        return source, []
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | defined_at_top_level(tree)
+    lines = source.splitlines()
+    edits: list[tuple[int, int, int, str]] = []  # (line, start column, end column, new text)
+    aliases: dict[tuple[str, str], str] = {}
+    for fn, _, other in found:
+        alias = aliases.get((other, fn.name))
+        if alias is None:
+            alias = f"{other.rsplit('.', 1)[-1]}_{fn.name}"
+            while alias in bound:
+                alias += "_"
+            bound.add(alias)
+            aliases[(other, fn.name)] = alias
+        for call in calls_of(fn, fn.name):
+            if not can_take(fn.args, call):
+                name = call.func
+                edits.append((name.lineno, name.col_offset, name.end_col_offset or name.col_offset, alias))
+    added = [f"from {other} import {name} as {alias}" for (other, name), alias in aliases.items()]
+    for line, start, end, new in sorted(edits, reverse=True):
+        text = lines[line - 1].encode()  # ast's columns count bytes
+        lines[line - 1] = (text[:start] + new.encode() + text[end:]).decode()
+    head = import_line(tree)
+    lines[head:head] = added
+    return "\n".join(lines) + "\n", added
+
+
+def fixtures_as_parameters(source: str) -> tuple[str, list[str]]:
+    """``source`` (a test file) with the fixtures its tests use but do not take added to their parameters: pytest's
+    own (``tmp_path``...) and those the file defines (``client``). Seen on the notes API at f1b9326: a test read
+    ``tmp_path``, which only the file's ``client`` fixture took, and failed on an undefined name. Returns the
+    tests changed."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    defined = {
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any("fixture" in ast.unparse(d) for d in n.decorator_list)
+    }
+    fixtures = PYTEST_FIXTURES | defined
+    module_level = defined_at_top_level(tree) - defined
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            module_level |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    tests = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    tests += [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, ast.FunctionDef)]
+    lines = source.splitlines()
+    changed: list[str] = []
+    for fn in sorted(tests, key=lambda f: -f.lineno):
+        if not fn.name.startswith("test") or fn.args.vararg or fn.args.kwarg:
+            continue
+        a = fn.args
+        taken = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+        stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        read = [n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        missing = [x for x in dict.fromkeys(read) if x in fixtures and x not in taken | stored | module_level]
+        if not missing or a.defaults or a.posonlyargs or a.kwonlyargs:
+            continue
+        head = lines[fn.lineno - 1]
+        opened = head.find(f"{fn.name}(")
+        closed = head.find(")", opened)
+        if opened < 0 or closed < 0:
+            continue  # a signature over several lines: left as it is
+        params = [ast.unparse(p) for p in a.args] + missing
+        lines[fn.lineno - 1] = head[: opened + len(fn.name) + 1] + ", ".join(params) + head[closed:]
+        changed.append(fn.name)
+    if not changed:
+        return source, []
+    return "\n".join(lines) + "\n", sorted(changed)

@@ -14,9 +14,11 @@ from functools import partial
 
 from l2mac.checks.autofix import (
     add_imports,
+    call_hidden_functions,
     drop_identical_copies,
     drop_shadowed_imports,
     expand_star_imports,
+    fixtures_as_parameters,
     import_line,
     project_definitions,
     project_imports,
@@ -31,6 +33,7 @@ from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.namespaces import unwrap_namespace_classes
 from l2mac.checks.python import undeclared_imports
+from l2mac.checks.shape import top_level_functions
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -75,6 +78,13 @@ def repair_written(
             log("argv_passed_to_parse_args", path=path, functions=functions)
     trees: dict[str, ast.Module] = {}
     notes += _repair_copies(store, python, trees, log)
+    notes += _call_hidden_functions(store, python, trees, log)
+    for path in [p for p in python if is_test_file(p)]:
+        if tests := rewrite(store, path, fixtures_as_parameters):
+            notes.append(
+                f"Gave {', '.join(tests)} in {path} the fixtures they use as parameters, as pytest passes them"
+            )
+            log("fixtures_made_parameters", path=path, tests=tests)
     notes += _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
     return notes + _declare_well_known(store, python, log)
 
@@ -135,6 +145,33 @@ def _repair_copies(store: FileStore, paths: list[str], trees: dict[str, ast.Modu
                 "hides which names are missing"
             )
             log("star_imports_expanded", path=path, imports=expanded)
+    return notes
+
+
+def _call_hidden_functions(store: FileStore, paths: list[str], trees: dict[str, ast.Module], log: Log) -> list[str]:
+    """Functions that call themselves where they mean a project function of their name made to call that one (see
+    :func:`call_hidden_functions`), never from a module that imports this one (a circular import)."""
+    code = [p for p in paths if not is_test_file(p)]
+    if code and not trees:
+        trees.update(_trees(store))
+    notes: list[str] = []
+    for path in [p for p in code if p in trees]:
+        own = module_name(path)
+        owners = {
+            name: [
+                m
+                for m in modules
+                if not any(module_name(r) == m and own in imported_modules(t) for r, t in trees.items())
+            ]
+            for name, modules in top_level_functions(trees).items()
+        }
+        if added := rewrite(store, path, partial(call_hidden_functions, module=own, owners=owners)):
+            trees[path] = ast.parse(store.read_text(path))
+            notes.append(
+                f"In {path}, functions that called themselves with arguments they do not take now call the "
+                f"project's function of that name: {'; '.join(added)}"
+            )
+            log("hidden_functions_called", path=path, imports=added)
     return notes
 
 
@@ -232,6 +269,7 @@ def imported_modules(tree: ast.Module) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}  # from notes import app: maybe a module
         elif isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
     return out

@@ -214,40 +214,65 @@ def _does_nothing(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def calls_itself_for_another(trees: dict[str, ast.Module], check: list[str]) -> list[CodeIssue]:
-    """Top-level functions of the code files ``check`` that call themselves with a number of arguments they cannot
-    take, where another project module defines a function of that name: it was meant, and the new function's
-    name hides it. Seen on the notes API at 4958ca5: a view ``def list_notes():`` whose body called
-    ``list_notes(db_path)``, meaning notes.store.list_notes; it fails only when a request reaches it."""
+    """Functions of the code files ``check`` that call themselves with arguments they cannot take, where another
+    project module defines a top-level function of that name (see :func:`hidden_calls`); the autofix
+    (``checks.autofix.call_hidden_functions``) leaves only those it could not mend."""
+    owners = top_level_functions(trees)
+    found: list[CodeIssue] = []
+    for rel in check:
+        if is_test_file(rel) or rel not in trees:
+            continue
+        for fn, call, other in hidden_calls(trees[rel], module_name(rel), owners):
+            message = (
+                f"{fn.name}() calls itself (line {call.lineno}) with arguments it does not take: its name hides "
+                f"{other}.{fn.name}, which the call means; import that one under another name (from "
+                f"{other} import {fn.name} as ...) or name this function differently"
+            )
+            found.append(CodeIssue(rel, fn.lineno, "lint", message))
+    return found
+
+
+def top_level_functions(trees: dict[str, ast.Module]) -> dict[str, list[str]]:
+    """Function name -> the code modules that define it at their top level."""
     owners: dict[str, list[str]] = {}
     for rel, tree in trees.items():
         if not is_test_file(rel):
             for node in tree.body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     owners.setdefault(node.name, []).append(module_name(rel))
-    found: list[CodeIssue] = []
-    for rel in check:
-        if is_test_file(rel) or rel not in trees:
+    return owners
+
+
+def hidden_calls(
+    tree: ast.Module, module: str, owners: dict[str, list[str]]
+) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call, str]]:
+    """(function, call, other module) for each function of ``tree`` (at any depth: a view inside an app factory
+    too) that calls itself with arguments it cannot take, where ``other`` module defines a function of its name
+    (``owners``, see :func:`top_level_functions`): that one was meant, and the new function's name hides it. Seen
+    on the notes API at 4958ca5: a view ``def list_notes():`` whose body called ``list_notes(db_path)``, meaning
+    notes.store.list_notes; it fails only when a request reaches it."""
+    found: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call, str]] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for fn in trees[rel].body:
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            others = [m for m in owners.get(fn.name, []) if m != module_name(rel)]
-            call = next((c for c in _calls_of(fn, fn.name) if not _can_take(fn.args, c)), None)
-            if others and call is not None:
-                message = (
-                    f"{fn.name}() calls itself (line {call.lineno}) with arguments it does not take: its name hides "
-                    f"{others[0]}.{fn.name}, which the call means; import that one under another name (from "
-                    f"{others[0]} import {fn.name} as ...) or name this function differently"
-                )
-                found.append(CodeIssue(rel, fn.lineno, "lint", message))
+        others = [m for m in owners.get(fn.name, []) if m != module]
+        call = next((c for c in calls_of(fn, fn.name) if not can_take(fn.args, c)), None)
+        if others and call is not None:
+            found.append((fn, call, others[0]))
     return found
 
 
-def _calls_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.Call]:
-    return [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+def calls_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.Call]:
+    """The calls of ``name`` (by that bare name) in ``fn``'s body."""
+    return [
+        n
+        for stmt in fn.body
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+    ]
 
 
-def _can_take(args: ast.arguments, call: ast.Call) -> bool:
+def can_take(args: ast.arguments, call: ast.Call) -> bool:
     """Whether a function with parameters ``args`` can take ``call``'s arguments (by their number and keywords)."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return True
