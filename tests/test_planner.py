@@ -601,7 +601,7 @@ def test_a_planned_project_without_a_readme_step_gets_one_last_without_tests() -
 def test_a_run_with_the_readme_step_writes_the_readme_last(tmp_path: Path) -> None:
     from conftest import run_scripted
 
-    code = "def double(x):\n    return 2 * x\n"
+    code = "def double(x):\n    return 2 * x\n\n\nif __name__ == '__main__':\n    print(double(2))\n"
     test = "from app import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
     readme = "# app\n\nDoubles.\n\n```bash\npython -m pytest\n```\n"
     replies = [
@@ -621,3 +621,8 @@ def test_a_run_with_the_readme_step_writes_the_readme_last(tmp_path: Path) -> No
     # before the README step, the project was made installable with what its tests need
     pyproject = (tmp_path / "ws" / "proj" / "pyproject.toml").read_text()
     assert 'name = "proj"' in pyproject and 'test = ["pytest"]' in pyproject
+    # and the README step was given the project's commands, worked out from its files, not left to the model
+    asked = str(script.requests[3])
+    assert "- to install: `python -m pip install -e" in asked and ".[test]" in asked
+    assert "- to test: `python -m pytest`" in asked and "- to run: `python app.py`" in asked
+    assert "- to " not in str(script.requests[1])  # only the README step

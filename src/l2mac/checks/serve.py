@@ -75,7 +75,8 @@ def _imports(tree: ast.Module) -> set[str]:
     return {n for n in names for m in SERVER_MODULES if n == m or n.startswith(m + ".")}
 
 
-def _has_main(tree: ast.Module) -> bool:
+def has_main(tree: ast.Module) -> bool:
+    """Whether the module runs as a program: it has an ``if __name__ == \"__main__\":`` block."""
     return any(
         isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
         for node in tree.body
@@ -98,7 +99,7 @@ def entry_command(sources: dict[str, str], python: str) -> list[str] | None:
         return None
     if "manage.py" in trees and any(m.startswith("django") for found in serving.values() for m in found):
         return [python, "manage.py", "runserver", "127.0.0.1:8000", "--noreload"]
-    mains = sorted((p for p in serving if _has_main(trees[p])), key=lambda p: (p.count("/"), p))
+    mains = sorted((p for p in serving if has_main(trees[p])), key=lambda p: (p.count("/"), p))
     if mains:
         return [python, mains[0]]
     for path, found in sorted(serving.items()):

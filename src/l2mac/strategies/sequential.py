@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from l2mac.checks.repairs import make_installable
+from l2mac.checks.usage import project_commands
 from l2mac.control import ControlUnit, Step, StepLimits, StepProtocol
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import PlanReady, StepFinished, StepStarted
@@ -16,7 +17,7 @@ from l2mac.planner import make_plan
 from l2mac.record import RunRecord
 from l2mac.settings import RunSettings
 from l2mac.strategies.base import RunContext, StrategyResult
-from l2mac.types import PromptProgram
+from l2mac.types import Instruction, PromptProgram
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class SequentialStrategy:
             ctx.emit(StepStarted(index, total, instruction.title))
             if self.readme and ctx.domain.python_checks and is_readme_step(instruction):
                 make_installable(ctx.toolbox.env.store, _recovered(ctx.record, index))
+                instruction = _with_commands(instruction, ctx)
             deadline = _time_share(ctx.client.deadline, min(total, self.step_budget or total) - index + 1)
             outcome = await unit.run_step(Step(program.task, index, total, instruction, summary, deadline))
             ctx.history.commit(f"step {index}/{total}: {instruction.title} [{outcome.status.value}]")
@@ -105,6 +107,17 @@ class SequentialStrategy:
             ctx.emit(StepFinished(outcome, total))
             result.outcomes.append(outcome)
             summary = outcome.summary
+
+
+def _with_commands(instruction: Instruction, ctx: RunContext) -> Instruction:
+    """The README step given the project's install, test and run commands, worked out from its files (see
+    :func:`l2mac.checks.usage.project_commands`); as it was when the domain has no words for them."""
+    commands = project_commands(ctx.toolbox.env.store.snapshot())
+    if not commands or "readme_commands_given" not in ctx.domain.prompts:
+        return instruction
+    listed = "\n".join(f"- to {what}: `{command}`" for what, command in commands.items())
+    given = ctx.domain.render("readme_commands_given", commands=listed)
+    return instruction.model_copy(update={"instruction": f"{instruction.instruction.rstrip()}\n{given}"})
 
 
 def _time_share(deadline: float | None, steps_left: int) -> float | None:

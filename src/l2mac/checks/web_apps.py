@@ -1,0 +1,154 @@
+"""Web apps in a project's code: which framework makes them, where the app (or its factory) is, and which of its
+functions are views. The frameworks are data (``web_apps.yaml``). An app is found by what the code does, never by
+a file's name: a module-level ``app = Flask(__name__)``, or a function that makes one and returns it (an app
+factory, preferred: each test, each run, gets its own app, its files where the caller says).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import yaml
+
+from l2mac.checks.layout import module_name
+
+#: a factory parameter that takes a file or folder (a test gives it a place under pytest's tmp_path)
+_PATH_PARAM = re.compile(r"path|file|dir|folder|db|database|storage|root", re.IGNORECASE)
+_FOLDER_PARAM = re.compile(r"dir|folder|root", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A web framework: the class that makes an app, the decorators that make a view, and the fixture's body."""
+
+    app_class: str
+    routes: frozenset[str]
+    imports: tuple[str, ...]
+    client: str
+    run: str  # the command that starts an app, ``{app}`` where the app is named; "" when there is none
+
+
+@dataclass(frozen=True)
+class Place:
+    """A file or folder parameter of an app factory: its name, whether it is a folder, whether it takes text (an
+    ``str`` annotation) rather than a path, and whether it is passed by keyword."""
+
+    name: str
+    folder: bool = False
+    text: bool = False
+    keyword: bool = False
+
+    def under(self, root: str) -> str:
+        """The argument passed for it: a place named after it under the expression ``root`` (``tmp_path``)."""
+        place = root if self.folder else f'{root} / "{self.name}"'
+        place = f"str({place})" if self.text else place
+        return f"{self.name}={place}" if self.keyword else place
+
+
+@dataclass(frozen=True)
+class WebApp:
+    """The project's app: ``name`` in ``module``, made by calling it with its ``places`` when it is a factory."""
+
+    module: str
+    name: str
+    framework: Framework
+    places: tuple[Place, ...] | None = None  # None: a module-level app, not a factory
+
+    @property
+    def factory(self) -> bool:
+        return self.places is not None
+
+    def run_command(self) -> str | None:
+        """How a user starts it from the project folder, when the framework has a command line for it: a factory
+        is given its files as literal names (``flask --app "notes.app:create_app('db_path')" run``)."""
+        if not self.framework.run:
+            return None
+        target = self.module if self.name == "app" or self.factory else f"{self.module}:{self.name}"
+        if self.places:
+            named = ", ".join(f"{p.name}={p.name!r}" if p.keyword else repr(p.name) for p in self.places)
+            target = f'"{self.module}:{self.name}({named})"'
+        return self.framework.run.format(app=target)
+
+
+@cache
+def frameworks() -> tuple[Framework, ...]:
+    text = resources.files(__package__).joinpath("web_apps.yaml").read_text(encoding="utf-8")
+    return tuple(
+        Framework(f["app_class"], frozenset(f["routes"]), tuple(f["imports"]), f["client"], f.get("run", ""))
+        for f in yaml.safe_load(text)
+    )
+
+
+def web_app(trees: dict[str, ast.Module]) -> WebApp | None:
+    """The project's web app among the code modules ``trees``: a factory that needs nothing but files and folders
+    first, else a module-level app; None when the code makes none."""
+    found: list[WebApp] = []
+    for path, tree in trees.items():
+        module = module_name(path)
+        for framework in frameworks():
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and _makes(node.value, framework):
+                    targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                    found += [WebApp(module, t, framework) for t in targets[:1]]
+                elif isinstance(node, ast.FunctionDef) and _factory(node, framework):
+                    places = _places(node.args)
+                    if places is not None and not node.name.startswith("_"):
+                        found.append(WebApp(module, node.name, framework, places))
+    factories = [a for a in found if a.factory]
+    return (factories or found)[0] if found else None
+
+
+def _called(node: ast.expr) -> str:
+    func = node.func if isinstance(node, ast.Call) else node
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _makes(value: ast.expr, framework: Framework) -> bool:
+    return isinstance(value, ast.Call) and _called(value) == framework.app_class
+
+
+def _factory(fn: ast.FunctionDef, framework: Framework) -> bool:
+    """Whether ``fn`` makes an app of ``framework`` and returns it."""
+    made = {
+        t.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign) and _makes(n.value, framework)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    returned = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+    return any((isinstance(r, ast.Name) and r.id in made) or _makes(r, framework) for r in returned)
+
+
+def views(tree: ast.Module, app: WebApp | None) -> list[str]:
+    """The functions of ``tree`` a route decorator of ``app``'s framework makes views (``@app.route("/")``)."""
+    routes = app.framework.routes if app is not None else frozenset()
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any(
+            isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in routes
+            for d in node.decorator_list
+        )
+    ]
+
+
+def _places(args: ast.arguments) -> tuple[Place, ...] | None:
+    """A factory's required parameters, each a file or folder; None when one of them is neither."""
+    positional = [*args.posonlyargs, *args.args]
+    required = positional[: len(positional) - len(args.defaults)]
+    required += [a for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
+    out: list[Place] = []
+    for arg in required:
+        annotation = ast.unparse(arg.annotation) if arg.annotation else ""
+        if not (_PATH_PARAM.search(arg.arg) or "Path" in annotation):
+            return None
+        out.append(Place(arg.arg, bool(_FOLDER_PARAM.search(arg.arg)), annotation == "str", arg not in positional))
+    return tuple(out)
