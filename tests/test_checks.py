@@ -733,3 +733,34 @@ def test_a_test_that_uses_a_fixture_it_does_not_take_is_given_it_as_a_parameter(
     assert notes == [
         "Gave test_delete, test_list in tests/test_app.py the fixtures they use as parameters, as pytest passes them"
     ]
+
+
+def test_a_statement_that_throws_a_parameters_value_away_before_it_is_read_is_removed(tmp_path: Path) -> None:
+    """Seen on the notes API at 7b721fe: ``def create_app(db_path: Path):`` began ``db_path = Path('data.db')``,
+    so every test's app shared one file and each test saw the others' notes."""
+    source = (
+        "from pathlib import Path\n\n\ndef create_app(db_path: Path, name='x'):\n"
+        '    """Make the app."""\n    app = {}\n    db_path = Path("data.db")\n    app["db"] = db_path\n'
+        "    return app\n\n\ndef clean(items):\n    items = sorted(items)\n    return items\n\n\n"
+        "def pick(x, flag):\n    if flag:\n        x = 1\n    return x\n\n\n"
+        "def only(x):\n    x = 2\n\n\nclass Shelf:\n    def add(self, book):\n        book: str = 'b'\n"
+        "        self.books = [book]\n"
+    )
+    store = FileStore(tmp_path)
+    store.write_text("app.py", source)
+    store.write_text("tests/test_app.py", "def test_x(tmp_path):\n    tmp_path = 1\n    assert tmp_path\n")
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda p: [], ["app.py", "tests/test_app.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("app.py")
+    assert 'db_path = Path("data.db")' not in fixed and 'app["db"] = db_path' in fixed
+    assert "items = sorted(items)" in fixed and "        x = 1\n" in fixed  # read first; set in a branch only
+    assert "def only(x):\n    x = 2\n" in fixed  # a function's only statement stays
+    assert "book: str = 'b'" not in fixed  # a method's parameter too
+    assert logged == [
+        (
+            "arguments_kept",
+            {"path": "app.py", "statements": ["create_app(): db_path = Path('data.db')", "add(): book: str = 'b'"]},
+        )
+    ]
+    assert "a function uses what its caller passes" in notes[0]
+    assert "tmp_path = 1" in store.read_text("tests/test_app.py")  # tests are left as they are

@@ -14,7 +14,7 @@ import re
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
-from l2mac.checks.shape import calls_of, can_take, hidden_calls
+from l2mac.checks.shape import calls_of, can_take, discarded_parameters, hidden_calls
 from l2mac.checks.typecheck import all_names
 
 _FROM = {
@@ -456,3 +456,30 @@ def fixtures_as_parameters(source: str) -> tuple[str, list[str]]:
     if not changed:
         return source, []
     return "\n".join(lines) + "\n", sorted(changed)
+
+
+def keep_arguments(source: str) -> tuple[str, list[str]]:
+    """``source`` without the statements that throw a parameter's value away before anything reads it (see
+    :func:`l2mac.checks.shape.discarded_parameters`): the function then uses what its caller passes, which is
+    what its signature says it does. Returns each as ``f(): name = value``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    lines = source.splitlines()
+    dropped: list[tuple[int, int, str]] = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for _, stmt in discarded_parameters(fn):
+                if len(fn.body) > 1:  # never a function's only statement
+                    dropped.append((stmt.lineno, stmt.end_lineno or stmt.lineno, f"{fn.name}(): {ast.unparse(stmt)}"))
+    if not dropped:
+        return source, []
+    for start, end, _ in sorted(dropped, reverse=True):
+        del lines[start - 1 : end]
+    fixed = "\n".join(lines) + "\n"
+    try:
+        ast.parse(fixed)
+    except SyntaxError:
+        return source, []
+    return fixed, [said for _, _, said in sorted(dropped)]

@@ -20,6 +20,7 @@ from l2mac.checks.autofix import (
     expand_star_imports,
     fixtures_as_parameters,
     import_line,
+    keep_arguments,
     project_definitions,
     project_imports,
     repair_fixture_misuse,
@@ -76,6 +77,13 @@ def repair_written(
                 "argument argparse reads the command line of whatever runs the code, e.g. pytest"
             )
             log("argv_passed_to_parse_args", path=path, functions=functions)
+    for path in [p for p in python if not is_test_file(p)]:
+        if kept := rewrite(store, path, keep_arguments):
+            notes.append(
+                f"Removed in {path} what threw a parameter's value away before it was used ({'; '.join(kept)}): a "
+                "function uses what its caller passes"
+            )
+            log("arguments_kept", path=path, statements=kept)
     trees: dict[str, ast.Module] = {}
     notes += _repair_copies(store, python, trees, log)
     notes += _call_hidden_functions(store, python, trees, log)

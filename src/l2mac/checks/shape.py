@@ -285,3 +285,34 @@ def can_take(args: ast.arguments, call: ast.Call) -> bool:
         return False
     filled = given + len(named & {a.arg for a in positional[given:required]})
     return filled >= required
+
+
+def discarded_parameters(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> list[tuple[str, ast.Assign | ast.AnnAssign]]:
+    """(parameter, statement) for each parameter of ``fn`` that a statement of its body sets, before anything reads
+    it, to a value that does not use it: the caller's argument is thrown away. Seen on the notes API at 7b721fe:
+    ``def create_app(db_path: Path):`` began ``db_path = Path('data.db')``, so every test's app shared one file
+    in the project folder and each test saw the notes of the others."""
+    a = fn.args
+    params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None}
+    params -= {"self", "cls"}
+    found: list[tuple[str, ast.Assign | ast.AnnAssign]] = []
+    for stmt in fn.body:
+        if not params:
+            break
+        target = _assigned_name(stmt)
+        read = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if target in params and target not in read and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            found.append((target, stmt))
+        named = read | {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        params -= named  # read, or set some other way (in a loop, a branch): what follows is not known
+    return found
+
+
+def _assigned_name(stmt: ast.stmt) -> str:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
+        return stmt.target.id
+    return ""
