@@ -764,3 +764,64 @@ def test_a_statement_that_throws_a_parameters_value_away_before_it_is_read_is_re
     ]
     assert "a function uses what its caller passes" in notes[0]
     assert "tmp_path = 1" in store.read_text("tests/test_app.py")  # tests are left as they are
+
+
+APP_TWICE = """import logging
+from pathlib import Path
+
+from flask import Flask, jsonify
+
+from notes.store import init_db, list_notes
+
+logging.basicConfig()
+app = Flask(__name__)
+
+# the database
+db_path = Path("data.db")
+if not db_path.exists():
+    init_db(db_path)
+
+
+@app.route("/notes")
+def all_notes():
+    return jsonify(list_notes(db_path))
+
+
+def create_app(db_path: Path):
+    app = Flask(__name__)
+    init_db(db_path)
+
+    @app.route("/notes")
+    def all_notes():
+        return jsonify(list_notes(db_path))
+
+    return app
+
+
+if __name__ == "__main__":
+    app.run(debug=True)
+"""
+
+
+def test_a_module_level_app_that_its_factory_makes_again_is_removed_with_the_state_only_it_used(
+    tmp_path: Path,
+) -> None:
+    """Seen on the notes API at 7b721fe: asked for create_app(db_path), the 1.5B model wrote a module-level app
+    with its routes and its own data.db first, then the factory with the same routes; importing the module (each
+    test did) wrote data.db into the project."""
+    store = FileStore(tmp_path)
+    store.write_text("notes/app.py", APP_TWICE)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("notes/app.py")
+    assert fixed.count("Flask(__name__)") == 1 and "def create_app(db_path: Path):" in fixed
+    assert "# the database" not in fixed and 'db_path = Path("data.db")' not in fixed and "if not db_path" not in fixed
+    assert "logging.basicConfig()\n" in fixed  # module-level code the app did not need stays
+    assert '    create_app(Path("data.db")).run(debug=True)\n' in fixed.replace("'", '"')
+    assert ("app_copy_dropped", {"path": "notes/app.py", "names": ["app", "all_notes"]}) in logged
+    assert notes[0].startswith("Removed from notes/app.py the module-level app and its routes (all_notes)")
+    # a route of its own, which the factory lacks: not a copy, left as it is
+    own_route = APP_TWICE.replace('@app.route("/notes")\ndef all_notes', '@app.route("/")\ndef home')
+    store.write_text("notes/app.py", own_route)
+    repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
+    assert store.read_text("notes/app.py") == own_route

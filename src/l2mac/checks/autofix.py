@@ -16,6 +16,7 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
 from l2mac.checks.shape import calls_of, can_take, discarded_parameters, hidden_calls
 from l2mac.checks.typecheck import all_names
+from l2mac.checks.web_apps import app_copy, file_parameters
 
 _FROM = {
     "pathlib": ["Path"],
@@ -483,3 +484,101 @@ def keep_arguments(source: str) -> tuple[str, list[str]]:
     except SyntaxError:
         return source, []
     return fixed, [said for _, _, said in sorted(dropped)]
+
+
+def drop_app_copy(source: str) -> tuple[str, list[str]]:
+    """``source`` without a module-level web app that its factory makes again (see
+    :func:`l2mac.checks.web_apps.app_copy`): the app, its views, and the module-level state only they used (a
+    data file's path, the code that made that file); a ``__main__`` block that ran the app runs the factory's,
+    given that state's values where it took them (``create_app(Path('data.db')).run()``). Returns what was
+    removed (``app`` and the views' names); nothing when the factory cannot be called so."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    copy = app_copy(tree)
+    if copy is None:
+        return source, []
+    app = next(t.id for t in copy.assign.targets if isinstance(t, ast.Name))
+    removed: list[ast.stmt] = [copy.assign, *copy.views]
+    mains = [n for n in tree.body if isinstance(n, ast.If) and _is_main_test(n.test)]
+    kept = [n for n in tree.body if n not in removed and n not in mains]
+    live = set().union(*(_free_reads(n) for n in kept if isinstance(n, _DEFS)))
+    used_by_removed = set().union(*(_free_reads(n) for n in removed))
+    values: dict[str, ast.expr] = {}
+    for node in kept:
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+            if names <= used_by_removed and not names & live:
+                removed.append(node)
+                values.update({n: node.value for n in names})
+    gone = {app, *values}
+    for node in kept:
+        if isinstance(node, (ast.If, ast.Expr, ast.With, ast.For)) and node not in removed:
+            assigned = {n for n in _free_reads(node) if n in gone or n in _module_assigned(tree)}
+            if assigned and assigned <= gone:
+                removed.append(node)
+    call = _factory_call(copy.factory, values)
+    lines = source.splitlines()
+    edits: list[tuple[int, int, int, str]] = []
+    for main in mains:
+        for n in ast.walk(main):
+            if isinstance(n, ast.Name) and n.id in gone:
+                if call is None or n.id != app:
+                    return source, []  # the program would lose what it runs
+                edits.append((n.lineno, n.col_offset, n.end_col_offset or n.col_offset, call))
+    for line, start, end, new in sorted(edits, reverse=True):
+        text = lines[line - 1].encode()
+        lines[line - 1] = (text[:start] + new.encode() + text[end:]).decode()
+    for node in sorted(removed, key=lambda n: -n.lineno):
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        while first > 1 and lines[first - 2].strip().startswith("#"):  # its comment goes with it
+            first -= 1
+        del lines[first - 1 : node.end_lineno or node.lineno]
+    fixed = re.sub(r"\n{4,}", "\n\n\n", "\n".join(lines).strip("\n") + "\n")
+    try:
+        ast.parse(fixed)
+    except SyntaxError:
+        return source, []
+    return fixed, [app, *(v.name for v in copy.views)]
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    text = ast.unparse(test)
+    return "__name__" in text and "__main__" in text
+
+
+def _module_assigned(tree: ast.Module) -> set[str]:
+    return {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def _free_reads(node: ast.AST, local: frozenset[str] = frozenset()) -> set[str]:
+    """The names ``node`` reads that are not its functions' own (their parameters and what they assign)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = node.args
+        own = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None}
+        body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+        stores = {
+            n.id for b in body for n in ast.walk(b) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+        inner = local | own | stores | {n.name for b in body for n in ast.walk(b) if isinstance(n, _DEFS)}
+        heads: list[ast.AST] = [*getattr(node, "decorator_list", []), *a.defaults, *filter(None, a.kw_defaults)]
+        return set().union(*(_free_reads(h, local) for h in heads), *(_free_reads(b, frozenset(inner)) for b in body))
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) and node.id not in local else set()
+    return set().union(*(_free_reads(child, local) for child in ast.iter_child_nodes(node)))
+
+
+def _factory_call(factory: ast.FunctionDef, values: dict[str, ast.expr]) -> str | None:
+    """A call of ``factory`` that gives each required parameter the module-level value of its name, else a file
+    or folder parameter its name (None when a parameter is given neither way)."""
+    a = factory.args
+    required = [*a.posonlyargs, *a.args][: len(a.posonlyargs) + len(a.args) - len(a.defaults)]
+    places = {p.name for p in file_parameters(a) or ()}
+    if any(d is None for d in a.kw_defaults) or any(p.arg not in values and p.arg not in places for p in required):
+        return None
+    given = [ast.unparse(values[p.arg]) if p.arg in values else repr(p.arg) for p in required]
+    return f"{factory.name}({', '.join(given)})"

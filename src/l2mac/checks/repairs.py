@@ -15,6 +15,7 @@ from functools import partial
 from l2mac.checks.autofix import (
     add_imports,
     call_hidden_functions,
+    drop_app_copy,
     drop_identical_copies,
     drop_shadowed_imports,
     expand_star_imports,
@@ -78,6 +79,12 @@ def repair_written(
             )
             log("argv_passed_to_parse_args", path=path, functions=functions)
     for path in [p for p in python if not is_test_file(p)]:
+        if dropped := rewrite(store, path, drop_app_copy):
+            notes.append(
+                f"Removed from {path} the module-level {dropped[0]} and its routes ({', '.join(dropped[1:])}): "
+                "the app factory makes the same app, each test and each run its own"
+            )
+            log("app_copy_dropped", path=path, names=dropped)
         if kept := rewrite(store, path, keep_arguments):
             notes.append(
                 f"Removed in {path} what threw a parameter's value away before it was used ({'; '.join(kept)}): a "

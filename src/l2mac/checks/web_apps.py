@@ -95,7 +95,7 @@ def web_app(trees: dict[str, ast.Module]) -> WebApp | None:
                     targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
                     found += [WebApp(module, t, framework) for t in targets[:1]]
                 elif isinstance(node, ast.FunctionDef) and _factory(node, framework):
-                    places = _places(node.args)
+                    places = file_parameters(node.args)
                     if places is not None and not node.name.startswith("_"):
                         found.append(WebApp(module, node.name, framework, places))
     factories = [a for a in found if a.factory]
@@ -140,7 +140,7 @@ def views(tree: ast.Module, app: WebApp | None) -> list[str]:
     ]
 
 
-def _places(args: ast.arguments) -> tuple[Place, ...] | None:
+def file_parameters(args: ast.arguments) -> tuple[Place, ...] | None:
     """A factory's required parameters, each a file or folder; None when one of them is neither."""
     positional = [*args.posonlyargs, *args.args]
     required = positional[: len(positional) - len(args.defaults)]
@@ -152,3 +152,50 @@ def _places(args: ast.arguments) -> tuple[Place, ...] | None:
             return None
         out.append(Place(arg.arg, bool(_FOLDER_PARAM.search(arg.arg)), annotation == "str", arg not in positional))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class AppCopy:
+    """A module-level app (``assign``) and its views (``views``) that the module's factory (``factory``) makes
+    again, each view among the factory's own."""
+
+    assign: ast.Assign
+    views: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]
+    factory: ast.FunctionDef
+
+
+def app_copy(tree: ast.Module) -> AppCopy | None:
+    """The module-level app of ``tree`` when a factory in the same module makes the same app again (every one of
+    its views is a view of the factory's too): a copy. Seen on the notes API at 7b721fe: asked for
+    ``create_app(db_path)``, the 1.5B model first wrote a module-level ``app = Flask(__name__)`` with its routes
+    and its own data.db, then the factory with the same routes; importing the module wrote data.db."""
+    for framework in frameworks():
+        factories = [n for n in tree.body if isinstance(n, ast.FunctionDef) and _factory(n, framework)]
+        for node in tree.body:
+            if not (isinstance(node, ast.Assign) and _makes(node.value, framework)):
+                continue
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            routed = [
+                n
+                for n in tree.body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and names
+                and _routed_by(n, names[0], framework)
+            ]
+            for factory in factories:
+                inner = {n.name for n in ast.walk(factory) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                if routed and {v.name for v in routed} <= inner:
+                    return AppCopy(node, tuple(routed), factory)
+    return None
+
+
+def _routed_by(node: ast.FunctionDef | ast.AsyncFunctionDef, app: str, framework: Framework) -> bool:
+    """Whether a route decorator of the app named ``app`` makes ``node`` a view."""
+    return any(
+        isinstance(d, ast.Call)
+        and isinstance(d.func, ast.Attribute)
+        and d.func.attr in framework.routes
+        and isinstance(d.func.value, ast.Name)
+        and d.func.value.id == app
+        for d in node.decorator_list
+    )
