@@ -825,3 +825,24 @@ def test_a_module_level_app_that_its_factory_makes_again_is_removed_with_the_sta
     store.write_text("notes/app.py", own_route)
     repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
     assert store.read_text("notes/app.py") == own_route
+
+
+def test_a_web_test_that_reads_a_response_as_its_data_gets_a_hint(tmp_path: Path) -> None:
+    # Seen on the notes API at 7b721fe: len(client.get("/notes")) failed on the response object, three times.
+    write(
+        tmp_path,
+        {
+            "tests/test_app.py": "class WrapperTestResponse:\n    status_code = 405\n\n\n"
+            "def test_list():\n    assert len(WrapperTestResponse()) == 1\n\n\n"
+            "def test_get():\n    assert WrapperTestResponse().status_code == 200\n",
+        },
+    )
+    hints = [
+        h
+        for test in ("test_list", "test_get")
+        for h in run_tests(SubprocessRunner(), tmp_path, 60, [f"tests/test_app.py::{test}"]).report(4000).splitlines()
+        if h.startswith("Hint")
+    ]
+    assert len(hints) == 2
+    assert "response.get_json() (Flask's test client)" in hints[0]
+    assert hints[1].startswith("Hint: assert 405 == 200") and "405 Method Not Allowed" in hints[1]
