@@ -69,6 +69,11 @@ def test_an_empty_helper_nothing_calls_written_after_a_body_is_left_out() -> Non
     )
     done = opening.complete(after)
     assert done is not None and "def parse_args" not in done  # nothing calls it, and it does nothing
+    registered = after.replace("def parse_args():", "@click.group()\ndef cli():").replace(
+        "```", "signal(1, on_exit)\n\n\ndef on_exit():\n    pass\n```"
+    )
+    kept = opening.complete(registered)
+    assert kept is not None and "def cli" in kept and "def on_exit" in kept  # a decorated one; one passed as a handler
     assert "def _top" in done and "def main" in done  # called (still to be written), or with a body
 
 

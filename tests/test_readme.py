@@ -48,6 +48,13 @@ def test_the_commands_are_the_shell_lines_a_user_would_paste() -> None:
     assert readme_commands(mixed) == ["pip install      -e ."]
 
 
+def test_a_server_command_that_names_its_host_is_not_a_command_that_asks_it() -> None:
+    from l2mac.checks.readme import LOCAL_URL
+
+    assert not LOCAL_URL.search("flask run --host 127.0.0.1") and not LOCAL_URL.search("uvicorn m:app --host 0.0.0.0")
+    assert LOCAL_URL.search("curl http://localhost:5000/notes") and LOCAL_URL.search("http GET localhost:8000/x")
+
+
 def test_only_a_bare_install_line_gets_the_network() -> None:
     assert INSTALL.match("pip install -e .") and INSTALL.match("python -m pip install -r requirements.txt")
     assert INSTALL.match("uv pip install flask") and INSTALL.match("uv sync")

@@ -92,3 +92,10 @@ def test_a_fastapi_app_gets_the_frameworks_test_client_and_other_code_no_fixture
     assert "def client():\n    return TestClient(app)\n" in start and "items" not in start.split("def client")[0]
     plain = file_start("tests/test_core.py", {"shop/core.py": STORE})
     assert "fixture" not in plain and plain.endswith("from shop.core import add_note, list_notes\n\n\ndef test_")
+
+
+def test_only_a_parameter_whose_last_word_names_a_file_or_folder_is_given_a_place() -> None:
+    urls = "from flask import Flask\n\n\ndef create_app(profile, db_url):\n    return Flask(__name__)\n"
+    assert "fixture" not in file_start("tests/t.py", {"web/app.py": urls})  # no test can make this app
+    dirs = urls.replace("profile, db_url", "data_dir, database")
+    assert 'app = create_app(tmp_path, tmp_path / "database")' in file_start("tests/t.py", {"web/app.py": dirs})

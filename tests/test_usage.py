@@ -32,3 +32,14 @@ def test_a_console_script_or_a_main_block_is_how_a_program_runs() -> None:
     assert project_commands({"notes/__main__.py": main, "notes/cli.py": main})["run"] == "python -m notes"
     assert project_commands({"snake.py": main, "tools/x.py": main})["run"] == "python snake.py"
     assert project_commands({"lib.py": "x = 1\n", "pyproject.toml": "not toml ["}) == {}
+
+
+def test_a_tools_only_pyproject_leaves_the_install_to_requirements_and_a_path_factory_has_no_flask_command() -> None:
+    tools = {"pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-q'\n", "requirements.txt": "flask\n"}
+    assert project_commands(tools) == {"install": "python -m pip install -r requirements.txt"}
+    typed = FACTORY.replace("(db_path)", "(db_path: Path)", 1).replace(
+        "create_app('notes.db')", "create_app(Path('n'))"
+    )
+    typed = "from pathlib import Path\n" + typed
+    # the command line would pass text where it takes a Path: the program's own __main__ block runs it instead
+    assert project_commands({"notes/app.py": typed})["run"] == "python -m notes.app"

@@ -9,12 +9,14 @@ and ``from __future__`` imports. Anything else is left to the model.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
-from l2mac.checks.shape import calls_of, can_take, discarded_parameters, hidden_calls
+from l2mac.checks.serve import is_main_guard
+from l2mac.checks.shape import calls_of, can_take, discarded_parameters, hidden_calls, own_nodes
 from l2mac.checks.typecheck import all_names
 from l2mac.checks.web_apps import app_copy, file_parameters
 
@@ -211,7 +213,7 @@ def repair_ignored_argv(source: str) -> tuple[str, list[str]]:
         param = next((p for p in _ARGV_PARAMS if p in params), None)
         if param is None:
             continue
-        for call in _own_nodes(fn):
+        for call in own_nodes(fn):
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
@@ -229,18 +231,6 @@ def repair_ignored_argv(source: str) -> tuple[str, list[str]]:
         raw = lines[line].encode()
         lines[line] = (raw[:col] + f"({param})".encode() + raw[col + 2 :]).decode()
     return "".join(lines), list(dict.fromkeys(repaired))
-
-
-def _own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
-    """The nodes of ``fn``'s body, not those of the functions and classes defined inside it."""
-    out: list[ast.AST] = []
-    todo: list[ast.AST] = list(fn.body)
-    while todo:
-        node = todo.pop()
-        out.append(node)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(node))
-    return out
 
 
 def drop_identical_copies(source: str, own_module: str, modules: dict[str, ast.Module]) -> tuple[str, list[str]]:
@@ -440,10 +430,9 @@ def fixtures_as_parameters(source: str) -> tuple[str, list[str]]:
         if not fn.name.startswith("test") or fn.args.vararg or fn.args.kwarg:
             continue
         a = fn.args
-        taken = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
-        stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
         read = [n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-        missing = [x for x in dict.fromkeys(read) if x in fixtures and x not in taken | stored | module_level]
+        free = _free_reads(fn)  # not its own parameters or variables, nor those of a lambda or function inside
+        missing = [x for x in dict.fromkeys(read) if x in fixtures and x in free and x not in module_level]
         if not missing or a.defaults or a.posonlyargs or a.kwonlyargs:
             continue
         head = lines[fn.lineno - 1]
@@ -456,7 +445,12 @@ def fixtures_as_parameters(source: str) -> tuple[str, list[str]]:
         changed.append(fn.name)
     if not changed:
         return source, []
-    return "\n".join(lines) + "\n", sorted(changed)
+    fixed = "\n".join(lines) + "\n"
+    try:
+        ast.parse(fixed)
+    except SyntaxError:  # a signature read wrongly (a default or an annotation holding a parenthesis)
+        return source, []
+    return fixed, sorted(changed)
 
 
 def keep_arguments(source: str) -> tuple[str, list[str]]:
@@ -486,12 +480,14 @@ def keep_arguments(source: str) -> tuple[str, list[str]]:
     return fixed, [said for _, _, said in sorted(dropped)]
 
 
-def drop_app_copy(source: str) -> tuple[str, list[str]]:
+def drop_app_copy(source: str, imported: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
     """``source`` without a module-level web app that its factory makes again (see
     :func:`l2mac.checks.web_apps.app_copy`): the app, its views, and the module-level state only they used (a
-    data file's path, the code that made that file); a ``__main__`` block that ran the app runs the factory's,
-    given that state's values where it took them (``create_app(Path('data.db')).run()``). Returns what was
-    removed (``app`` and the views' names); nothing when the factory cannot be called so."""
+    data file's path, the code that made that file, the app's configuration); a ``__main__`` block that ran the
+    app runs the factory's, given that state's values where it took them (``create_app(Path('data.db')).run()``).
+    Returns what was removed (``app`` and the views' names). Nothing is changed when another file imports the
+    app or a view (``imported``: the names other project files import from this module), when the factory
+    cannot be called so, or when code left would still read what was removed."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -500,8 +496,10 @@ def drop_app_copy(source: str) -> tuple[str, list[str]]:
     if copy is None:
         return source, []
     app = next(t.id for t in copy.assign.targets if isinstance(t, ast.Name))
+    if {app, *(v.name for v in copy.views), "*"} & imported:
+        return source, []
     removed: list[ast.stmt] = [copy.assign, *copy.views]
-    mains = [n for n in tree.body if isinstance(n, ast.If) and _is_main_test(n.test)]
+    mains = [n for n in tree.body if is_main_guard(n)]
     kept = [n for n in tree.body if n not in removed and n not in mains]
     live = set().union(*(_free_reads(n) for n in kept if isinstance(n, _DEFS)))
     used_by_removed = set().union(*(_free_reads(n) for n in removed))
@@ -513,10 +511,14 @@ def drop_app_copy(source: str) -> tuple[str, list[str]]:
                 removed.append(node)
                 values.update({n: node.value for n in names})
     gone = {app, *values}
+    state = defined_at_top_level(tree)
     for node in kept:
-        if isinstance(node, (ast.If, ast.Expr, ast.With, ast.For)) and node not in removed:
-            assigned = {n for n in _free_reads(node) if n in gone or n in _module_assigned(tree)}
-            if assigned and assigned <= gone:
+        named = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) for t in node.targets)
+        if isinstance(node, (ast.If, ast.Expr, ast.With, ast.For, ast.Assign, ast.AugAssign)) and not named:
+            read = {n for n in _free_reads(node) if n in state}
+            if (
+                read and read <= gone and node not in removed
+            ):  # it only sets up what was removed (``app.config[...] = ...``)
                 removed.append(node)
     call = _factory_call(copy.factory, values)
     lines = source.splitlines()
@@ -537,22 +539,22 @@ def drop_app_copy(source: str) -> tuple[str, list[str]]:
         del lines[first - 1 : node.end_lineno or node.lineno]
     fixed = re.sub(r"\n{4,}", "\n\n\n", "\n".join(lines).strip("\n") + "\n")
     try:
-        ast.parse(fixed)
+        after = ast.parse(fixed)
     except SyntaxError:
         return source, []
+    imports = {
+        (a.asname or a.name).split(".")[0]
+        for n in after.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    bound = defined_at_top_level(after) | imports | set(dir(builtins))
+    if any(n in gone and n not in bound for n in _free_reads(after)):
+        return source, []  # code left still reads what was removed
     return fixed, [app, *(v.name for v in copy.views)]
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _is_main_test(test: ast.expr) -> bool:
-    text = ast.unparse(test)
-    return "__name__" in text and "__main__" in text
-
-
-def _module_assigned(tree: ast.Module) -> set[str]:
-    return {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
 
 
 def _free_reads(node: ast.AST, local: frozenset[str] = frozenset()) -> set[str]:
@@ -564,6 +566,7 @@ def _free_reads(node: ast.AST, local: frozenset[str] = frozenset()) -> set[str]:
         stores = {
             n.id for b in body for n in ast.walk(b) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
         }
+        stores -= {g for b in body for n in ast.walk(b) if isinstance(n, (ast.Global, ast.Nonlocal)) for g in n.names}
         inner = local | own | stores | {n.name for b in body for n in ast.walk(b) if isinstance(n, _DEFS)}
         heads: list[ast.AST] = [*getattr(node, "decorator_list", []), *a.defaults, *filter(None, a.kw_defaults)]
         return set().union(*(_free_reads(h, local) for h in heads), *(_free_reads(b, frozenset(inner)) for b in body))
@@ -577,8 +580,8 @@ def _factory_call(factory: ast.FunctionDef, values: dict[str, ast.expr]) -> str 
     or folder parameter its name (None when a parameter is given neither way)."""
     a = factory.args
     required = [*a.posonlyargs, *a.args][: len(a.posonlyargs) + len(a.args) - len(a.defaults)]
-    places = {p.name for p in file_parameters(a) or ()}
+    places = {p.name: p for p in file_parameters(a) or ()}
     if any(d is None for d in a.kw_defaults) or any(p.arg not in values and p.arg not in places for p in required):
         return None
-    given = [ast.unparse(values[p.arg]) if p.arg in values else repr(p.arg) for p in required]
+    given = [ast.unparse(values[p.arg]) if p.arg in values else places[p.arg].literal() for p in required]
     return f"{factory.name}({', '.join(given)})"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -21,3 +23,15 @@ def module_path(rel: str) -> tuple[str, ...]:
     """Module path parts of a file, without a leading ``src`` folder."""
     parts = Path(rel).with_suffix("").parts
     return parts[1:] if parts and parts[0] == "src" else parts
+
+
+def code_trees(files: Mapping[str, str]) -> dict[str, ast.Module]:
+    """The project's code modules among ``files`` (path -> text), parsed: Python files, not tests, that parse."""
+    trees: dict[str, ast.Module] = {}
+    for path, text in files.items():
+        if path.endswith(".py") and not is_test_file(path):
+            try:
+                trees[path] = ast.parse(text)
+            except SyntaxError:
+                continue
+    return trees

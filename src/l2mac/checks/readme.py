@@ -37,7 +37,8 @@ SKIPPED = re.compile(
 #: lines of an unlabelled block that read as commands (an unlabelled block may hold output or a file)
 COMMAND_WORDS = re.compile(r"^(python3?|pip3?|uv|pytest|flask|uvicorn|make|bash|sh)\b")
 #: a URL on this machine: a command that names one asks a program the README starts (a server) for something
-LOCAL_URL = re.compile(r"\b(?:https?://)?(?:localhost|127\.0\.0\.1|0\.0\.0\.0)(?::(\d+))?(?:[/\s'\"]|$)")
+#: (a URL, with its scheme or its port: ``flask run --host 127.0.0.1`` names a host, it asks nothing)
+LOCAL_URL = re.compile(r"\bhttps?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0)(?::(\d+))?|\blocalhost:(\d+)")
 #: how long a server started for the commands that ask it may take to listen, at most
 SERVER_WAIT_S = 20
 _RC = "__l2mac_exit_code__"
@@ -147,7 +148,7 @@ def _ask_server(
     script, so the commands reach the server in the sandbox's own network namespace and nothing else."""
     lines = [f"( {server} ) > /dev/null 2>&1 &", "server=$!"]
     for command in asking:
-        port = next((m.group(1) for m in LOCAL_URL.finditer(command) if m.group(1)), "80")
+        port = next((m.group(1) or m.group(2) for m in LOCAL_URL.finditer(command) if m.group(1) or m.group(2)), "80")
         lines += [
             f"for _ in $(seq {SERVER_WAIT_S * 5}); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break;"
             " sleep 0.2; done",

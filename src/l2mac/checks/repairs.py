@@ -78,8 +78,11 @@ def repair_written(
                 "argument argparse reads the command line of whatever runs the code, e.g. pytest"
             )
             log("argv_passed_to_parse_args", path=path, functions=functions)
-    for path in [p for p in python if not is_test_file(p)]:
-        if dropped := rewrite(store, path, drop_app_copy):
+    code = [p for p in python if not is_test_file(p)]
+    everything = _trees(store) if code else {}
+    for path in code:
+        imported = _imported_from(everything, module_name(path), path)
+        if dropped := rewrite(store, path, partial(drop_app_copy, imported=imported)):
             notes.append(
                 f"Removed from {path} the module-level {dropped[0]} and its routes ({', '.join(dropped[1:])}): "
                 "the app factory makes the same app, each test and each run its own"
@@ -163,6 +166,18 @@ def _repair_copies(store: FileStore, paths: list[str], trees: dict[str, ast.Modu
     return notes
 
 
+def _imported_from(trees: dict[str, ast.Module], module: str, path: str) -> frozenset[str]:
+    """The names the project's other files import from ``module`` (``*`` for a star import)."""
+    return frozenset(
+        a.name
+        for rel, tree in trees.items()
+        if rel != path
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module == module and not n.level
+        for a in n.names
+    )
+
+
 def _call_hidden_functions(store: FileStore, paths: list[str], trees: dict[str, ast.Module], log: Log) -> list[str]:
     """Functions that call themselves where they mean a project function of their name made to call that one (see
     :func:`call_hidden_functions`), never from a module that imports this one (a circular import)."""
@@ -176,7 +191,7 @@ def _call_hidden_functions(store: FileStore, paths: list[str], trees: dict[str, 
             name: [
                 m
                 for m in modules
-                if not any(module_name(r) == m and own in imported_modules(t) for r, t in trees.items())
+                if not any(module_name(r) == m and own in imported_modules(t, m) for r, t in trees.items())
             ]
             for name, modules in top_level_functions(trees).items()
         }
@@ -206,7 +221,7 @@ def _add_missing_imports(
     for path, names in undefined.items():
         own = module_name(path)
         # never import from a module that imports this one: that makes a circular import (seen in the demo)
-        importers = {module_name(rel) for rel, tree in trees.items() if own in imported_modules(tree)}
+        importers = {module_name(rel) for rel, tree in trees.items() if own in imported_modules(tree, module_name(rel))}
         safe = {n: m for n, m in project.items() if m not in importers}
         fix = partial(add_imports, names=names, project=safe, own_module=own, imported=imported)
         if added := rewrite(store, path, fix):
@@ -279,9 +294,14 @@ def _trees(store: FileStore) -> dict[str, ast.Module]:
     return trees
 
 
-def imported_modules(tree: ast.Module) -> set[str]:
+def imported_modules(tree: ast.Module, module: str = "") -> set[str]:
+    """The modules ``tree`` imports (``from notes import app`` counts notes.app too: it may be a module); a
+    relative import is resolved when the importing ``module`` is given."""
     out: set[str] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and module:
+            base = module.split(".")[: -node.level]
+            node = ast.ImportFrom(".".join([*base, *([node.module] if node.module else [])]), node.names, 0)
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             out.add(node.module)
             out |= {f"{node.module}.{a.name}" for a in node.names}  # from notes import app: maybe a module

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib.resources import files as package_files
 from pathlib import Path
 
-from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.layout import code_trees, module_name
 from l2mac.checks.runner import Runner
 
 #: modules a program that serves HTTP imports
@@ -76,24 +76,20 @@ def _imports(tree: ast.Module) -> set[str]:
 
 
 def has_main(tree: ast.Module) -> bool:
-    """Whether the module runs as a program: it has an ``if __name__ == \"__main__\":`` block."""
-    return any(
-        isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
-        for node in tree.body
-    )
+    """Whether the module runs as a program: it has an ``if __name__ == "__main__":`` block."""
+    return any(is_main_guard(node) for node in tree.body)
+
+
+def is_main_guard(node: ast.stmt) -> bool:
+    """Whether ``node`` is an ``if __name__ == "__main__":`` block."""
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
 
 
 def entry_command(sources: dict[str, str], python: str) -> list[str] | None:
     """How a user starts the program, or None when the project serves nothing: ``manage.py runserver`` for
     Django; else the program file with a ``__main__`` block in a project that imports a server module; else
     ``flask --app`` for a module that makes a Flask ``app``."""
-    trees: dict[str, ast.Module] = {}
-    for path, text in sources.items():
-        if path.endswith(".py") and not is_test_file(path):
-            try:
-                trees[path] = ast.parse(text)
-            except SyntaxError:
-                continue
+    trees = code_trees(sources)
     serving = {path: found for path, tree in trees.items() if (found := _imports(tree))}
     if not serving:
         return None

@@ -246,30 +246,59 @@ def top_level_functions(trees: dict[str, ast.Module]) -> dict[str, list[str]]:
 def hidden_calls(
     tree: ast.Module, module: str, owners: dict[str, list[str]]
 ) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call, str]]:
-    """(function, call, other module) for each function of ``tree`` (at any depth: a view inside an app factory
-    too) that calls itself with arguments it cannot take, where ``other`` module defines a function of its name
-    (``owners``, see :func:`top_level_functions`): that one was meant, and the new function's name hides it. Seen
-    on the notes API at 4958ca5: a view ``def list_notes():`` whose body called ``list_notes(db_path)``, meaning
-    notes.store.list_notes; it fails only when a request reaches it."""
+    """(function, call, other module) for each function of ``tree`` (a module-level one, or one nested in a
+    function: a view inside an app factory; never a method, whose bare name is not itself) that calls itself
+    with arguments it cannot take, where exactly one ``other`` module defines a function of its name
+    (``owners``, see :func:`top_level_functions`): that one was meant, and the new function's name hides it.
+    A function whose own scope binds the name some other way (a parameter, an import, a nested ``def``) is
+    left alone. Seen on the notes API at 4958ca5: a view ``def list_notes():`` whose body called
+    ``list_notes(db_path)``, meaning notes.store.list_notes; it fails only when a request reaches it."""
     found: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call, str]] = []
-    for fn in ast.walk(tree):
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        fn = todo.pop()
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        own = own_nodes(fn)
+        todo.extend(n for n in own if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         others = [m for m in owners.get(fn.name, []) if m != module]
+        if len(others) != 1 or fn.name in _bound_in(fn, own):
+            continue
         call = next((c for c in calls_of(fn, fn.name) if not can_take(fn.args, c)), None)
-        if others and call is not None:
+        if call is not None:
             found.append((fn, call, others[0]))
     return found
 
 
+def own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of ``fn``'s body, with the functions and classes defined inside it but not their insides."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _bound_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, own: list[ast.AST]) -> set[str]:
+    """The names ``fn``'s own scope binds: its parameters, what it assigns, imports or defines."""
+    a = fn.args
+    bound = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None}
+    for node in own:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(x.asname or x.name).split(".")[0] for x in node.names}
+    return bound
+
+
 def calls_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.Call]:
-    """The calls of ``name`` (by that bare name) in ``fn``'s body."""
-    return [
-        n
-        for stmt in fn.body
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
-    ]
+    """The calls of ``name`` (by that bare name) in ``fn``'s own body (not in the functions it defines)."""
+    return [n for n in own_nodes(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
 
 
 def can_take(args: ast.arguments, call: ast.Call) -> bool:
@@ -295,16 +324,24 @@ def discarded_parameters(
     ``def create_app(db_path: Path):`` began ``db_path = Path('data.db')``, so every test's app shared one file
     in the project folder and each test saw the notes of the others."""
     a = fn.args
-    params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None}
-    params -= {"self", "cls"}
+    positional = [*a.posonlyargs, *a.args]
+    required = positional[: len(positional) - len(a.defaults)]
+    required += [p for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
+    # a parameter with a default may rightly be set when it is left out: not when its value is thrown away,
+    # but telling the two apart needs more than its first statement
+    params = {p.arg for p in required} - {"self", "cls"}
     found: list[tuple[str, ast.Assign | ast.AnnAssign]] = []
-    for stmt in fn.body:
+    previous_end = fn.lineno
+    for i, stmt in enumerate(fn.body):
         if not params:
             break
         target = _assigned_name(stmt)
         read = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        if target in params and target not in read and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        next_start = fn.body[i + 1].lineno if i + 1 < len(fn.body) else None
+        alone = stmt.lineno > previous_end and (next_start is None or next_start > (stmt.end_lineno or stmt.lineno))
+        if target in params and target not in read and isinstance(stmt, (ast.Assign, ast.AnnAssign)) and alone:
             found.append((target, stmt))
+        previous_end = stmt.end_lineno or stmt.lineno
         named = read | {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
         params -= named  # read, or set some other way (in a loop, a branch): what follows is not known
     return found

@@ -10,11 +10,10 @@ server answered (notes API at f1b9326).
 
 from __future__ import annotations
 
-import ast
 import sys
 
 from l2mac.checks.dependencies import PYPROJECT, REQUIREMENTS
-from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.layout import code_trees, is_test_file, module_name
 from l2mac.checks.serve import has_main
 from l2mac.checks.web_apps import web_app
 
@@ -31,7 +30,7 @@ def project_commands(files: dict[str, str]) -> dict[str, str]:
     block."""
     commands: dict[str, str] = {}
     project = _pyproject(files)
-    if project is not None:
+    if project is not None and "project" in project:  # not a pyproject.toml that only configures tools
         extras = project.get("project", {}).get("optional-dependencies", {})
         commands["install"] = 'python -m pip install -e ".[test]"' if "test" in extras else "python -m pip install -e ."
     elif REQUIREMENTS in files:
@@ -56,13 +55,7 @@ def _run_command(files: dict[str, str], project: dict[str, dict[str, dict[str, o
     scripts = (project or {}).get("project", {}).get("scripts", {})
     if scripts:
         return f"{next(iter(scripts))} --help"
-    trees: dict[str, ast.Module] = {}
-    for path, text in files.items():
-        if path.endswith(".py") and not is_test_file(path):
-            try:
-                trees[path] = ast.parse(text)
-            except SyntaxError:
-                continue
+    trees = code_trees(files)
     if (app := web_app(trees)) is not None and (command := app.run_command()):
         return command
     mains = sorted((p for p, t in trees.items() if has_main(t)), key=lambda p: (p.count("/"), p))

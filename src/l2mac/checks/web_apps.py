@@ -7,7 +7,6 @@ factory, preferred: each test, each run, gets its own app, its files where the c
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -16,9 +15,10 @@ import yaml
 
 from l2mac.checks.layout import module_name
 
-#: a factory parameter that takes a file or folder (a test gives it a place under pytest's tmp_path)
-_PATH_PARAM = re.compile(r"path|file|dir|folder|db|database|storage|root", re.IGNORECASE)
-_FOLDER_PARAM = re.compile(r"dir|folder|root", re.IGNORECASE)
+#: the last word of a factory parameter that takes a file or folder (a test gives it a place under tmp_path):
+#: db_path, data_dir, database; not db_url, nor profile
+_PATH_WORDS = frozenset({"path", "file", "filename", "dir", "directory", "folder", "db", "database", "storage", "root"})
+_FOLDER_WORDS = frozenset({"dir", "directory", "folder", "root"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ class Place:
     folder: bool = False
     text: bool = False
     keyword: bool = False
+    path: str = ""  # its annotation when that is a path class (``Path``, ``pathlib.Path``)
+
+    def literal(self) -> str:
+        """The argument a program passes it: its name, as a path where it takes one (``Path('db_path')``)."""
+        return f"{self.path}({self.name!r})" if self.path else repr(self.name)
 
     def under(self, root: str) -> str:
         """The argument passed for it: a place named after it under the expression ``root`` (``tmp_path``)."""
@@ -65,8 +70,8 @@ class WebApp:
     def run_command(self) -> str | None:
         """How a user starts it from the project folder, when the framework has a command line for it: a factory
         is given its files as literal names (``flask --app "notes.app:create_app('db_path')" run``)."""
-        if not self.framework.run:
-            return None
+        if not self.framework.run or any(p.path for p in self.places or ()):
+            return None  # a command line passes text, where the factory takes a path
         target = self.module if self.name == "app" or self.factory else f"{self.module}:{self.name}"
         if self.places:
             named = ", ".join(f"{p.name}={p.name!r}" if p.keyword else repr(p.name) for p in self.places)
@@ -148,9 +153,11 @@ def file_parameters(args: ast.arguments) -> tuple[Place, ...] | None:
     out: list[Place] = []
     for arg in required:
         annotation = ast.unparse(arg.annotation) if arg.annotation else ""
-        if not (_PATH_PARAM.search(arg.arg) or "Path" in annotation):
+        last = arg.arg.lower().rsplit("_", 1)[-1]
+        path = annotation if annotation in ("Path", "pathlib.Path") else ""
+        if not (last in _PATH_WORDS or path):
             return None
-        out.append(Place(arg.arg, bool(_FOLDER_PARAM.search(arg.arg)), annotation == "str", arg not in positional))
+        out.append(Place(arg.arg, last in _FOLDER_WORDS, annotation == "str", arg not in positional, path))
     return tuple(out)
 
 

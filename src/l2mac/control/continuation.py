@@ -164,13 +164,8 @@ class Opening:
         edits: list[tuple[int, int, list[str]]] = []  # lines[start:end] become the lines given
         after = anchor.end_lineno or anchor.lineno
         code = not is_test_file(self.path)
-        called = {
-            n.func.id
-            for t in (tree, wrote)
-            for n in ast.walk(t)
-            if isinstance(n, ast.Call)
-            if isinstance(n.func, ast.Name)
-        }
+        # read anywhere (called, passed as a handler, used as a decorator ``@cli.command()``): not litter
+        called = {n.id for t in (tree, wrote) for n in ast.walk(t) if isinstance(n, ast.Name)}
         for node in wrote.body:
             if (code and _test_material(node)) or _empty_helper(node, {*members, *called}, in_class):
                 continue
@@ -201,10 +196,11 @@ class Opening:
 
 def _empty_helper(node: ast.stmt, known: set[str], in_class: bool) -> bool:
     """Whether ``node``, written after a completed body, is a module-level function with no body that nothing
-    calls and the file does not have: litter (seen in real runs: ``def parse_args(): pass`` after main()'s body,
+    names and the file does not have: litter (seen in real runs: ``def parse_args(): pass`` after main()'s body,
     kept in the module)."""
-    stub = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_stub_shaped(node)
-    return stub and not in_class and getattr(node, "name", "") not in known
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+        return False  # a decorated one is registered somewhere (``@click.group() def cli(): pass``)
+    return is_stub_shaped(node) and not in_class and node.name not in known
 
 
 def _test_material(node: ast.stmt) -> bool:

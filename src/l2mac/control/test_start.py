@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 
 from l2mac.checks.autofix import project_definitions
-from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.layout import code_trees, module_name
 from l2mac.checks.web_apps import WebApp, views, web_app
 from l2mac.fenced import fence_lang
 
@@ -22,7 +22,7 @@ def file_start(path: str, sources: dict[str, str] | None = None) -> str:
     app's views left to its client), a web app's ``client`` fixture, and the beginning of its first test.
     Seen on ClassEval_21 at 42ff847: asked for tests/test_solution.py, the 1.5B model sent solution.py back
     whole (800 tokens, 2-5 minutes here) four times, and the step ended with no test written."""
-    trees = _trees(sources or {})
+    trees = code_trees(sources or {})
     app = web_app(trees)
     public = _public(trees, app)
     first = _app_imports(app, public.pop(app.module, [])) if app is not None else []
@@ -33,18 +33,6 @@ def file_start(path: str, sources: dict[str, str] | None = None) -> str:
     # begun at its first test function: begun after the imports alone, on ClassEval_21 at e52aef1 the model went
     # on to copy the class under test into the test file, three times
     return f"{path}\n```{fence_lang(path)}\n" + "\n".join(imports) + f"\n{fixture}\n\ndef test_"
-
-
-def _trees(sources: dict[str, str]) -> dict[str, ast.Module]:
-    trees: dict[str, ast.Module] = {}
-    for path, source in sources.items():
-        if not path.endswith(".py") or is_test_file(path):
-            continue
-        try:
-            trees[path] = ast.parse(source)
-        except SyntaxError:
-            continue
-    return trees
 
 
 def _public(trees: dict[str, ast.Module], app: WebApp | None) -> dict[str, list[str]]:
