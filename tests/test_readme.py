@@ -129,6 +129,56 @@ def test_a_readme_step_whose_readme_gives_no_command_is_not_done(tmp_path: Path)
     assert readme_commands(store.read_text("README.md")) == ["python -m pip install -e .", "python -m pytest"]
 
 
+def test_a_readme_that_gives_the_install_or_test_command_only_in_prose_is_not_done(tmp_path: Path) -> None:
+    """Seen on the notes API at df27f4e: "Run `python -m pip install -e ".[test]"` to install" in a list, and only
+    the server command in a ```bash block, so the README's check ran the server with nothing installed."""
+    import asyncio
+
+    from l2mac.checks.runner import SubprocessRunner
+    from l2mac.context import ContextBudget
+    from l2mac.control import ControlUnit, Step, StepLimits
+    from l2mac.control.text import TEXT
+    from l2mac.domains import load_domain
+    from l2mac.models.client import ModelClient
+    from l2mac.models.scripted import ScriptedModel, text
+    from l2mac.record import RunRecord
+    from l2mac.store import FileStore
+    from l2mac.tools import Toolbox, ToolEnv, tools_named
+    from l2mac.types import Instruction, StepStatus
+
+    install = 'python -m pip install -e ".[test]"'
+    prose = f"README.md\n```markdown\n# Notes\n\n1. Run `{install}`.\n\n```bash\npython -m notes\n```\n```\n"
+    whole = prose.replace(f"1. Run `{install}`.", f"```bash\n{install}\npython -m pytest\n```")
+    script = ScriptedModel([text(prose), text(whole), text("STEP COMPLETE")])
+    store = FileStore(tmp_path / "proj")
+    store.write_text(
+        "pyproject.toml",
+        '[project]\nname = "notes"\nversion = "0.1.0"\n\n[project.optional-dependencies]\ntest = ["pytest"]\n',
+    )
+    store.write_text("notes/__main__.py", "print('notes')\n")
+    store.write_text("tests/test_notes.py", "def test_notes():\n    assert True\n")
+    domain = load_domain("codebase")
+    unit = ControlUnit(
+        ModelClient(script.model),
+        Toolbox(tools_named(domain.tools), ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)),
+        domain,
+        ContextBudget(window=16000, reply=500, margin=0.1),
+        protocol=TEXT,
+        limits=StepLimits(max_turns=6, samples=0),
+        record=RunRecord(store.root),
+    )
+    asked = "Write README.md: what it does, then the install, test and run commands, each in a ```bash block."
+    step = Step("notes", 1, 1, Instruction(title="README", instruction=asked, requires_tests=False), "")
+    outcome = asyncio.run(unit.run_step(step))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    told = str(script.requests[1])
+    assert "README.md does not give these commands in a ```bash block" in told
+    assert (
+        "python -m pytest" in told and "python -m notes" not in told.split("these commands")[1]
+    )  # the run command is the README's choice
+    assert readme_commands(store.read_text("README.md"))[:2] == [install, "python -m pytest"]
+
+
 def test_the_commands_that_ask_a_local_url_run_while_the_readmes_server_runs() -> None:
     """Seen on the notes API at 4958ca5: the README's three ``curl http://localhost:5000/notes`` lines were run
     before and without its ``python notes/app.py``, and each was reported failing (connection refused)."""

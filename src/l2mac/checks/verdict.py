@@ -39,6 +39,7 @@ from l2mac.checks.regressions import Baseline, find_regression, step_names
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
 from l2mac.checks.tests import TestRun, deselected
+from l2mac.checks.usage import project_commands
 from l2mac.domains import Domain
 from l2mac.types import Instruction
 
@@ -356,13 +357,17 @@ class StepChecks:
         if not self.env.python_checks:
             return notes
         asks_commands = _COMMANDS.search(self.instruction.instruction) is not None
-        if (
-            README in self.named
-            and store.exists(README)
-            and asks_commands
-            and not readme_commands(store.read_text(README))
-        ):
-            notes.append(render("text_readme_commands", path=README))  # seen: a README cut before its first command
+        if README in self.named and store.exists(README) and asks_commands:
+            given = readme_commands(store.read_text(README))
+            if not given:
+                notes.append(render("text_readme_commands", path=README))  # seen: a README cut before its first command
+            elif lacking := [
+                c for what, c in project_commands(store.snapshot()).items() if what != "run" and c not in given
+            ]:
+                # seen on the notes API at df27f4e: the install and test commands only in the prose, so the README's
+                # own check ran the server command first, with nothing installed
+                listed = "\n".join(f"```bash\n{c}\n```" for c in lacking)
+                notes.append(render("text_readme_lacking_commands", path=README, commands=listed))
         sources = python_files(store)
         if absent := missing_definitions(self.instruction.instruction, sources):
             notes.append(render("text_missing_definitions", names=", ".join(absent)))
