@@ -819,7 +819,7 @@ def test_a_function_the_steps_code_imports_from_a_module_lacking_it_is_begun_the
         assert begun.text.startswith(f"store.py\n```python\n{store_py}")
         called = '"""Called in app.py as:\n    item = get_item(items, index)\n    """\n'
         assert begun.text.endswith(f"def get_item(items, index):\n    {called}"), begun.text
-        assert "app.py imports get_item from store.py, which does not define it" in str(messages[0])
+        assert "app.py uses get_item from store.py, which does not define it" in str(messages[0])
         return text("    return items[index]\n```\n")
 
     replies = [text(f"app.py\n```python\n{app}```\n"), the_body, text("STEP COMPLETE")]
@@ -828,3 +828,37 @@ def test_a_function_the_steps_code_imports_from_a_module_lacking_it_is_begun_the
     outcome = asyncio.run(unit.run_step(Step("t", 1, 1, step, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("store.py").endswith("    return items[index]\n") and store.read_text("app.py") == app
+
+
+def test_a_function_the_steps_code_calls_and_nothing_defines_is_begun_in_the_module_it_imports_most_from(
+    tmp_path: Path,
+) -> None:
+    """Seen on the notes API at df27f4e: app.py imported add_note and init_db from notes/store.py and called
+    delete_note_from_db(db_path, id), which nothing defined; told "undefined name" four times, the model
+    rewrote app.py each time and the function was never written."""
+    store_py = 'def add_item(items, item):\n    """Add item to items."""\n    items.append(item)\n'
+    app = (
+        "from store import add_item\n\n\ndef show(items, index):\n    add_item(items, 1)\n"
+        "    return get_item(items, index)\n"
+    )
+    step = Instruction(
+        title="show", instruction="Write app.py with show(items, index); it uses store.py.", requires_tests=False
+    )
+
+    def the_body(messages: list[ModelMessage]) -> ModelResponse:
+        begun = messages[-1]
+        assert isinstance(begun, ModelResponse) and begun.text is not None
+        assert begun.text.startswith(f"store.py\n```python\n{store_py}")
+        assert begun.text.endswith(
+            'def get_item(items, index):\n    """Called in app.py as:\n    return get_item(items, index)\n    """\n'
+        )
+        assert "app.py uses get_item from store.py, which does not define it" in str(messages[0])
+        return text("    return items[index]\n```\n")
+
+    replies = [text(f"app.py\n```python\n{app}```\n"), the_body, text("STEP COMPLETE")]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    store.write_text("store.py", store_py)
+    outcome = asyncio.run(unit.run_step(Step("t", 1, 1, step, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("store.py").endswith("    return items[index]\n")
+    assert "from store import get_item" in store.read_text("app.py")  # imported once it exists

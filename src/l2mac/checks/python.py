@@ -17,7 +17,7 @@ from pathlib import Path
 
 from l2mac.checks.dependencies import Declared, is_third_party
 from l2mac.checks.issues import CodeIssue
-from l2mac.checks.layout import is_test_file, module_path
+from l2mac.checks.layout import is_test_file, module_name, module_path
 from l2mac.checks.shape import (
     calls_itself_for_another,
     copied_into_tests,
@@ -313,6 +313,47 @@ _NOT_DEFINED = re.compile(
 def imported_not_defined(report: str) -> list[tuple[str, str, str]]:
     """(the importing file, the name, the file that lacks it) of each name a report says cannot be imported."""
     return [(m["user"], m["name"], m["path"]) for m in _NOT_DEFINED.finditer(report)]
+
+
+#: a report's line for a name used and defined nowhere: the file, the name, and what the check added to it
+_UNDEFINED_LINE = re.compile(
+    r"^(?P<user>[\w./-]+\.py):\d+: lint: F821 Undefined name `(?P<name>\w+)`(?P<rest>.*)$", re.MULTILINE
+)
+
+
+def called_not_defined(report: str, sources: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(the calling file, the name, the project file it belongs in) for each function a report says a code file
+    calls and nothing defines: it belongs in the project module that file imports the most names from. Seen on
+    the notes API at df27f4e: app.py, which imported add_note and init_db from notes/store.py, called
+    delete_note_from_db(db_path, id), which no module defined; told "undefined name" four times, the model
+    rewrote app.py each time and the function was never written."""
+    paths = {module_name(p): p for p in sources if p.endswith(".py") and not is_test_file(p)}
+    defined: set[str] = set()
+    trees: dict[str, ast.Module] = {}
+    for path in paths.values():
+        try:
+            trees[path] = ast.parse(sources[path])
+        except SyntaxError:
+            continue
+        defined |= defined_at_top_level(trees[path])
+    found: list[tuple[str, str, str]] = []
+    for m in _UNDEFINED_LINE.finditer(report):
+        user, name = m["user"], m["name"]
+        if user not in trees or name in defined or "local variable" in m["rest"] or not name[0].islower():
+            continue
+        tree = trees[user]
+        if not any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name for n in ast.walk(tree)
+        ):
+            continue
+        counts: dict[str, int] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and paths.get(node.module or "") not in (None, user):
+                target = paths[node.module or ""]
+                counts[target] = counts.get(target, 0) + len(node.names)
+        if counts:
+            found.append((user, name, max(counts, key=lambda p: counts[p])))
+    return found
 
 
 def _local_owners(tree: ast.Module, name: str) -> list[tuple[str, int]]:

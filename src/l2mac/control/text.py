@@ -158,6 +158,8 @@ class TextConversation:
         inside = cut and text.count("```") % 2 == 1  # the answer ends inside a file's block: that file was cut
         if opening and completed:
             files = [{"path": opening.path, "content": completed.text}]
+            if opening.used_by and store.exists(opening.used_by):  # written again, so its imports are repaired
+                files.append({"path": opening.used_by, "content": store.read_text(opening.used_by)})
         elif opening and opening.rewrite:  # read as the whole file, what is after the function would be lost
             files = []
             log("recovered", recovery="rewrite_without_a_body_dropped", path=opening.path, name=opening.name)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from l2mac.checks.demands import failing_function, missing_definitions, named_files, names_for_file, problem_lines
 from l2mac.checks.layout import is_test_file, module_name
-from l2mac.checks.python import imported_not_defined
+from l2mac.checks.python import called_not_defined, imported_not_defined
 from l2mac.checks.repairs import merge_definitions, python_files
 from l2mac.checks.shape import said_to_return_nothing
 from l2mac.checks.verdict import Verdict
@@ -186,7 +186,8 @@ class Requests:
             return None
         store = self.setting.toolbox.env.store
         own = {*self.code_files(), *written}
-        for user, name, path in imported_not_defined(verdict.report):
+        sources = python_files(store)
+        for user, name, path in [*imported_not_defined(verdict.report), *called_not_defined(verdict.report, sources)]:
             key = (path, None, name)
             if user not in own or is_test_file(path) or not store.exists(path) or self.imported.get(key, 0) >= 2:
                 continue
