@@ -333,13 +333,19 @@ def test_a_failing_step_whose_later_code_came_no_closer_to_passing_ends_with_its
 def test_states_are_ranked_in_stages_and_test_counts_only_over_the_same_tests() -> None:
     from l2mac.checks.verdict import Standing
 
-    failing = Standing(green=False, passed=3, failing=2, tests="a")
+    failing = Standing(green=False, passed=3, failing=2, tests="a", code="c")
     assert Standing(lacking=0, problems=0, green=False, tests="a").better_than(Standing(problems=1))
     assert Standing(green=True, served=False).better_than(failing)  # tests pass, the server does not answer
     assert failing.better_than(Standing(green=False, ran=False, tests="a"))  # a timeout, or nothing collected
-    assert Standing(green=False, passed=4, failing=1, tests="a").better_than(failing)
-    assert not Standing(green=False, passed=5, failing=0, tests="b").better_than(failing)  # other tests
+    assert Standing(green=False, passed=4, failing=1, tests="a", code="c").better_than(failing)
+    # other tests of other code: a test bent to wrong code passes too
+    assert not Standing(green=False, passed=5, failing=0, tests="b", code="d").better_than(failing)
     assert not failing.better_than(failing)
+    # the same code under rewritten tests, as many, more passing: the tests' own errors fixed (seen on the notes
+    # API at 7c5de5d); fewer tests, or more failing, is not that
+    assert Standing(green=False, passed=4, failing=1, tests="b", code="c").better_than(failing)
+    assert not Standing(green=False, passed=4, failing=0, tests="b", code="c").better_than(failing)
+    assert not Standing(green=False, passed=4, failing=3, tests="b", code="c").better_than(failing)
 
 
 def test_the_one_unnamed_block_answering_write_x_is_x(tmp_path: Path) -> None:

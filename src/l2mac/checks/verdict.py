@@ -67,6 +67,7 @@ class Standing:
     passed: int = 0
     failing: int = 0
     tests: str = ""
+    code: str = ""  # a digest of the project's other files: which code the tests ran against
     served: bool = True  # a program that serves answered (or there is none, or it was not tried)
 
     def better_than(self, other: Standing) -> bool:
@@ -83,6 +84,13 @@ class Standing:
             counts, others = (self.ran, self.passed, -self.failing), (other.ran, other.passed, -other.failing)
             if counts != others:
                 return counts > others
+        if not self.green and self.code == other.code and self.tests != other.tests and self.ran and other.ran:
+            # the same code under rewritten tests, as many or more of them, more passing: the tests' own errors
+            # fixed, no code bent to them (seen on the notes API at 7c5de5d: a test file whose len(response)
+            # was fixed, 6 of 8 passing, was put back to the one with 3 of 8)
+            more = self.passed > other.passed and self.failing <= other.failing
+            if more and self.passed + self.failing >= other.passed + other.failing:
+                return True
         return self.served and not other.served
 
     def closer_than(self, other: Standing) -> bool:
@@ -299,10 +307,13 @@ class StepChecks:
 
     def _standing(self, blocking: int, outcome: TestRun | None, *, served: bool) -> Standing:
         store = self.env.store
-        tests = sorted(p for p in store.list_files() if is_test_file(p))
+        files = store.list_files()
+        tests = sorted(p for p in files if is_test_file(p))
         digest = hashlib.sha256("\0".join(f"{p}\0{store.read_text(p)}" for p in tests).encode()).hexdigest()
+        code = sorted(p for p in files if p.endswith(".py") and not is_test_file(p))
+        code_digest = hashlib.sha256("\0".join(f"{p}\0{store.read_text(p)}" for p in code).encode()).hexdigest()
         if outcome is None:
-            return Standing(problems=blocking, tests=digest, served=served)
+            return Standing(problems=blocking, tests=digest, code=code_digest, served=served)
         ran = outcome.status in ("passed", "failed") and outcome.passed + outcome.failed > 0
         failing = outcome.failed + outcome.errors
         return Standing(
@@ -312,6 +323,7 @@ class StepChecks:
             passed=outcome.passed,
             failing=failing,
             tests=digest,
+            code=code_digest,
             served=served,
         )
 
