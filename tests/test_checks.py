@@ -846,3 +846,33 @@ def test_a_web_test_that_reads_a_response_as_its_data_gets_a_hint(tmp_path: Path
     assert len(hints) == 2
     assert "response.get_json() (Flask's test client)" in hints[0]
     assert hints[1].startswith("Hint: assert 405 == 200") and "405 Method Not Allowed" in hints[1]
+
+
+def test_a_flask_test_clients_response_json_call_is_made_get_json(tmp_path: Path) -> None:
+    """Seen on the notes API at 7c5de5d: ``response.json().get('error')`` in two tests (Flask's response.json is
+    the data, not a method); the same test file came back four times."""
+    from l2mac.checks.hints import failure_hints
+
+    tests = (
+        "def test_a(client):\n    response = client.post('/notes', json={})\n"
+        "    assert response.json().get('error')\n    assert client.get('/notes').json() == []\n"
+        "    other = make()\n    assert other.json()\n"
+    )
+    store = FileStore(tmp_path)
+    store.write_text("notes/app.py", "from flask import Flask\n\napp = Flask(__name__)\n")
+    store.write_text("tests/test_app.py", tests)
+    logged: list[tuple[str, dict[str, object]]] = []
+    repair_written(store, lambda p: [], ["tests/test_app.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("tests/test_app.py")
+    assert "response.get_json().get('error')" in fixed and "client.get('/notes').get_json() == []" in fixed
+    assert "other.json()" in fixed  # not a test client's response
+    assert logged[0][0] == "response_data_calls"
+    store.write_text("notes/app.py", "from fastapi import FastAPI\n\napp = FastAPI()\n")  # there json() is right
+    store.write_text("tests/test_app.py", tests)
+    repair_written(store, lambda p: [], ["tests/test_app.py"], lambda r, **f: None)
+    assert store.read_text("tests/test_app.py") == tests
+    output = (
+        "____ test_a ____\n>       assert response.json().get('error')\n"
+        "E       TypeError: 'dict' object is not callable\n"
+    )
+    assert "response.get_json()" in failure_hints(output)[0]

@@ -26,16 +26,18 @@ from l2mac.checks.autofix import (
     project_imports,
     repair_fixture_misuse,
     repair_ignored_argv,
+    response_data_calls,
     undefined_names,
 )
 from l2mac.checks.contract import given_heads, given_skeleton
 from l2mac.checks.demands import is_stub_definition, is_stub_shaped, names_for_file
 from l2mac.checks.dependencies import declaring, distribution_for, is_well_known
 from l2mac.checks.issues import CodeIssue
-from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.layout import code_trees, is_test_file, module_name
 from l2mac.checks.namespaces import unwrap_namespace_classes
 from l2mac.checks.python import undeclared_imports
 from l2mac.checks.shape import top_level_functions
+from l2mac.checks.web_apps import web_app
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -97,7 +99,15 @@ def repair_written(
     trees: dict[str, ast.Module] = {}
     notes += _repair_copies(store, python, trees, log)
     notes += _call_hidden_functions(store, python, trees, log)
-    for path in [p for p in python if is_test_file(p)]:
+    written_tests = [p for p in python if is_test_file(p)]
+    app = web_app(code_trees(python_files(store))) if written_tests else None
+    for path in written_tests:
+        if app is not None and (lines := rewrite(store, path, partial(response_data_calls, data=app.framework.data))):
+            notes.append(
+                f"Made the test client's response data calls in {path} {app.framework.data}() ({'; '.join(lines)}): "
+                "there, response.json is the data, not a method"
+            )
+            log("response_data_calls", path=path, lines=lines)
         if tests := rewrite(store, path, fixtures_as_parameters):
             notes.append(
                 f"Gave {', '.join(tests)} in {path} the fixtures they use as parameters, as pytest passes them"

@@ -30,6 +30,7 @@ class Framework:
     imports: tuple[str, ...]
     client: str
     run: str  # the command that starts an app, ``{app}`` where the app is named; "" when there is none
+    data: str = "json"  # the method of a test client's response that gives its JSON data
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,14 @@ class WebApp:
 def frameworks() -> tuple[Framework, ...]:
     text = resources.files(__package__).joinpath("web_apps.yaml").read_text(encoding="utf-8")
     return tuple(
-        Framework(f["app_class"], frozenset(f["routes"]), tuple(f["imports"]), f["client"], f.get("run", ""))
+        Framework(
+            f["app_class"],
+            frozenset(f["routes"]),
+            tuple(f["imports"]),
+            f["client"],
+            f.get("run", ""),
+            f.get("data", "json"),
+        )
         for f in yaml.safe_load(text)
     )
 
