@@ -3,7 +3,8 @@ is (each case from a review of the autofixes)."""
 
 from __future__ import annotations
 
-from l2mac.checks.autofix import call_hidden_functions, drop_app_copy, fixtures_as_parameters, keep_arguments
+from l2mac.checks.autofix import call_hidden_functions, fixtures_as_parameters, keep_arguments
+from l2mac.checks.web_repairs import drop_app_copy
 
 FACTORY = (
     "def create_app(db_path):\n    app = Flask(__name__)\n\n    @app.route('/')\n    def home():\n"

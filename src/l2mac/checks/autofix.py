@@ -9,16 +9,13 @@ and ``from __future__`` imports. Anything else is left to the model.
 from __future__ import annotations
 
 import ast
-import builtins
 import re
 
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
-from l2mac.checks.serve import is_main_guard
-from l2mac.checks.shape import calls_of, can_take, discarded_parameters, hidden_calls, own_nodes
+from l2mac.checks.shape import calls_of, can_take, discarded_parameters, free_reads, hidden_calls, own_nodes
 from l2mac.checks.typecheck import all_names
-from l2mac.checks.web_apps import app_copy, file_parameters
 
 _FROM = {
     "pathlib": ["Path"],
@@ -431,7 +428,7 @@ def fixtures_as_parameters(source: str) -> tuple[str, list[str]]:
             continue
         a = fn.args
         read = [n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-        free = _free_reads(fn)  # not its own parameters or variables, nor those of a lambda or function inside
+        free = free_reads(fn)  # not its own parameters or variables, nor those of a lambda or function inside
         missing = [x for x in dict.fromkeys(read) if x in fixtures and x in free and x not in module_level]
         if not missing or a.defaults or a.posonlyargs or a.kwonlyargs:
             continue
@@ -478,156 +475,3 @@ def keep_arguments(source: str) -> tuple[str, list[str]]:
     except SyntaxError:
         return source, []
     return fixed, [said for _, _, said in sorted(dropped)]
-
-
-def drop_app_copy(source: str, imported: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
-    """``source`` without a module-level web app that its factory makes again (see
-    :func:`l2mac.checks.web_apps.app_copy`): the app, its views, and the module-level state only they used (a
-    data file's path, the code that made that file, the app's configuration); a ``__main__`` block that ran the
-    app runs the factory's, given that state's values where it took them (``create_app(Path('data.db')).run()``).
-    Returns what was removed (``app`` and the views' names). Nothing is changed when another file imports the
-    app or a view (``imported``: the names other project files import from this module), when the factory
-    cannot be called so, or when code left would still read what was removed."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return source, []
-    copy = app_copy(tree)
-    if copy is None:
-        return source, []
-    app = next(t.id for t in copy.assign.targets if isinstance(t, ast.Name))
-    if {app, *(v.name for v in copy.views), "*"} & imported:
-        return source, []
-    removed: list[ast.stmt] = [copy.assign, *copy.views]
-    mains = [n for n in tree.body if is_main_guard(n)]
-    kept = [n for n in tree.body if n not in removed and n not in mains]
-    live = set().union(*(_free_reads(n) for n in kept if isinstance(n, _DEFS)))
-    used_by_removed = set().union(*(_free_reads(n) for n in removed))
-    values: dict[str, ast.expr] = {}
-    for node in kept:
-        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
-            if names <= used_by_removed and not names & live:
-                removed.append(node)
-                values.update({n: node.value for n in names})
-    gone = {app, *values}
-    state = defined_at_top_level(tree)
-    for node in kept:
-        named = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) for t in node.targets)
-        if isinstance(node, (ast.If, ast.Expr, ast.With, ast.For, ast.Assign, ast.AugAssign)) and not named:
-            read = {n for n in _free_reads(node) if n in state}
-            if (
-                read and read <= gone and node not in removed
-            ):  # it only sets up what was removed (``app.config[...] = ...``)
-                removed.append(node)
-    call = _factory_call(copy.factory, values)
-    lines = source.splitlines()
-    edits: list[tuple[int, int, int, str]] = []
-    for main in mains:
-        for n in ast.walk(main):
-            if isinstance(n, ast.Name) and n.id in gone:
-                if call is None or n.id != app:
-                    return source, []  # the program would lose what it runs
-                edits.append((n.lineno, n.col_offset, n.end_col_offset or n.col_offset, call))
-    for line, start, end, new in sorted(edits, reverse=True):
-        text = lines[line - 1].encode()
-        lines[line - 1] = (text[:start] + new.encode() + text[end:]).decode()
-    for node in sorted(removed, key=lambda n: -n.lineno):
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-        while first > 1 and lines[first - 2].strip().startswith("#"):  # its comment goes with it
-            first -= 1
-        del lines[first - 1 : node.end_lineno or node.lineno]
-    fixed = re.sub(r"\n{4,}", "\n\n\n", "\n".join(lines).strip("\n") + "\n")
-    try:
-        after = ast.parse(fixed)
-    except SyntaxError:
-        return source, []
-    imports = {
-        (a.asname or a.name).split(".")[0]
-        for n in after.body
-        if isinstance(n, (ast.Import, ast.ImportFrom))
-        for a in n.names
-    }
-    bound = defined_at_top_level(after) | imports | set(dir(builtins))
-    if any(n in gone and n not in bound for n in _free_reads(after)):
-        return source, []  # code left still reads what was removed
-    return fixed, [app, *(v.name for v in copy.views)]
-
-
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _free_reads(node: ast.AST, local: frozenset[str] = frozenset()) -> set[str]:
-    """The names ``node`` reads that are not its functions' own (their parameters and what they assign)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        a = node.args
-        own = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None}
-        body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
-        stores = {
-            n.id for b in body for n in ast.walk(b) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-        }
-        stores -= {g for b in body for n in ast.walk(b) if isinstance(n, (ast.Global, ast.Nonlocal)) for g in n.names}
-        inner = local | own | stores | {n.name for b in body for n in ast.walk(b) if isinstance(n, _DEFS)}
-        heads: list[ast.AST] = [*getattr(node, "decorator_list", []), *a.defaults, *filter(None, a.kw_defaults)]
-        return set().union(*(_free_reads(h, local) for h in heads), *(_free_reads(b, frozenset(inner)) for b in body))
-    if isinstance(node, ast.Name):
-        return {node.id} if isinstance(node.ctx, ast.Load) and node.id not in local else set()
-    return set().union(*(_free_reads(child, local) for child in ast.iter_child_nodes(node)))
-
-
-def _factory_call(factory: ast.FunctionDef, values: dict[str, ast.expr]) -> str | None:
-    """A call of ``factory`` that gives each required parameter the module-level value of its name, else a file
-    or folder parameter its name (None when a parameter is given neither way)."""
-    a = factory.args
-    required = [*a.posonlyargs, *a.args][: len(a.posonlyargs) + len(a.args) - len(a.defaults)]
-    places = {p.name: p for p in file_parameters(a) or ()}
-    if any(d is None for d in a.kw_defaults) or any(p.arg not in values and p.arg not in places for p in required):
-        return None
-    given = [ast.unparse(values[p.arg]) if p.arg in values else places[p.arg].literal() for p in required]
-    return f"{factory.name}({', '.join(given)})"
-
-
-def response_data_calls(source: str, data: str) -> tuple[str, list[str]]:
-    """``source`` (a test file) with ``.json()`` on a test client's response made ``.{data}()`` where the web
-    framework's responses give their data so (``data``: Flask's ``get_json``; its ``response.json`` is the data,
-    and calling it fails). A response is what a ``client.<method>(...)`` call returns, used directly or through
-    the name it was assigned to. Seen on the notes API at 7c5de5d: ``response.json().get('error')`` in two
-    tests, the same test file sent back four times. Returns the changed lines' text."""
-    if data == "json":
-        return source, []
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return source, []
-    responses = {
-        t.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Assign) and _a_client_call(n.value)
-        for t in n.targets
-        if isinstance(t, ast.Name)
-    }
-    lines = source.splitlines()
-    edits: list[tuple[int, int, int]] = []
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Call) and not n.args and not n.keywords and isinstance(n.func, ast.Attribute):
-            on = n.func.value
-            if n.func.attr == "json" and ((isinstance(on, ast.Name) and on.id in responses) or _a_client_call(on)):
-                end = n.func.end_col_offset or 0
-                edits.append((n.func.end_lineno or n.lineno, end - len("json"), end))
-    changed = []
-    for line, start, end in sorted(edits, reverse=True):
-        text = lines[line - 1].encode()
-        lines[line - 1] = (text[:start] + data.encode() + text[end:]).decode()
-        changed.append(lines[line - 1].strip())
-    if not changed:
-        return source, []
-    return "\n".join(lines) + "\n", sorted(changed)
-
-
-def _a_client_call(node: ast.expr) -> bool:
-    """Whether ``node`` is a request made with a test client: ``client.get(...)``, ``self.client.post(...)``."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-        return False
-    owner = node.func.value
-    name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
-    return "client" in name.lower()

@@ -15,7 +15,6 @@ from functools import partial
 from l2mac.checks.autofix import (
     add_imports,
     call_hidden_functions,
-    drop_app_copy,
     drop_identical_copies,
     drop_shadowed_imports,
     expand_star_imports,
@@ -26,7 +25,6 @@ from l2mac.checks.autofix import (
     project_imports,
     repair_fixture_misuse,
     repair_ignored_argv,
-    response_data_calls,
     undefined_names,
 )
 from l2mac.checks.contract import given_heads, given_skeleton
@@ -38,6 +36,7 @@ from l2mac.checks.namespaces import unwrap_namespace_classes
 from l2mac.checks.python import undeclared_imports
 from l2mac.checks.shape import top_level_functions
 from l2mac.checks.web_apps import web_app
+from l2mac.checks.web_repairs import drop_app_copy, response_data_calls
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 

@@ -353,3 +353,24 @@ def _assigned_name(stmt: ast.stmt) -> str:
     if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
         return stmt.target.id
     return ""
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def free_reads(node: ast.AST, local: frozenset[str] = frozenset()) -> set[str]:
+    """The names ``node`` reads that are not its functions' own (their parameters and what they assign)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = node.args
+        own = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None}
+        body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+        stores = {
+            n.id for b in body for n in ast.walk(b) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+        stores -= {g for b in body for n in ast.walk(b) if isinstance(n, (ast.Global, ast.Nonlocal)) for g in n.names}
+        inner = local | own | stores | {n.name for b in body for n in ast.walk(b) if isinstance(n, _DEFINITIONS)}
+        heads: list[ast.AST] = [*getattr(node, "decorator_list", []), *a.defaults, *filter(None, a.kw_defaults)]
+        return set().union(*(free_reads(h, local) for h in heads), *(free_reads(b, frozenset(inner)) for b in body))
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) and node.id not in local else set()
+    return set().union(*(free_reads(child, local) for child in ast.iter_child_nodes(node)))

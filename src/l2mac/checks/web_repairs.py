@@ -1,0 +1,148 @@
+"""Deterministic repairs of a web app a small model wrote: a module-level app that its factory makes again, and
+a test client's response read the wrong way for its framework (see :mod:`l2mac.checks.web_apps`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+
+from l2mac.checks.python import defined_at_top_level
+from l2mac.checks.serve import is_main_guard
+from l2mac.checks.shape import free_reads
+from l2mac.checks.web_apps import app_copy, file_parameters
+
+
+def drop_app_copy(source: str, imported: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
+    """``source`` without a module-level web app that its factory makes again (see
+    :func:`l2mac.checks.web_apps.app_copy`): the app, its views, and the module-level state only they used (a
+    data file's path, the code that made that file, the app's configuration); a ``__main__`` block that ran the
+    app runs the factory's, given that state's values where it took them (``create_app(Path('data.db')).run()``).
+    Returns what was removed (``app`` and the views' names). Nothing is changed when another file imports the
+    app or a view (``imported``: the names other project files import from this module), when the factory
+    cannot be called so, or when code left would still read what was removed."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    copy = app_copy(tree)
+    if copy is None:
+        return source, []
+    app = next(t.id for t in copy.assign.targets if isinstance(t, ast.Name))
+    if {app, *(v.name for v in copy.views), "*"} & imported:
+        return source, []
+    removed: list[ast.stmt] = [copy.assign, *copy.views]
+    mains = [n for n in tree.body if is_main_guard(n)]
+    kept = [n for n in tree.body if n not in removed and n not in mains]
+    live = set().union(
+        *(free_reads(n) for n in kept if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    )
+    used_by_removed = set().union(*(free_reads(n) for n in removed))
+    values: dict[str, ast.expr] = {}
+    for node in kept:
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+            if names <= used_by_removed and not names & live:
+                removed.append(node)
+                values.update({n: node.value for n in names})
+    gone = {app, *values}
+    state = defined_at_top_level(tree)
+    for node in kept:
+        named = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) for t in node.targets)
+        if isinstance(node, (ast.If, ast.Expr, ast.With, ast.For, ast.Assign, ast.AugAssign)) and not named:
+            read = {n for n in free_reads(node) if n in state}
+            if (
+                read and read <= gone and node not in removed
+            ):  # it only sets up what was removed (``app.config[...] = ...``)
+                removed.append(node)
+    call = _factory_call(copy.factory, values)
+    lines = source.splitlines()
+    edits: list[tuple[int, int, int, str]] = []
+    for main in mains:
+        for n in ast.walk(main):
+            if isinstance(n, ast.Name) and n.id in gone:
+                if call is None or n.id != app:
+                    return source, []  # the program would lose what it runs
+                edits.append((n.lineno, n.col_offset, n.end_col_offset or n.col_offset, call))
+    for line, start, end, new in sorted(edits, reverse=True):
+        text = lines[line - 1].encode()
+        lines[line - 1] = (text[:start] + new.encode() + text[end:]).decode()
+    for node in sorted(removed, key=lambda n: -n.lineno):
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        while first > 1 and lines[first - 2].strip().startswith("#"):  # its comment goes with it
+            first -= 1
+        del lines[first - 1 : node.end_lineno or node.lineno]
+    fixed = re.sub(r"\n{4,}", "\n\n\n", "\n".join(lines).strip("\n") + "\n")
+    try:
+        after = ast.parse(fixed)
+    except SyntaxError:
+        return source, []
+    imports = {
+        (a.asname or a.name).split(".")[0]
+        for n in after.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    bound = defined_at_top_level(after) | imports | set(dir(builtins))
+    if any(n in gone and n not in bound for n in free_reads(after)):
+        return source, []  # code left still reads what was removed
+    return fixed, [app, *(v.name for v in copy.views)]
+
+
+def _factory_call(factory: ast.FunctionDef, values: dict[str, ast.expr]) -> str | None:
+    """A call of ``factory`` that gives each required parameter the module-level value of its name, else a file
+    or folder parameter its name (None when a parameter is given neither way)."""
+    a = factory.args
+    required = [*a.posonlyargs, *a.args][: len(a.posonlyargs) + len(a.args) - len(a.defaults)]
+    places = {p.name: p for p in file_parameters(a) or ()}
+    if any(d is None for d in a.kw_defaults) or any(p.arg not in values and p.arg not in places for p in required):
+        return None
+    given = [ast.unparse(values[p.arg]) if p.arg in values else places[p.arg].literal() for p in required]
+    return f"{factory.name}({', '.join(given)})"
+
+
+def response_data_calls(source: str, data: str) -> tuple[str, list[str]]:
+    """``source`` (a test file) with ``.json()`` on a test client's response made ``.{data}()`` where the web
+    framework's responses give their data so (``data``: Flask's ``get_json``; its ``response.json`` is the data,
+    and calling it fails). A response is what a ``client.<method>(...)`` call returns, used directly or through
+    the name it was assigned to. Seen on the notes API at 7c5de5d: ``response.json().get('error')`` in two
+    tests, the same test file sent back four times. Returns the changed lines' text."""
+    if data == "json":
+        return source, []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    responses = {
+        t.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign) and _a_client_call(n.value)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    lines = source.splitlines()
+    edits: list[tuple[int, int, int]] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and not n.args and not n.keywords and isinstance(n.func, ast.Attribute):
+            on = n.func.value
+            if n.func.attr == "json" and ((isinstance(on, ast.Name) and on.id in responses) or _a_client_call(on)):
+                end = n.func.end_col_offset or 0
+                edits.append((n.func.end_lineno or n.lineno, end - len("json"), end))
+    changed = []
+    for line, start, end in sorted(edits, reverse=True):
+        text = lines[line - 1].encode()
+        lines[line - 1] = (text[:start] + data.encode() + text[end:]).decode()
+        changed.append(lines[line - 1].strip())
+    if not changed:
+        return source, []
+    return "\n".join(lines) + "\n", sorted(changed)
+
+
+def _a_client_call(node: ast.expr) -> bool:
+    """Whether ``node`` is a request made with a test client: ``client.get(...)``, ``self.client.post(...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    owner = node.func.value
+    name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+    return "client" in name.lower()
