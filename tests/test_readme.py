@@ -196,3 +196,16 @@ def test_a_command_that_asks_a_local_url_with_no_server_in_the_readme_fails_as_i
     files = {"README.md": "```bash\npython -c \"import urllib.request as u; u.urlopen('http://localhost:8766/')\"\n```"}
     (only,) = verify_readme(choose_runner("auto"), files, 5)
     assert only.outcome == "fails" and "Connection refused" in only.detail
+
+
+def test_a_readme_that_asks_a_local_server_must_give_the_command_that_starts_it() -> None:
+    """Seen on the notes API at 5694d08: three ``curl http://localhost:5000/notes`` lines and no command that
+    started the app, so each failed; a README that asks nothing of a server may run the program as it likes."""
+    from l2mac.checks.verdict import _lacking_commands
+
+    known = {"install": "python -m pip install -e .", "test": "python -m pytest", "run": "python -m notes.app"}
+    asked = ["python -m pip install -e .", "python -m pytest", "curl http://localhost:5000/notes"]
+    assert _lacking_commands(known, asked) == ["python -m notes.app"]
+    assert _lacking_commands(known, [*asked, "python -m notes.app"]) == []
+    assert _lacking_commands(known, ["python -m pip install -e .", "python -m pytest", "notes add x"]) == []
+    assert _lacking_commands(known, ["python -m pytest"]) == ["python -m pip install -e ."]
