@@ -129,9 +129,11 @@ def test_a_readme_step_whose_readme_gives_no_command_is_not_done(tmp_path: Path)
     assert readme_commands(store.read_text("README.md")) == ["python -m pip install -e .", "python -m pytest"]
 
 
-def test_a_readme_that_gives_the_install_or_test_command_only_in_prose_is_not_done(tmp_path: Path) -> None:
-    """Seen on the notes API at df27f4e: "Run `python -m pip install -e ".[test]"` to install" in a list, and only
-    the server command in a ```bash block, so the README's check ran the server with nothing installed."""
+def test_the_commands_a_readme_needs_and_lacks_are_put_in_from_the_projects_files(tmp_path: Path) -> None:
+    """Seen on the notes API: at df27f4e, the install and test commands only in a list of prose; at c291e57,
+    three curl lines and no command starting the app, sent back so three times (2,000 tokens each) after being
+    told. They are facts the project's files give, so they are put in (the server's just before the first
+    request to it) and the model is told what was added."""
     import asyncio
 
     from l2mac.checks.runner import SubprocessRunner
@@ -147,15 +149,13 @@ def test_a_readme_that_gives_the_install_or_test_command_only_in_prose_is_not_do
     from l2mac.types import Instruction, StepStatus
 
     install = 'python -m pip install -e ".[test]"'
-    prose = f"README.md\n```markdown\n# Notes\n\n1. Run `{install}`.\n\n```bash\npython -m notes\n```\n```\n"
-    whole = prose.replace(f"1. Run `{install}`.", f"```bash\n{install}\npython -m pytest\n```")
-    script = ScriptedModel([text(prose), text(whole), text("STEP COMPLETE")])
+    curl = "curl http://localhost:5000/notes"
+    prose = f"README.md\n```markdown\n# Notes\n\n1. Run `{install}`.\n\n## Usage\n\n```bash\n{curl}\n```\n```\n"
+    script = ScriptedModel([text(prose), text("STEP COMPLETE")])
     store = FileStore(tmp_path / "proj")
-    store.write_text(
-        "pyproject.toml",
-        '[project]\nname = "notes"\nversion = "0.1.0"\n\n[project.optional-dependencies]\ntest = ["pytest"]\n',
-    )
-    store.write_text("notes/__main__.py", "print('notes')\n")
+    pyproject = '[project]\nname = "notes"\nversion = "0.1.0"\n\n[project.optional-dependencies]\ntest = ["pytest"]\n'
+    store.write_text("pyproject.toml", pyproject)
+    store.write_text("notes/__main__.py", "print('notes')\n\nif __name__ == '__main__':\n    print('serving')\n")
     store.write_text("tests/test_notes.py", "def test_notes():\n    assert True\n")
     domain = load_domain("codebase")
     unit = ControlUnit(
@@ -171,12 +171,10 @@ def test_a_readme_that_gives_the_install_or_test_command_only_in_prose_is_not_do
     step = Step("notes", 1, 1, Instruction(title="README", instruction=asked, requires_tests=False), "")
     outcome = asyncio.run(unit.run_step(step))
     assert outcome.status is StepStatus.PASSED, outcome.reason
-    told = str(script.requests[1])
-    assert "README.md does not give these commands in a ```bash block" in told
-    assert (
-        "python -m pytest" in told and "python -m notes" not in told.split("these commands")[1]
-    )  # the run command is the README's choice
-    assert readme_commands(store.read_text("README.md"))[:2] == [install, "python -m pytest"]
+    readme = store.read_text("README.md")
+    assert readme_commands(readme) == [install, "python -m pytest", "python -m notes", curl]
+    assert readme.index("## Install and test") < readme.index("## Usage") < readme.index("python -m notes\n")
+    assert "Put in README.md the commands it needs and lacked" in str(script.requests[1])
 
 
 def test_the_commands_that_ask_a_local_url_run_while_the_readmes_server_runs() -> None:
@@ -201,7 +199,7 @@ def test_a_command_that_asks_a_local_url_with_no_server_in_the_readme_fails_as_i
 def test_a_readme_that_asks_a_local_server_must_give_the_command_that_starts_it() -> None:
     """Seen on the notes API at 5694d08: three ``curl http://localhost:5000/notes`` lines and no command that
     started the app, so each failed; a README that asks nothing of a server may run the program as it likes."""
-    from l2mac.checks.verdict import _lacking_commands
+    from l2mac.checks.usage import lacking_commands as _lacking_commands
 
     known = {"install": "python -m pip install -e .", "test": "python -m pytest", "run": "python -m notes.app"}
     asked = ["python -m pip install -e .", "python -m pytest", "curl http://localhost:5000/notes"]

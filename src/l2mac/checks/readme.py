@@ -54,7 +54,7 @@ class ReadmeCommand:
 def readme_commands(text: str) -> list[str]:
     """The commands the README tells a user to run, in order, without repeats."""
     found: list[str] = []
-    for lang, lines in _blocks(text):
+    for lang, lines, _ in _blocks(text):
         for raw in _joined(lines):
             line = raw.strip()
             prompted = line.startswith("$ ")
@@ -66,18 +66,18 @@ def readme_commands(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _blocks(text: str) -> list[tuple[str, list[str]]]:
-    """The fenced blocks of a Markdown text: (language, lines). A fence closes only with the same character,
-    at least as long, and nothing else on its line."""
-    blocks: list[tuple[str, list[str]]] = []
-    fence, lang = "", ""
+def _blocks(text: str) -> list[tuple[str, list[str], int]]:
+    """The fenced blocks of a Markdown text: (language, lines, the index of the opening fence's line). A fence
+    closes only with the same character, at least as long, and nothing else on its line."""
+    blocks: list[tuple[str, list[str], int]] = []
+    fence, lang, start = "", "", 0
     lines: list[str] = []
-    for line in text.splitlines():
+    for i, line in enumerate(text.splitlines()):
         if not fence:
             if opened := FENCE.match(line):
-                fence, lang, lines = opened.group(1), opened.group(2).lower(), []
+                fence, lang, lines, start = opened.group(1), opened.group(2).lower(), [], i
         elif line.strip() and set(line.strip()) == {fence[0]} and len(line.strip()) >= len(fence):
-            blocks.append((lang, lines))
+            blocks.append((lang, lines, start))
             fence = ""
         else:
             lines.append(line)
@@ -188,3 +188,26 @@ def _run(runner: Runner, copy: Path, venv: Path, command: str, timeout_s: float)
     if result.returncode == 0:
         return ReadmeCommand(command, "works")
     return ReadmeCommand(command, "fails", f"exit code {result.returncode}: {result.output[-800:]}")
+
+
+def with_commands(text: str, lacking: list[str], run: str) -> str:
+    """A README's ``text`` with the commands it ``lacking`` put in, each in a ```bash block: the command that
+    starts the program (``run``) just before the first block that asks it on this machine, the others (install,
+    tests) before its first section, or at its end when it has none."""
+    lines = text.splitlines()
+    if run in lacking:
+        start = next((at for _, held, at in _blocks(text) if LOCAL_URL.search("\n".join(held))), None)
+        if start is not None:
+            lines[start:start] = [
+                "Start it first (it keeps running; send the requests below from another terminal):",
+                "",
+                "```bash",
+                run,
+                "```",
+                "",
+            ]
+    rest = [c for c in lacking if c != run or not any(line.strip() == run for line in lines)]
+    if rest:
+        section = next((i for i, line in enumerate(lines) if line.startswith("## ")), len(lines))
+        lines[section:section] = ["## Install and test", "", "```bash", *rest, "```", ""]
+    return "\n".join(lines) + "\n"

@@ -34,7 +34,9 @@ from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import code_trees, is_test_file, module_name
 from l2mac.checks.namespaces import unwrap_namespace_classes
 from l2mac.checks.python import undeclared_imports
+from l2mac.checks.readme import README, readme_commands, with_commands
 from l2mac.checks.shape import top_level_functions
+from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.checks.web_apps import web_app
 from l2mac.checks.web_repairs import drop_app_copy, response_data_calls
 from l2mac.errors import WorkspaceError
@@ -56,6 +58,8 @@ def repair_written(
     step's, says which functions a file must define at its top level."""
     python = [p for p in paths if p.endswith(".py")]
     notes = _repair_fixtures(store, paths, log)
+    if README in paths and store.exists(README):
+        notes += _readme_commands(store, log)
     for path in [p for p in python if instruction and not is_test_file(p)]:
         wanted = set(names_for_file(instruction, path))
         skeleton = given_skeleton(instruction, sorted(wanted), path)
@@ -114,6 +118,21 @@ def repair_written(
             log("fixtures_made_parameters", path=path, tests=tests)
     notes += _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
     return notes + _declare_well_known(store, python, log)
+
+
+def _readme_commands(store: FileStore, log: Log) -> list[str]:
+    """The commands a README needs and lacks, of those the project's files support (see
+    :func:`l2mac.checks.usage.lacking_commands`), put in. Seen on the notes API at c291e57: told its README
+    asked the server with curl and gave no command that started it, the 1.5B model sent the README back without
+    it three times, 2,000 tokens each."""
+    text = store.read_text(README)
+    known = project_commands(store.snapshot())
+    lacking = lacking_commands(known, readme_commands(text))
+    if not lacking:
+        return []
+    store.write_text(README, with_commands(text, lacking, known.get("run", "")))
+    log("readme_commands_added", path=README, commands=lacking)
+    return [f"Put in {README} the commands it needs and lacked, which work for the project: {'; '.join(lacking)}"]
 
 
 def _repair_fixtures(store: FileStore, paths: list[str], log: Log) -> list[str]:

@@ -14,6 +14,7 @@ import sys
 
 from l2mac.checks.dependencies import PYPROJECT, REQUIREMENTS
 from l2mac.checks.layout import code_trees, is_test_file, module_name
+from l2mac.checks.readme import LOCAL_URL
 from l2mac.checks.serve import has_main
 from l2mac.checks.web_apps import web_app
 
@@ -65,3 +66,15 @@ def _run_command(files: dict[str, str], project: dict[str, dict[str, dict[str, o
     if "/" not in main:
         return f"python {main}"
     return f"python -m {module_name(main).removesuffix('.__main__')}"
+
+
+def lacking_commands(known: dict[str, str], given: list[str]) -> list[str]:
+    """Of the project's commands (``known``, see :func:`l2mac.checks.usage.project_commands`), those a README's
+    commands (``given``) need and lack: the install and test commands; the run command when the README asks
+    a server on this machine (``curl http://localhost:5000/notes``) and starts none. The run command is otherwise
+    the README's choice (a CLI's own example is as good as --help). Seen on the notes API at 5694d08: three
+    curl lines and no command that started the app, so each failed."""
+    wanted = [c for what, c in known.items() if what != "run"]
+    if "run" in known and any(LOCAL_URL.search(c) for c in given):
+        wanted.append(known["run"])
+    return [c for c in wanted if c not in given]

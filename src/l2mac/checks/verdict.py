@@ -34,12 +34,12 @@ from l2mac.checks.env import ToolEnv
 from l2mac.checks.examples import Example, run_examples, task_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
-from l2mac.checks.readme import LOCAL_URL, README, readme_commands
+from l2mac.checks.readme import README, readme_commands
 from l2mac.checks.regressions import Baseline, find_regression, step_names
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
 from l2mac.checks.tests import TestRun, deselected
-from l2mac.checks.usage import project_commands
+from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.domains import Domain
 from l2mac.types import Instruction
 
@@ -50,18 +50,6 @@ _FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
 
 #: an instruction that asks for the commands a user types (a README's install, test and run commands)
 _COMMANDS = re.compile(r"\bcommands?\b", re.IGNORECASE)
-
-
-def _lacking_commands(known: dict[str, str], given: list[str]) -> list[str]:
-    """Of the project's commands (``known``, see :func:`l2mac.checks.usage.project_commands`), those a README's
-    commands (``given``) need and lack: the install and test commands; the run command when the README asks
-    a server on this machine (``curl http://localhost:5000/notes``) and starts none. The run command is otherwise
-    the README's choice (a CLI's own example is as good as --help). Seen on the notes API at 5694d08: three
-    curl lines and no command that started the app, so each failed."""
-    wanted = [c for what, c in known.items() if what != "run"]
-    if "run" in known and any(LOCAL_URL.search(c) for c in given):
-        wanted.append(known["run"])
-    return [c for c in wanted if c not in given]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -385,7 +373,7 @@ class StepChecks:
             given = readme_commands(store.read_text(README))
             if not given:
                 notes.append(render("text_readme_commands", path=README))  # seen: a README cut before its first command
-            elif lacking := _lacking_commands(project_commands(store.snapshot()), given):
+            elif lacking := lacking_commands(project_commands(store.snapshot()), given):
                 # seen on the notes API at df27f4e: the install and test commands only in the prose, so the README's
                 # own check ran the server command first, with nothing installed
                 listed = "\n".join(f"```bash\n{c}\n```" for c in lacking)

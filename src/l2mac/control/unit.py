@@ -24,6 +24,7 @@ from l2mac.checks.agreement import AgreementLimits, Asked, Weigher
 from l2mac.checks.consensus import test_functions
 from l2mac.checks.demands import names_for_file
 from l2mac.checks.output import trim_output
+from l2mac.checks.readme import README
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.verdict import Standing, StepChecks
 from l2mac.context import ContextBudget
@@ -237,7 +238,8 @@ class ControlUnit:
         env = self.toolbox.env
         files = _args_dict(call.args).get("files")
         paths = [str(f.get("path")) for f in files if isinstance(f, dict)] if isinstance(files, list) else []
-        paths = [p for p in paths if p.endswith(".py") and env.store.is_project_file(p)]
+        paths = [p for p in paths if p.endswith(".py") or p == README]  # a README's commands are repaired too
+        paths = [p for p in paths if env.store.is_project_file(p)]
         log = partial(self.log, "recovered", step=step.index)
         added = repair_written(
             env.store,
