@@ -618,7 +618,11 @@ def test_a_run_with_the_readme_step_writes_the_readme_last(tmp_path: Path) -> No
     result, script = run_scripted(tmp_path, replies, protocol="tools", readme_step=True)
     assert script.remaining == 0 and result.ok, result.report
     assert [o.title for o in result.outcomes] == ["Double", "README"]
-    assert (tmp_path / "ws" / "proj" / "README.md").read_text() == readme
+    written = (tmp_path / "ws" / "proj" / "README.md").read_text()
+    # as the model wrote it, with the install command it lacked put in from the project's files
+    assert written.startswith(readme) and written.endswith(
+        '## Install and test\n\n```bash\npython -m pip install -e ".[test]"\n```\n'
+    )
     # before the README step, the project was made installable with what its tests need
     pyproject = (tmp_path / "ws" / "proj" / "pyproject.toml").read_text()
     assert 'name = "proj"' in pyproject and 'test = ["pytest"]' in pyproject

@@ -209,5 +209,6 @@ def with_commands(text: str, lacking: list[str], run: str) -> str:
     rest = [c for c in lacking if c != run or not any(line.strip() == run for line in lines)]
     if rest:
         section = next((i for i, line in enumerate(lines) if line.startswith("## ")), len(lines))
-        lines[section:section] = ["## Install and test", "", "```bash", *rest, "```", ""]
-    return "\n".join(lines) + "\n"
+        before = [""] if section and lines[section - 1].strip() else []
+        lines[section:section] = [*before, "## Install and test", "", "```bash", *rest, "```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
