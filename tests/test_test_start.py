@@ -99,3 +99,11 @@ def test_only_a_parameter_whose_last_word_names_a_file_or_folder_is_given_a_plac
     assert "fixture" not in file_start("tests/t.py", {"web/app.py": urls})  # no test can make this app
     dirs = urls.replace("profile, db_url", "data_dir, database")
     assert 'app = create_app(tmp_path, tmp_path / "database")' in file_start("tests/t.py", {"web/app.py": dirs})
+
+
+def test_a_function_that_sets_up_the_module_level_app_and_returns_it_is_its_factory() -> None:
+    """Seen on the notes API run in-process at b9efa8c: ``create_app(db_path)`` set the module-level app's
+    database and returned it; the tests used the app unconfigured, and the step failed."""
+    configured = MODULE_APP + "\n\ndef create_app(db_path):\n    app.config['DB_PATH'] = db_path\n    return app\n"
+    start = file_start("tests/test_app.py", {"notes/app.py": configured})
+    assert 'app = create_app(tmp_path / "db_path")\n' in start and "from notes.app import create_app" in start

@@ -103,11 +103,18 @@ def web_app(trees: dict[str, ast.Module]) -> WebApp | None:
     for path, tree in trees.items():
         module = module_name(path)
         for framework in frameworks():
+            apps = frozenset(
+                t.id
+                for n in tree.body
+                if isinstance(n, ast.Assign) and _makes(n.value, framework)
+                for t in n.targets
+                if isinstance(t, ast.Name)
+            )
             for node in tree.body:
                 if isinstance(node, ast.Assign) and _makes(node.value, framework):
                     targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
                     found += [WebApp(module, t, framework) for t in targets[:1]]
-                elif isinstance(node, ast.FunctionDef) and _factory(node, framework):
+                elif isinstance(node, ast.FunctionDef) and _factory(node, framework, apps):
                     places = file_parameters(node.args)
                     if places is not None and not node.name.startswith("_"):
                         found.append(WebApp(module, node.name, framework, places))
@@ -126,8 +133,11 @@ def _makes(value: ast.expr, framework: Framework) -> bool:
     return isinstance(value, ast.Call) and _called(value) == framework.app_class
 
 
-def _factory(fn: ast.FunctionDef, framework: Framework) -> bool:
-    """Whether ``fn`` makes an app of ``framework`` and returns it."""
+def _factory(fn: ast.FunctionDef, framework: Framework, module_apps: frozenset[str] = frozenset()) -> bool:
+    """Whether ``fn`` makes an app of ``framework`` and returns it, or returns the module's own app
+    (``module_apps``) once it has set it up: ``def create_app(db_path): app.config["DB"] = db_path; return app``
+    (seen on the notes API, run in-process at b9efa8c: the tests used the module-level app with no database
+    configured, and the factory that configures it went uncalled)."""
     made = {
         t.id
         for n in ast.walk(fn)
@@ -135,8 +145,10 @@ def _factory(fn: ast.FunctionDef, framework: Framework) -> bool:
         for t in n.targets
         if isinstance(t, ast.Name)
     }
+    local = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    shared = module_apps - local - {p.arg for p in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
     returned = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
-    return any((isinstance(r, ast.Name) and r.id in made) or _makes(r, framework) for r in returned)
+    return any((isinstance(r, ast.Name) and r.id in made | shared) or _makes(r, framework) for r in returned)
 
 
 def views(tree: ast.Module, app: WebApp | None) -> list[str]:
