@@ -3,12 +3,24 @@ reported as working, failing (with why) or still running."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from l2mac.checks.readme import INSTALL, readme_commands, verify_readme
+from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.sandbox import choose_runner
+from l2mac.context import ContextBudget
+from l2mac.control import ControlUnit, Step, StepLimits
+from l2mac.control.text import TEXT
+from l2mac.domains import load_domain
+from l2mac.models.client import ModelClient
+from l2mac.models.scripted import ScriptedModel, text
+from l2mac.record import RunRecord
+from l2mac.store import FileStore
+from l2mac.tools import Toolbox, ToolEnv, tools_named
+from l2mac.types import Instruction, StepOutcome, StepStatus
 
 README = """# greet
 
@@ -93,37 +105,12 @@ def test_an_install_command_gets_the_network_and_what_it_installs_is_used() -> N
 
 def test_a_readme_step_whose_readme_gives_no_command_is_not_done(tmp_path: Path) -> None:
     """Seen on the notes API at c78c993: README.md cut before its first command, and the README step passed."""
-    import asyncio
-
-    from l2mac.checks.runner import SubprocessRunner
-    from l2mac.context import ContextBudget
-    from l2mac.control import ControlUnit, Step, StepLimits
-    from l2mac.control.text import TEXT
-    from l2mac.domains import load_domain
-    from l2mac.models.client import ModelClient
-    from l2mac.models.scripted import ScriptedModel, text
-    from l2mac.record import RunRecord
-    from l2mac.store import FileStore
-    from l2mac.tools import Toolbox, ToolEnv, tools_named
-    from l2mac.types import Instruction, StepStatus
 
     cut = "README.md\n```markdown\n# Notes\n\nTo install it, run the following command in your terminal:\n```\n"
     whole = "README.md\n```markdown\n# Notes\n\n```bash\npython -m pip install -e .\npython -m pytest\n```\n```\n"
     script = ScriptedModel([text(cut), text(whole), text("STEP COMPLETE")])
     store = FileStore(tmp_path / "proj")
-    domain = load_domain("codebase")
-    unit = ControlUnit(
-        ModelClient(script.model),
-        Toolbox(tools_named(domain.tools), ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)),
-        domain,
-        ContextBudget(window=16000, reply=500, margin=0.1),
-        protocol=TEXT,
-        limits=StepLimits(max_turns=6, samples=0),
-        record=RunRecord(store.root),
-    )
-    asked = "Write README.md: what it does, then the install, test and run commands, each in a ```bash block."
-    step = Step("notes", 1, 1, Instruction(title="README", instruction=asked, requires_tests=False), "")
-    outcome = asyncio.run(unit.run_step(step))
+    outcome = _run_readme_step(store, script)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "README.md gives no command a user can type" in str(script.requests[1])
     assert readme_commands(store.read_text("README.md")) == ["python -m pip install -e .", "python -m pytest"]
@@ -134,19 +121,6 @@ def test_the_commands_a_readme_needs_and_lacks_are_put_in_from_the_projects_file
     three curl lines and no command starting the app, sent back so three times (2,000 tokens each) after being
     told. They are facts the project's files give, so they are put in (the server's just before the first
     request to it) and the model is told what was added."""
-    import asyncio
-
-    from l2mac.checks.runner import SubprocessRunner
-    from l2mac.context import ContextBudget
-    from l2mac.control import ControlUnit, Step, StepLimits
-    from l2mac.control.text import TEXT
-    from l2mac.domains import load_domain
-    from l2mac.models.client import ModelClient
-    from l2mac.models.scripted import ScriptedModel, text
-    from l2mac.record import RunRecord
-    from l2mac.store import FileStore
-    from l2mac.tools import Toolbox, ToolEnv, tools_named
-    from l2mac.types import Instruction, StepStatus
 
     install = 'python -m pip install -e ".[test]"'
     curl = "curl http://localhost:5000/notes"
@@ -157,19 +131,7 @@ def test_the_commands_a_readme_needs_and_lacks_are_put_in_from_the_projects_file
     store.write_text("pyproject.toml", pyproject)
     store.write_text("notes/__main__.py", "print('notes')\n\nif __name__ == '__main__':\n    print('serving')\n")
     store.write_text("tests/test_notes.py", "def test_notes():\n    assert True\n")
-    domain = load_domain("codebase")
-    unit = ControlUnit(
-        ModelClient(script.model),
-        Toolbox(tools_named(domain.tools), ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)),
-        domain,
-        ContextBudget(window=16000, reply=500, margin=0.1),
-        protocol=TEXT,
-        limits=StepLimits(max_turns=6, samples=0),
-        record=RunRecord(store.root),
-    )
-    asked = "Write README.md: what it does, then the install, test and run commands, each in a ```bash block."
-    step = Step("notes", 1, 1, Instruction(title="README", instruction=asked, requires_tests=False), "")
-    outcome = asyncio.run(unit.run_step(step))
+    outcome = _run_readme_step(store, script)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     readme = store.read_text("README.md")
     assert readme_commands(readme) == [install, "python -m pytest", "python -m notes", curl]
@@ -207,3 +169,20 @@ def test_a_readme_that_asks_a_local_server_must_give_the_command_that_starts_it(
     assert _lacking_commands(known, [*asked, "python -m notes.app"]) == []
     assert _lacking_commands(known, ["python -m pip install -e .", "python -m pytest", "notes add x"]) == []
     assert _lacking_commands(known, ["python -m pytest"]) == ["python -m pip install -e ."]
+
+
+def _run_readme_step(store: FileStore, script: ScriptedModel) -> StepOutcome:
+    """A README step ("what it does, then the install, test and run commands") run on ``store`` by ``script``."""
+    domain = load_domain("codebase")
+    unit = ControlUnit(
+        ModelClient(script.model),
+        Toolbox(tools_named(domain.tools), ToolEnv(store=store, runner=SubprocessRunner(), max_output_chars=4000)),
+        domain,
+        ContextBudget(window=16000, reply=500, margin=0.1),
+        protocol=TEXT,
+        limits=StepLimits(max_turns=6, samples=0),
+        record=RunRecord(store.root),
+    )
+    asked = "Write README.md: what it does, then the install, test and run commands, each in a ```bash block."
+    step = Step("notes", 1, 1, Instruction(title="README", instruction=asked, requires_tests=False), "")
+    return asyncio.run(unit.run_step(step))
