@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
+from l2mac.checks.contract import parses
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
@@ -443,9 +444,7 @@ def fixtures_as_parameters(source: str) -> tuple[str, list[str]]:
     if not changed:
         return source, []
     fixed = "\n".join(lines) + "\n"
-    try:
-        ast.parse(fixed)
-    except SyntaxError:  # a signature read wrongly (a default or an annotation holding a parenthesis)
+    if not parses(fixed):  # a signature read wrongly (a default or an annotation holding a parenthesis)
         return source, []
     return fixed, sorted(changed)
 
@@ -470,8 +469,4 @@ def keep_arguments(source: str) -> tuple[str, list[str]]:
     for start, end, _ in sorted(dropped, reverse=True):
         del lines[start - 1 : end]
     fixed = "\n".join(lines) + "\n"
-    try:
-        ast.parse(fixed)
-    except SyntaxError:
-        return source, []
-    return fixed, [said for _, _, said in sorted(dropped)]
+    return (fixed, [said for _, _, said in sorted(dropped)]) if parses(fixed) else (source, [])

@@ -31,7 +31,7 @@ from l2mac.checks.contract import given_heads, given_skeleton
 from l2mac.checks.demands import is_stub_definition, is_stub_shaped, names_for_file
 from l2mac.checks.dependencies import declaring, distribution_for, is_well_known
 from l2mac.checks.issues import CodeIssue
-from l2mac.checks.layout import code_trees, is_test_file, module_name
+from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.namespaces import unwrap_namespace_classes
 from l2mac.checks.python import undeclared_imports
 from l2mac.checks.readme import README, readme_commands, with_commands
@@ -83,10 +83,24 @@ def repair_written(
                 "argument argparse reads the command line of whatever runs the code, e.g. pytest"
             )
             log("argv_passed_to_parse_args", path=path, functions=functions)
+    notes += _repair_web_and_arguments(store, python, log)
+    trees: dict[str, ast.Module] = {}
+    notes += _repair_copies(store, python, trees, log)
+    notes += _call_hidden_functions(store, python, trees, log)
+    notes += _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
+    return notes + _declare_well_known(store, python, log)
+
+
+def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> list[str]:
+    """In the code files of ``python``: a module-level web app its factory makes again, and arguments thrown away
+    before use; in its test files: a test client's response data read the wrong way for the framework, and
+    fixtures used but not taken. The project is parsed once, and a file again only when it was changed."""
     code = [p for p in python if not is_test_file(p)]
-    everything = _trees(store) if code else {}
+    tests = [p for p in python if is_test_file(p)]
+    trees = _trees(store) if python else {}
+    notes: list[str] = []
     for path in code:
-        imported = _imported_from(everything, module_name(path), path)
+        imported = _imported_from(trees, module_name(path), path)
         if dropped := rewrite(store, path, partial(drop_app_copy, imported=imported)):
             notes.append(
                 f"Removed from {path} the module-level {dropped[0]} and its routes ({', '.join(dropped[1:])}): "
@@ -99,25 +113,22 @@ def repair_written(
                 "function uses what its caller passes"
             )
             log("arguments_kept", path=path, statements=kept)
-    trees: dict[str, ast.Module] = {}
-    notes += _repair_copies(store, python, trees, log)
-    notes += _call_hidden_functions(store, python, trees, log)
-    written_tests = [p for p in python if is_test_file(p)]
-    app = web_app(code_trees(python_files(store))) if written_tests else None
-    for path in written_tests:
+        if dropped or kept:
+            trees[path] = ast.parse(store.read_text(path))
+    app = web_app({p: t for p, t in trees.items() if not is_test_file(p)}) if tests else None
+    for path in tests:
         if app is not None and (lines := rewrite(store, path, partial(response_data_calls, data=app.framework.data))):
             notes.append(
                 f"Made the test client's response data calls in {path} {app.framework.data}() ({'; '.join(lines)}): "
                 "there, response.json is the data, not a method"
             )
             log("response_data_calls", path=path, lines=lines)
-        if tests := rewrite(store, path, fixtures_as_parameters):
+        if fixed := rewrite(store, path, fixtures_as_parameters):
             notes.append(
-                f"Gave {', '.join(tests)} in {path} the fixtures they use as parameters, as pytest passes them"
+                f"Gave {', '.join(fixed)} in {path} the fixtures they use as parameters, as pytest passes them"
             )
-            log("fixtures_made_parameters", path=path, tests=tests)
-    notes += _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
-    return notes + _declare_well_known(store, python, log)
+            log("fixtures_made_parameters", path=path, tests=fixed)
+    return notes
 
 
 def _readme_commands(store: FileStore, log: Log) -> list[str]:
@@ -213,16 +224,11 @@ def _call_hidden_functions(store: FileStore, paths: list[str], trees: dict[str, 
     if code and not trees:
         trees.update(_trees(store))
     notes: list[str] = []
+    imports = {module_name(r): imported_modules(t, module_name(r)) for r, t in trees.items()}  # read once
+    defined = top_level_functions(trees)
     for path in [p for p in code if p in trees]:
         own = module_name(path)
-        owners = {
-            name: [
-                m
-                for m in modules
-                if not any(module_name(r) == m and own in imported_modules(t, m) for r, t in trees.items())
-            ]
-            for name, modules in top_level_functions(trees).items()
-        }
+        owners = {name: [m for m in modules if own not in imports.get(m, set())] for name, modules in defined.items()}
         if added := rewrite(store, path, partial(call_hidden_functions, module=own, owners=owners)):
             trees[path] = ast.parse(store.read_text(path))
             notes.append(
