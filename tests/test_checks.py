@@ -876,3 +876,95 @@ def test_a_flask_test_clients_response_json_call_is_made_get_json(tmp_path: Path
         "E       TypeError: 'dict' object is not callable\n"
     )
     assert "response.get_json()" in failure_hints(output)[0]
+
+
+STORE_WITH_SETUP = """import sqlite3
+from pathlib import Path
+
+
+def init_db(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, title TEXT)")
+
+
+def add_note(path: Path, title: str) -> int:
+    with sqlite3.connect(path) as db:
+        return db.execute("INSERT INTO notes (title) VALUES (?)", (title,)).lastrowid or 0
+
+
+def list_notes(path: Path) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [row[0] for row in db.execute("SELECT title FROM notes")]
+"""
+
+STORE_TESTS = """from notes.store import add_note, init_db, list_notes
+
+
+def test_add(tmp_path):
+    path = tmp_path / "t.db"
+    init_db(path)
+    assert add_note(path, "a") == 1
+
+
+def test_list(tmp_path):
+    path = tmp_path / "t.db"
+    init_db(path)
+    add_note(path, "a")
+    assert list_notes(path) == ["a"]
+"""
+
+APP_WITHOUT_SETUP = """from pathlib import Path
+
+from flask import Flask, jsonify, request
+
+from notes.store import add_note, init_db, list_notes
+
+app = Flask(__name__)
+
+
+@app.route("/notes", methods=["POST"])
+def create_note():
+    return jsonify(add_note(app.config["DB_PATH"], request.get_json()["title"])), 201
+
+
+def create_app(db_path: Path):
+    app.config["DB_PATH"] = db_path
+    return app
+"""
+
+
+def test_an_app_factory_calls_the_setup_the_projects_tests_call_first(tmp_path: Path) -> None:
+    """Seen on the notes API run in-process at c1bae50: create_app(db_path) stored the path, the views handed it to
+    add_note, and init_db (imported) was never called; every request failed "no such table", and told so three
+    times the model rewrote the views."""
+    store = FileStore(tmp_path)
+    store.write_text("notes/store.py", STORE_WITH_SETUP)
+    store.write_text("tests/test_store.py", STORE_TESTS)
+    store.write_text("notes/app.py", APP_WITHOUT_SETUP)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: logged.append((r, f)))
+    assert '    app.config["DB_PATH"] = db_path\n    init_db(db_path)\n    return app\n' in store.read_text("notes/app.py")
+    assert ("setup_called", {"path": "notes/app.py", "calls": ["init_db(db_path)"]}) in logged
+    assert any(n.startswith("Made the app factory in notes/app.py call init_db(db_path)") for n in notes)
+    repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)  # called now: not again
+    assert store.read_text("notes/app.py").count("init_db(db_path)") == 1
+
+
+def test_a_setup_is_learned_only_from_tests_that_call_it_first_on_the_value_they_hand_on() -> None:
+    import ast
+
+    from l2mac.checks.web_repairs import setup_functions
+
+    def learned(tests: str, store: str = STORE_WITH_SETUP) -> dict[str, tuple[str, str]]:
+        trees = {"notes/store.py": ast.parse(store), "tests/test_store.py": ast.parse(tests)}
+        return setup_functions(trees)
+
+    assert learned(STORE_TESTS) == {"init_db": ("notes.store", "path")}
+    # one test only is not a habit
+    assert learned(STORE_TESTS.split("\n\n\ndef test_list")[0]) == {}
+    # a test that uses the other functions without it first
+    assert learned(STORE_TESTS + '\n\ndef test_x(tmp_path):\n    add_note(tmp_path, "a")\n    init_db(tmp_path)\n') == {}
+    # called on another value than the one handed on
+    assert learned(STORE_TESTS.replace('add_note(path, "a")\n', 'add_note(tmp_path, "a")\n')) == {}
+    # a function that gives something back is not a setup
+    assert learned(STORE_TESTS, STORE_WITH_SETUP.replace(") -> None:\n", ") -> int:\n    return 1\n", 1)) == {}

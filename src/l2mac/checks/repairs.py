@@ -38,7 +38,7 @@ from l2mac.checks.readme import README, readme_commands, with_commands
 from l2mac.checks.shape import top_level_functions
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.checks.web_apps import web_app
-from l2mac.checks.web_repairs import drop_app_copy, response_data_calls
+from l2mac.checks.web_repairs import call_setup, drop_app_copy, response_data_calls, setup_functions
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -92,13 +92,15 @@ def repair_written(
 
 
 def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> list[str]:
-    """In the code files of ``python``: a module-level web app its factory makes again, and arguments thrown away
-    before use; in its test files: a test client's response data read the wrong way for the framework, and
-    fixtures used but not taken. The project is parsed once, and a file again only when it was changed."""
+    """In the code files of ``python``: a module-level web app its factory makes again, arguments thrown away
+    before use, and a setup the project's tests call first that its app factory never calls; in its test files: a
+    test client's response data read the wrong way for the framework, and fixtures used but not taken. The project
+    is parsed once, and a file again only when it was changed."""
     code = [p for p in python if not is_test_file(p)]
     tests = [p for p in python if is_test_file(p)]
     trees = _trees(store) if python else {}
     notes: list[str] = []
+    setups = setup_functions(trees) if code else {}
     for path in code:
         imported = _imported_from(trees, module_name(path), path)
         if dropped := rewrite(store, path, partial(drop_app_copy, imported=imported)):
@@ -113,7 +115,13 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
                 "function uses what its caller passes"
             )
             log("arguments_kept", path=path, statements=kept)
-        if dropped or kept:
+        if called := rewrite(store, path, partial(call_setup, setups=setups)):
+            notes.append(
+                f"Made the app factory in {path} call {', '.join(called)} before it returns the app: the project's "
+                "tests call that first on the file they then hand to the module's other functions"
+            )
+            log("setup_called", path=path, calls=called)
+        if dropped or kept or called:
             trees[path] = ast.parse(store.read_text(path))
     app = web_app({p: t for p, t in trees.items() if not is_test_file(p)}) if tests else None
     for path in tests:

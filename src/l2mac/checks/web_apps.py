@@ -103,23 +103,30 @@ def web_app(trees: dict[str, ast.Module]) -> WebApp | None:
     for path, tree in trees.items():
         module = module_name(path)
         for framework in frameworks():
-            apps = frozenset(
-                t.id
-                for n in tree.body
-                if isinstance(n, ast.Assign) and _makes(n.value, framework)
-                for t in n.targets
-                if isinstance(t, ast.Name)
-            )
+            made = factories(tree, framework)
             for node in tree.body:
                 if isinstance(node, ast.Assign) and _makes(node.value, framework):
                     targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
                     found += [WebApp(module, t, framework) for t in targets[:1]]
-                elif isinstance(node, ast.FunctionDef) and _factory(node, framework, apps):
+                elif isinstance(node, ast.FunctionDef) and node in made:
                     places = file_parameters(node.args)
                     if places is not None and not node.name.startswith("_"):
                         found.append(WebApp(module, node.name, framework, places))
-    factories = [a for a in found if a.factory]
-    return (factories or found)[0] if found else None
+    made_by_factories = [a for a in found if a.factory]
+    return (made_by_factories or found)[0] if found else None
+
+
+def factories(tree: ast.Module, framework: Framework) -> list[ast.FunctionDef]:
+    """The module's top-level functions that make an app of ``framework`` (or set up the module's own) and return
+    it."""
+    apps = frozenset(
+        t.id
+        for n in tree.body
+        if isinstance(n, ast.Assign) and _makes(n.value, framework)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    )
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and _factory(n, framework, apps)]
 
 
 def _called(node: ast.expr) -> str:
