@@ -776,6 +776,9 @@ def test_asked_stubs_are_functions_the_task_describes_never_classes_methods_or_c
     planned = "Write web/app.py with create_app(db_path: Path) -> Flask: GET /notes answers the notes as JSON."
     grown = with_asked_stubs(module, ["create_app"], planned)
     assert grown is not None and '"""GET /notes answers the notes as JSON.\n' in grown  # what it does, not the ask
+    planned = "Write web/app.py with create_app(db_path: Path) -> Flask, which calls init_db(db_path): GET /notes."
+    grown = with_asked_stubs(module, ["create_app"], planned)
+    assert grown is not None and '"""Calls init_db(db_path): GET /notes.\n' in grown  # the plan example's form
 
 
 def test_a_name_the_module_imports_is_never_stubbed_as_a_new_function(tmp_path: Path) -> None:

@@ -430,7 +430,8 @@ def _said_of(name: str, text: str) -> str:
 
 def _described(name: str, sentence: str) -> str:
     """A request as a description, what a docstring says: "Add a function f(x) to m that returns x" as "Returns
-    x", "Write m.py with f(x) -> int: returns x" as "Returns x" (a sentence of another form is kept as it is)."""
+    x", "Write m.py with f(x) -> int: returns x" or "... f(x) -> int, which returns x" as "Returns x" (a sentence
+    of another form is kept as it is)."""
     asked = re.match(
         r"(?:please\s+)?(?:add|write|create|implement|define)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?(?:function\s+)?"
         rf"`?{re.escape(name)}\([^()]*\)`?"
@@ -441,7 +442,7 @@ def _described(name: str, sentence: str) -> str:
     # "Write notes/app.py with create_app(db_path: Path) -> Flask: POST /notes answers 201 ..." (a plan's form)
     asked = asked or re.match(
         r"(?:write|create)\s+`?[\w./-]+\.py`?\s+with\s+(?:a\s+|the\s+)?(?:function\s+)?"
-        rf"`?{re.escape(name)}\([^()]*\)(?:\s*->\s*[\w.\[\], |]+?)?`?\s*[:;]\s+(\w)",
+        rf"`?{re.escape(name)}\([^()]*\)(?:\s*->\s*[\w.\[\], |]+?)?`?(?:\s*[:;]|,?\s+(?:that|which))\s+(\w)",
         sentence,
         re.IGNORECASE,
     )
