@@ -943,7 +943,8 @@ def test_an_app_factory_calls_the_setup_the_projects_tests_call_first(tmp_path: 
     store.write_text("notes/app.py", APP_WITHOUT_SETUP)
     logged: list[tuple[str, dict[str, object]]] = []
     notes = repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: logged.append((r, f)))
-    assert '    app.config["DB_PATH"] = db_path\n    init_db(db_path)\n    return app\n' in store.read_text("notes/app.py")
+    factory = '    app.config["DB_PATH"] = db_path\n    init_db(db_path)\n    return app\n'
+    assert factory in store.read_text("notes/app.py")
     assert ("setup_called", {"path": "notes/app.py", "calls": ["init_db(db_path)"]}) in logged
     assert any(n.startswith("Made the app factory in notes/app.py call init_db(db_path)") for n in notes)
     repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)  # called now: not again
@@ -963,7 +964,8 @@ def test_a_setup_is_learned_only_from_tests_that_call_it_first_on_the_value_they
     # one test only is not a habit
     assert learned(STORE_TESTS.split("\n\n\ndef test_list")[0]) == {}
     # a test that uses the other functions without it first
-    assert learned(STORE_TESTS + '\n\ndef test_x(tmp_path):\n    add_note(tmp_path, "a")\n    init_db(tmp_path)\n') == {}
+    unset = '\n\ndef test_x(tmp_path):\n    add_note(tmp_path, "a")\n    init_db(tmp_path)\n'
+    assert learned(STORE_TESTS + unset) == {}
     # called on another value than the one handed on
     assert learned(STORE_TESTS.replace('add_note(path, "a")\n', 'add_note(tmp_path, "a")\n')) == {}
     # a function that gives something back is not a setup
