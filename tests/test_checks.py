@@ -949,6 +949,18 @@ def test_an_app_factory_calls_the_setup_the_projects_tests_call_first(tmp_path: 
     assert any(n.startswith("Made the app factory in notes/app.py call init_db(db_path)") for n in notes)
     repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)  # called now: not again
     assert store.read_text("notes/app.py").count("init_db(db_path)") == 1
+    # the app written first, with its own copy of init_db; the tests it is learned from written later
+    init_db = STORE_WITH_SETUP[STORE_WITH_SETUP.index("def init_db") : STORE_WITH_SETUP.index("def add_note")]
+    copied = APP_WITHOUT_SETUP.replace("add_note, init_db, list_notes", "add_note, list_notes")
+    copied = copied.replace("app = Flask", "import sqlite3\n\n\n" + init_db + "app = Flask")
+    store.delete("tests/test_store.py")
+    store.write_text("notes/app.py", copied)
+    repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
+    assert "from notes.store import init_db" in store.read_text("notes/app.py")  # the copy became an import
+    assert "init_db(db_path)" not in store.read_text("notes/app.py")  # nothing to learn it from yet
+    store.write_text("tests/test_store.py", STORE_TESTS)
+    repair_written(store, lambda p: [], ["tests/test_store.py"], lambda r, **f: None)
+    assert factory in store.read_text("notes/app.py")
 
 
 def test_a_setup_is_learned_only_from_tests_that_call_it_first_on_the_value_they_hand_on() -> None:

@@ -186,3 +186,32 @@ def _run_readme_step(store: FileStore, script: ScriptedModel) -> StepOutcome:
     asked = "Write README.md: what it does, then the install, test and run commands, each in a ```bash block."
     step = Step("notes", 1, 1, Instruction(title="README", instruction=asked, requires_tests=False), "")
     return asyncio.run(unit.run_step(step))
+
+
+SERVER_500 = """import http.server
+import sys
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(500 if self.path == "/boom" else 200)
+        self.end_headers()
+        self.wfile.write(b"answer")
+
+
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def test_a_request_the_readmes_server_answers_with_an_error_fails_though_its_command_exits_0() -> None:
+    """Seen on the notes API at c1bae50: curl exited 0 for each request while the server answered every one 500
+    ("no such table"), and the README's commands were reported working."""
+    client = "import sys\nimport urllib.request\n\ntry:\n    urllib.request.urlopen(sys.argv[1])\n"
+    client += "except OSError:\n    pass\n"
+    ask = "python client.py http://localhost:8767/{}"  # exits 0 whatever the answer, as curl does
+    readme = f"```bash\npython server.py 8767\n{ask.format('fine')}\n{ask.format('boom')}\n```\n"
+    files = {"README.md": readme, "server.py": SERVER_500, "client.py": client}
+    checked = verify_readme(choose_runner("auto"), files, 3)
+    assert [c.outcome for c in checked] == ["still running", "works", "fails"], checked
+    assert "the server (python server.py 8767) answered it with an error" in checked[2].detail
+    assert '"GET /boom HTTP/1.0" 500' in checked[2].detail or '"GET /boom HTTP/1.1" 500' in checked[2].detail

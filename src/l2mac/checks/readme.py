@@ -42,6 +42,11 @@ LOCAL_URL = re.compile(r"\bhttps?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0)(?::(\d
 #: how long a server started for the commands that ask it may take to listen, at most
 SERVER_WAIT_S = 20
 _RC = "__l2mac_exit_code__"
+_BEGIN, _END = "__l2mac_asked__", "__l2mac_answered__"
+#: one command run while the server ran: its output, its exit code, what the server logged meanwhile
+_ASKED = re.compile(rf"{_BEGIN}\n(.*?){_RC}=(\d+)\n(.*?){_END}", re.DOTALL)
+#: a server's own error in its log: a traceback, or a 5xx status in its access log (werkzeug, uvicorn, http.server)
+SERVER_ERROR = re.compile(r"Traceback \(most recent call last\)|HTTP/\d(?:\.\d)?\"? (5\d\d)\b")
 
 
 @dataclass(frozen=True)
@@ -145,31 +150,40 @@ def _ask_server(
     """Run the commands that ask a local URL (``curl http://localhost:5000/notes``) as a user does, in a second
     terminal while the README's server command runs: it is started first, each command runs once the port it
     asks answers (at most :data:`SERVER_WAIT_S`), in order, then the server is stopped. All of it is one sandboxed
-    script, so the commands reach the server in the sandbox's own network namespace and nothing else."""
-    lines = [f"( {server} ) > /dev/null 2>&1 &", "server=$!"]
+    script, so the commands reach the server in the sandbox's own network namespace and nothing else. A command
+    the server answered with an error of its own (a traceback, or a 5xx status in its log) fails, though curl
+    exits 0 for it: seen on the notes API at c1bae50, where every request answered 500 "no such table"."""
+    log = ".l2mac-server.log"  # in the copy, the one folder the sandbox lets it write
+    lines = [f"( {server} ) > {log} 2>&1 &", "server=$!"]
     for command in asking:
         port = next((m.group(1) or m.group(2) for m in LOCAL_URL.finditer(command) if m.group(1) or m.group(2)), "80")
         lines += [
             f"for _ in $(seq {SERVER_WAIT_S * 5}); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break;"
             " sleep 0.2; done",
+            f"seen=$(wc -c < {log})",
+            f"echo {_BEGIN}",
             f"( {command} ) 2>&1",
             f'echo "{_RC}=$?"',
+            "sleep 0.3",
+            f'tail -c +$((seen + 1)) {log}; echo; echo "{_END}"',
         ]
-    lines += ["kill $server 2>/dev/null", "exit 0"]
+    lines += ["kill $server 2>/dev/null", f"rm -f {log}", "exit 0"]
     budget = timeout_s * len(asking) + SERVER_WAIT_S
     result = _script(runner, copy, venv, "\n".join(lines), budget)
-    parts = result.output.split(f"{_RC}=")
+    answered = _ASKED.findall(result.output)
     out: list[ReadmeCommand] = []
     for i, command in enumerate(asking):
-        if i + 1 >= len(parts):
+        if i >= len(answered):
             out.append(ReadmeCommand(command, "not run", f"while {server} ran, the commands before it took too long"))
             continue
-        code = parts[i + 1].split("\n", 1)[0].strip()
-        output = parts[i].partition("\n")[2] if i else parts[i]
-        if code == "0":
-            out.append(ReadmeCommand(command, "works"))
-        else:
+        output, code, logged = answered[i]
+        if code != "0":
             out.append(ReadmeCommand(command, "fails", f"exit code {code} (while {server} ran): {output[-800:]}"))
+        elif SERVER_ERROR.search(logged):
+            detail = f"the server ({server}) answered it with an error: {logged.strip()[-800:]}"
+            out.append(ReadmeCommand(command, "fails", detail))
+        else:
+            out.append(ReadmeCommand(command, "works"))
     return out
 
 

@@ -87,20 +87,19 @@ def repair_written(
     trees: dict[str, ast.Module] = {}
     notes += _repair_copies(store, python, trees, log)
     notes += _call_hidden_functions(store, python, trees, log)
+    notes += _call_setups(store, python, trees, log)
     notes += _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
     return notes + _declare_well_known(store, python, log)
 
 
 def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> list[str]:
-    """In the code files of ``python``: a module-level web app its factory makes again, arguments thrown away
-    before use, and a setup the project's tests call first that its app factory never calls; in its test files: a
-    test client's response data read the wrong way for the framework, and fixtures used but not taken. The project
-    is parsed once, and a file again only when it was changed."""
+    """In the code files of ``python``: a module-level web app its factory makes again, and arguments thrown away
+    before use; in its test files: a test client's response data read the wrong way for the framework, and
+    fixtures used but not taken. The project is parsed once, and a file again only when it was changed."""
     code = [p for p in python if not is_test_file(p)]
     tests = [p for p in python if is_test_file(p)]
     trees = _trees(store) if python else {}
     notes: list[str] = []
-    setups = setup_functions(trees) if code else {}
     for path in code:
         imported = _imported_from(trees, module_name(path), path)
         if dropped := rewrite(store, path, partial(drop_app_copy, imported=imported)):
@@ -115,13 +114,7 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
                 "function uses what its caller passes"
             )
             log("arguments_kept", path=path, statements=kept)
-        if called := rewrite(store, path, partial(call_setup, setups=setups)):
-            notes.append(
-                f"Made the app factory in {path} call {', '.join(called)} before it returns the app: the project's "
-                "tests call that first on the file they then hand to the module's other functions"
-            )
-            log("setup_called", path=path, calls=called)
-        if dropped or kept or called:
+        if dropped or kept:
             trees[path] = ast.parse(store.read_text(path))
     app = web_app({p: t for p, t in trees.items() if not is_test_file(p)}) if tests else None
     for path in tests:
@@ -244,6 +237,29 @@ def _call_hidden_functions(store: FileStore, paths: list[str], trees: dict[str, 
                 f"project's function of that name: {'; '.join(added)}"
             )
             log("hidden_functions_called", path=path, imports=added)
+    return notes
+
+
+def _call_setups(store: FileStore, paths: list[str], trees: dict[str, ast.Module], log: Log) -> list[str]:
+    """App factories made to call the setup the project's tests call first (see :func:`call_setup`): in the code
+    files written, or in every code file when tests were written (they are what the setup is learned from). Runs
+    after the copies of project functions became imports: a factory's module often defined its own first."""
+    if not paths:
+        return []
+    if not trees:
+        trees.update(_trees(store))
+    written = any(is_test_file(p) for p in paths)
+    code = [p for p in trees if not is_test_file(p) and (written or p in paths)]
+    setups = setup_functions(trees) if code else {}
+    notes: list[str] = []
+    for path in code if setups else []:
+        if called := rewrite(store, path, partial(call_setup, setups=setups)):
+            trees[path] = ast.parse(store.read_text(path))
+            notes.append(
+                f"Made the app factory in {path} call {', '.join(called)} before it returns the app: the project's "
+                "tests call that first on the file they then hand to the module's other functions"
+            )
+            log("setup_called", path=path, calls=called)
     return notes
 
 
