@@ -982,3 +982,16 @@ def test_a_setup_is_learned_only_from_tests_that_call_it_first_on_the_value_they
     assert learned(STORE_TESTS.replace('add_note(path, "a")\n', 'add_note(tmp_path, "a")\n')) == {}
     # a function that gives something back is not a setup
     assert learned(STORE_TESTS, STORE_WITH_SETUP.replace(") -> None:\n", ") -> int:\n    return 1\n", 1)) == {}
+
+
+def test_code_that_reaches_the_network_from_a_test_gets_a_hint() -> None:
+    """Tests run with no network (the sandbox has none): a URL shortener that checks a URL answers before
+    shortening it fails every test so, with an error that does not say why."""
+    from l2mac.checks.hints import failure_hints
+
+    for error in (
+        "E       urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>",
+        "E       requests.exceptions.ConnectionError: HTTPSConnectionPool(host='example.com', port=443)",
+    ):
+        (hint,) = failure_hints(f"____ test_shorten ____\n>       short = shorten(url)\n{error}\n")
+        assert "The tests run with no network" in hint and "unittest.mock.patch" in hint
