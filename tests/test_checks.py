@@ -963,6 +963,23 @@ def test_an_app_factory_calls_the_setup_the_projects_tests_call_first(tmp_path: 
     assert factory in store.read_text("notes/app.py")
 
 
+def test_a_main_block_that_sets_up_the_app_by_hand_goes_through_its_factory(tmp_path: Path) -> None:
+    """Seen on the notes API run in-process at c1bae50: ``python -m notes.app`` (the README's) set the app's
+    DB_PATH itself and ran it, skipping what create_app does with it (creating the table)."""
+    main = '\n\nif __name__ == "__main__":\n    app.config["DB_PATH"] = Path("notes.db")\n    app.run(debug=True)\n'
+    store = FileStore(tmp_path)
+    store.write_text("notes/app.py", APP_WITHOUT_SETUP + main)
+    logged: list[tuple[str, dict[str, object]]] = []
+    repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: logged.append((r, f)))
+    block = '\nif __name__ == "__main__":\n    create_app(Path("notes.db"))\n    app.run(debug=True)\n'
+    assert store.read_text("notes/app.py").endswith(block)
+    assert ("main_through_factory", {"path": "notes/app.py", "calls": ['create_app(Path("notes.db"))']}) in logged
+    other_key = APP_WITHOUT_SETUP + main.replace('"DB_PATH"] = Path', '"OTHER"] = Path')  # not what it sets
+    store.write_text("notes/app.py", other_key)
+    repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
+    assert store.read_text("notes/app.py") == other_key
+
+
 def test_a_setup_is_learned_only_from_tests_that_call_it_first_on_the_value_they_hand_on() -> None:
     import ast
 

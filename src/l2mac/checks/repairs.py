@@ -38,7 +38,13 @@ from l2mac.checks.readme import README, readme_commands, with_commands
 from l2mac.checks.shape import top_level_functions
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.checks.web_apps import web_app
-from l2mac.checks.web_repairs import call_setup, drop_app_copy, response_data_calls, setup_functions
+from l2mac.checks.web_repairs import (
+    call_setup,
+    drop_app_copy,
+    main_through_factory,
+    response_data_calls,
+    setup_functions,
+)
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -93,9 +99,10 @@ def repair_written(
 
 
 def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> list[str]:
-    """In the code files of ``python``: a module-level web app its factory makes again, and arguments thrown away
-    before use; in its test files: a test client's response data read the wrong way for the framework, and
-    fixtures used but not taken. The project is parsed once, and a file again only when it was changed."""
+    """In the code files of ``python``: a module-level web app its factory makes again, a ``__main__`` block that
+    sets up the app by hand instead of through its factory, and arguments thrown away before use; in its test
+    files: a test client's response data read the wrong way for the framework, and fixtures used but not taken.
+    The project is parsed once, and a file again only when it was changed."""
     code = [p for p in python if not is_test_file(p)]
     tests = [p for p in python if is_test_file(p)]
     trees = _trees(store) if python else {}
@@ -114,7 +121,13 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
                 "function uses what its caller passes"
             )
             log("arguments_kept", path=path, statements=kept)
-        if dropped or kept:
+        if through := rewrite(store, path, main_through_factory):
+            notes.append(
+                f"Made the __main__ block of {path} set up the app with {through[0]}: the factory does what the "
+                "block did by hand, and the rest of the app's setup with it"
+            )
+            log("main_through_factory", path=path, calls=through)
+        if dropped or kept or through:
             trees[path] = ast.parse(store.read_text(path))
     app = web_app({p: t for p, t in trees.items() if not is_test_file(p)}) if tests else None
     for path in tests:

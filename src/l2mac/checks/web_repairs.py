@@ -241,3 +241,62 @@ def call_setup(source: str, setups: dict[str, tuple[str, str]]) -> tuple[str, li
                 lines[ret.lineno - 1 : ret.lineno - 1] = [indent + a for a in added]
                 return "\n".join(lines) + "\n", added
     return source, []
+
+
+def main_through_factory(source: str) -> tuple[str, list[str]]:
+    """``source`` with a ``__main__`` block that sets up the module's app by hand made to call the factory that
+    does it: ``app.config["DB_PATH"] = Path("notes.db")`` becomes ``create_app(Path("notes.db"))`` where
+    ``create_app(db_path)`` sets ``app.config["DB_PATH"] = db_path`` (and whatever else it does: the setup
+    ``app.run()`` would otherwise skip) and returns the module's app. Seen on the notes API run in-process at
+    c1bae50: the README's ``python -m notes.app`` served an app whose database was never created. Returns the
+    calls made."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    mains = [n for n in tree.body if isinstance(n, ast.If) and is_main_guard(n)]
+    for framework in frameworks() if mains else ():
+        for fn in factories(tree, framework):
+            if not isinstance(fn.body[-1], ast.Return) or not isinstance(fn.body[-1].value, ast.Name):
+                continue
+            app = fn.body[-1].value.id
+            params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+            required = params[: len(params) - len(fn.args.defaults)]
+            if fn.args.kwonlyargs or not required:
+                continue
+            keys: dict[str, str] = {}  # the configuration key -> the parameter the factory sets it to
+            for stmt in fn.body:
+                key = _config_key(stmt, app)
+                if key is not None and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name):
+                    keys[key] = stmt.value.id
+            for main in mains:
+                given: dict[str, tuple[ast.Assign, str]] = {}  # parameter -> (the statement setting its key, its value)
+                for stmt in main.body:
+                    key = _config_key(stmt, app)
+                    if key in keys and isinstance(stmt, ast.Assign):
+                        given[keys[key]] = (stmt, ast.get_source_segment(source, stmt.value) or "")
+                values = [given[p][1] for p in required if p in given]
+                if set(required) - set(given) or fn.name in free_reads(main) or not all(values):
+                    continue
+                call = f"{fn.name}({', '.join(values)})"
+                lines = source.splitlines()
+                statements = sorted((s for s, _ in given.values()), key=lambda s: s.lineno, reverse=True)
+                for stmt in statements:
+                    indent = lines[stmt.lineno - 1][: stmt.col_offset]
+                    replacement = [indent + call] if stmt is statements[-1] else []
+                    lines[stmt.lineno - 1 : stmt.end_lineno or stmt.lineno] = replacement
+                return "\n".join(lines) + "\n", [call]
+    return source, []
+
+
+def _config_key(stmt: ast.stmt, app: str) -> str | None:
+    """The key of ``app.config[KEY] = ...`` (a constant), else None."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return None
+    target = stmt.targets[0]
+    if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute)):
+        return None
+    owner = target.value
+    if owner.attr != "config" or not (isinstance(owner.value, ast.Name) and owner.value.id == app):
+        return None
+    return ast.unparse(target.slice)
