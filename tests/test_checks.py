@@ -983,7 +983,7 @@ def test_a_main_block_that_sets_up_the_app_by_hand_goes_through_its_factory(tmp_
 def test_a_setup_is_learned_only_from_tests_that_call_it_first_on_the_value_they_hand_on() -> None:
     import ast
 
-    from l2mac.checks.web_repairs import setup_functions
+    from l2mac.checks.setups import setup_functions
 
     def learned(tests: str, store: str = STORE_WITH_SETUP) -> dict[str, tuple[str, str]]:
         trees = {"notes/store.py": ast.parse(store), "tests/test_store.py": ast.parse(tests)}
@@ -1012,3 +1012,30 @@ def test_code_that_reaches_the_network_from_a_test_gets_a_hint() -> None:
     ):
         (hint,) = failure_hints(f"____ test_shorten ____\n>       short = shorten(url)\n{error}\n")
         assert "The tests run with no network" in hint and "unittest.mock.patch" in hint
+
+
+def test_a_test_that_uses_a_table_before_the_function_that_creates_it_calls_that_first(tmp_path: Path) -> None:
+    """Seen on the notes API at 994f53a: tests called add_note on a fresh database under tmp_path, "no such
+    table: notes" three times, and the model sent the same test file back each time. The one project function
+    that creates the table is called first, on the value the test hands on; the code is not touched."""
+    from test_text_protocol import fenced, make_unit, run_step
+
+    from l2mac.models.scripted import text
+    from l2mac.types import Instruction, StepStatus
+
+    tests = STORE_TESTS.replace("    init_db(path)\n", "").replace(", init_db,", ",")
+    tests += '\n\ndef test_nested(tmp_path):\n    for title in ("a",):\n        add_note(tmp_path / "n.db", title)\n'
+    replies = [
+        text(fenced(("notes/store.py", STORE_WITH_SETUP), ("tests/test_store.py", tests))),
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = make_unit(tmp_path, replies)
+    step = Instruction(title="Store", instruction="Write notes/store.py and tests/test_store.py.", requires_tests=True)
+    outcome = run_step(unit, step)
+    fixed = store.read_text("tests/test_store.py")
+    assert getattr(outcome, "status", None) is StepStatus.PASSED, getattr(outcome, "reason", "")
+    assert fixed.count('    init_db(path)\n    add_note(path, "a")\n') == 1  # test_list
+    assert '    init_db(path)\n    assert add_note(path, "a") == 1\n' in fixed  # test_add
+    assert '    init_db(tmp_path / "n.db")\n    for title' in fixed  # before the statement holding the call
+    assert "from notes.store import add_note, list_notes\nfrom notes.store import init_db\n" in fixed
+    assert store.read_text("notes/store.py") == STORE_WITH_SETUP

@@ -35,16 +35,11 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.namespaces import unwrap_namespace_classes
 from l2mac.checks.python import undeclared_imports
 from l2mac.checks.readme import README, readme_commands, with_commands
+from l2mac.checks.setups import call_setup, setup_functions
 from l2mac.checks.shape import top_level_functions
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.checks.web_apps import web_app
-from l2mac.checks.web_repairs import (
-    call_setup,
-    drop_app_copy,
-    main_through_factory,
-    response_data_calls,
-    setup_functions,
-)
+from l2mac.checks.web_repairs import drop_app_copy, main_through_factory, response_data_calls
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 

@@ -10,6 +10,7 @@ log), never the control unit.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import hashlib
 import re
@@ -38,6 +39,7 @@ from l2mac.checks.readme import README, readme_commands
 from l2mac.checks.regressions import Baseline, find_regression, step_names
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
+from l2mac.checks.setups import lacking_tables, table_makers, tables_made_first
 from l2mac.checks.tests import TestRun, deselected
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.domains import Domain
@@ -252,6 +254,8 @@ class StepChecks:
             outcome = self._tests()
             if outcome.litter and self.recover and self._move_litter_under_tmp_path(list(outcome.litter)):
                 outcome = self._tests()
+            if not outcome.ok and self.recover and self._make_tables_first(outcome):
+                outcome = self._tests()
             if outcome.status == "no_tests":
                 if self.instruction.requires_tests or not self.inherited_tests:  # else: all there are failed before
                     blocking += 1
@@ -438,6 +442,24 @@ class StepChecks:
                 changed = True
         return changed
 
+    def _make_tables_first(self, outcome: TestRun) -> bool:
+        """Failing tests that used a database table before the one project function that creates it call that
+        function first (see :func:`tables_made_first`); whether any test file changed."""
+        lacking = lacking_tables(outcome.output)
+        if not lacking:
+            return False
+        store = self.env.store
+        trees = {p: t for p, source in python_files(store).items() if (t := _parsed(source)) is not None}
+        changed = False
+        for table, by_file in lacking.items():
+            makers = table_makers(trees, table)
+            for path, names in sorted(by_file.items()) if len(makers) == 1 else ():
+                made_first = partial(tables_made_first, tests=names, maker=makers[0])
+                if store.exists(path) and (added := rewrite(store, path, made_first)):
+                    self.log("recovered", recovery="tables_made_first", path=path, table=table, calls=added)
+                    changed = True
+        return changed
+
     def _blame_hard_coded_files(self, outcome: TestRun) -> tuple[str, TestRun]:
         """When the code itself writes a file the tests left, say so, and drop that file from the report's note
         blaming the tests (seen: eight reports told the model its tests wrote a data file while the tests used
@@ -450,3 +472,10 @@ class StepChecks:
         notes = [self.domain.render("hard_coded_data_file", path=p, line=n, name=f) for p, n, f in found[:3]]
         by_code = {f for _, _, f in found}
         return "\n".join(notes) + "\n", replace(outcome, litter=tuple(f for f in outcome.litter if f not in by_code))
+
+
+def _parsed(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None

@@ -8,7 +8,6 @@ import ast
 import builtins
 import re
 
-from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.serve import is_main_guard
 from l2mac.checks.shape import free_reads
@@ -147,100 +146,6 @@ def _a_client_call(node: ast.expr) -> bool:
     owner = node.func.value
     name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
     return "client" in name.lower()
-
-
-def setup_functions(trees: dict[str, ast.Module]) -> dict[str, tuple[str, str]]:
-    """The project's setup functions, learned from its tests: a function of a code module that takes one value
-    and returns nothing, which every test calling that module's other functions calls first, on the value it
-    then hands them (``init_db(path)`` before ``add_note(path, ...)`` in two tests or more). Returns its name ->
-    (its module, its parameter's name)."""
-    defined: dict[str, dict[str, ast.FunctionDef]] = {}
-    for rel, tree in trees.items():
-        if not is_test_file(rel):
-            defined[module_name(rel)] = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    first: dict[tuple[str, str], int] = {}  # (module, function) -> the tests that call it first, on the value
-    broken: set[tuple[str, str]] = set()
-    for rel, tree in trees.items():
-        if not is_test_file(rel):
-            continue
-        owner = {
-            a.asname or a.name: (n.module, a.name)
-            for n in tree.body
-            if isinstance(n, ast.ImportFrom) and n.module in defined and not n.level
-            for a in n.names
-            if a.name in defined[n.module]
-        }
-        for test in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]:
-            calls = sorted(
-                (n for n in ast.walk(test) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)),
-                key=lambda n: (n.lineno, n.col_offset),
-            )
-            by_module: dict[str, list[tuple[str, ast.Call]]] = {}
-            for call in calls:
-                if isinstance(call.func, ast.Name) and call.func.id in owner:
-                    module, name = owner[call.func.id]
-                    by_module.setdefault(module, []).append((name, call))
-            for module, seq in by_module.items():
-                name, call = seq[0]
-                later = [c for n, c in seq[1:] if n != name]
-                if not later:
-                    continue
-                value = ast.unparse(call.args[0]) if len(call.args) == 1 and not call.keywords else None
-                if value is not None and all(c.args and ast.unparse(c.args[0]) == value for c in later):
-                    first[(module, name)] = first.get((module, name), 0) + 1
-                broken |= {(module, n) for n, _ in seq[1:] if n != name}
-                if value is None:
-                    broken.add((module, name))
-    out: dict[str, tuple[str, str]] = {}
-    for (module, name), count in first.items():
-        fn = defined[module][name]
-        positional = [*fn.args.posonlyargs, *fn.args.args]
-        returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
-        if count >= 2 and (module, name) not in broken and len(positional) == 1 and not returns:
-            out[name] = (module, positional[0].arg)
-    return out
-
-
-def call_setup(source: str, setups: dict[str, tuple[str, str]]) -> tuple[str, list[str]]:
-    """``source`` with its app factory calling a setup function (see :func:`setup_functions`) on its file before
-    it returns the app, when the module hands that file on to the setup's module's other functions and never
-    calls the setup. Seen on the notes API run in-process at c1bae50: ``create_app(db_path)`` stored the path in
-    the app's configuration, its views passed it to ``add_note``, and ``init_db``, imported, was never called;
-    every request failed "no such table", and told so three times the model rewrote the views. Returns the calls
-    added (``init_db(db_path)``)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return source, []
-    imported = {
-        a.asname or a.name: (n.module, a.name)
-        for n in tree.body
-        if isinstance(n, ast.ImportFrom) and n.module and not n.level
-        for a in n.names
-    }
-    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    used = {imported[c][0] for c in called if c in imported}
-    for framework in frameworks():
-        for fn in factories(tree, framework):
-            places = [p for p in file_parameters(fn.args) or () if not p.folder]
-            if not places or not isinstance(fn.body[-1], ast.Return):
-                continue
-            added = []
-            for name, (module, parameter) in sorted(setups.items()):
-                local = next((k for k, v in imported.items() if v == (module, name)), None)
-                if module not in used or (local or name) in called:
-                    continue
-                place = next((p for p in places if p.name == parameter), places[0] if len(places) == 1 else None)
-                if local is None or place is None:
-                    continue  # the setup is not imported here: a new import could be circular
-                added.append(f"{local}({place.name})")
-            if added:
-                lines = source.splitlines()
-                ret = fn.body[-1]
-                indent = lines[ret.lineno - 1][: ret.col_offset]
-                lines[ret.lineno - 1 : ret.lineno - 1] = [indent + a for a in added]
-                return "\n".join(lines) + "\n", added
-    return source, []
 
 
 def main_through_factory(source: str) -> tuple[str, list[str]]:

@@ -1,0 +1,192 @@
+"""Setup functions: the function a module's other functions need called first on the value they share
+(``init_db(path)`` before ``add_note(path, ...)``), found from what the project's tests do or from the table a
+failing test lacks, and called where the code or a test skips it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from l2mac.checks.layout import is_test_file, module_name
+from l2mac.checks.web_apps import factories, file_parameters, frameworks
+
+
+def setup_functions(trees: dict[str, ast.Module]) -> dict[str, tuple[str, str]]:
+    """The project's setup functions, learned from its tests: a function of a code module that takes one value
+    and returns nothing, which every test calling that module's other functions calls first, on the value it
+    then hands them (``init_db(path)`` before ``add_note(path, ...)`` in two tests or more). Returns its name ->
+    (its module, its parameter's name)."""
+    defined: dict[str, dict[str, ast.FunctionDef]] = {}
+    for rel, tree in trees.items():
+        if not is_test_file(rel):
+            defined[module_name(rel)] = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    first: dict[tuple[str, str], int] = {}  # (module, function) -> the tests that call it first, on the value
+    broken: set[tuple[str, str]] = set()
+    for rel, tree in trees.items():
+        if not is_test_file(rel):
+            continue
+        owner = {
+            a.asname or a.name: (n.module, a.name)
+            for n in tree.body
+            if isinstance(n, ast.ImportFrom) and n.module in defined and not n.level
+            for a in n.names
+            if a.name in defined[n.module]
+        }
+        for test in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]:
+            calls = sorted(
+                (n for n in ast.walk(test) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
+            by_module: dict[str, list[tuple[str, ast.Call]]] = {}
+            for call in calls:
+                if isinstance(call.func, ast.Name) and call.func.id in owner:
+                    module, name = owner[call.func.id]
+                    by_module.setdefault(module, []).append((name, call))
+            for module, seq in by_module.items():
+                name, call = seq[0]
+                later = [c for n, c in seq[1:] if n != name]
+                if not later:
+                    continue
+                value = ast.unparse(call.args[0]) if len(call.args) == 1 and not call.keywords else None
+                if value is not None and all(c.args and ast.unparse(c.args[0]) == value for c in later):
+                    first[(module, name)] = first.get((module, name), 0) + 1
+                broken |= {(module, n) for n, _ in seq[1:] if n != name}
+                if value is None:
+                    broken.add((module, name))
+    out: dict[str, tuple[str, str]] = {}
+    for (module, name), count in first.items():
+        fn = defined[module][name]
+        positional = [*fn.args.posonlyargs, *fn.args.args]
+        returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
+        if count >= 2 and (module, name) not in broken and len(positional) == 1 and not returns:
+            out[name] = (module, positional[0].arg)
+    return out
+
+
+def call_setup(source: str, setups: dict[str, tuple[str, str]]) -> tuple[str, list[str]]:
+    """``source`` with its app factory calling a setup function (see :func:`setup_functions`) on its file before
+    it returns the app, when the module hands that file on to the setup's module's other functions and never
+    calls the setup. Seen on the notes API run in-process at c1bae50: ``create_app(db_path)`` stored the path in
+    the app's configuration, its views passed it to ``add_note``, and ``init_db``, imported, was never called;
+    every request failed "no such table", and told so three times the model rewrote the views. Returns the calls
+    added (``init_db(db_path)``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    imported = {
+        a.asname or a.name: (n.module, a.name)
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module and not n.level
+        for a in n.names
+    }
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    used = {imported[c][0] for c in called if c in imported}
+    for framework in frameworks():
+        for fn in factories(tree, framework):
+            places = [p for p in file_parameters(fn.args) or () if not p.folder]
+            if not places or not isinstance(fn.body[-1], ast.Return):
+                continue
+            added = []
+            for name, (module, parameter) in sorted(setups.items()):
+                local = next((k for k, v in imported.items() if v == (module, name)), None)
+                if module not in used or (local or name) in called:
+                    continue
+                place = next((p for p in places if p.name == parameter), places[0] if len(places) == 1 else None)
+                if local is None or place is None:
+                    continue  # the setup is not imported here: a new import could be circular
+                added.append(f"{local}({place.name})")
+            if added:
+                lines = source.splitlines()
+                ret = fn.body[-1]
+                indent = lines[ret.lineno - 1][: ret.col_offset]
+                lines[ret.lineno - 1 : ret.lineno - 1] = [indent + a for a in added]
+                return "\n".join(lines) + "\n", added
+    return source, []
+
+
+#: a failing test's message: the table the database lacks
+NO_SUCH_TABLE = re.compile(r"OperationalError: no such table: (\w+)")
+#: a failing test's section of pytest's report: its header (the test's name) and its traceback
+_SECTION = re.compile(
+    r"^_{3,} (?:\w+\.)?(\w+)(?:\[.*?\])? _{3,}$(.*?)(?=^_{3,} |^=+ short test summary|\Z)", re.M | re.S
+)
+_TEST_FILE_LINE = re.compile(r"^([\w./-]+\.py):\d+: ", re.MULTILINE)
+
+
+def lacking_tables(output: str) -> dict[str, dict[str, set[str]]]:
+    """From pytest's report, the tests that failed for a table the database lacks: table -> test file -> the
+    tests' names."""
+    found: dict[str, dict[str, set[str]]] = {}
+    for name, body in _SECTION.findall(output):
+        table = NO_SUCH_TABLE.search(body)
+        files = [f for f in _TEST_FILE_LINE.findall(body) if is_test_file(f)]
+        if table is not None and files:
+            found.setdefault(table.group(1), {}).setdefault(files[0], set()).add(name)
+    return found
+
+
+def table_makers(trees: dict[str, ast.Module], table: str) -> list[tuple[str, str]]:
+    """(module, function) of each top-level function of the project's code that takes one value, returns
+    nothing and creates the table ``table`` (a ``CREATE TABLE`` statement naming it in its body)."""
+    made = re.compile(rf"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?[\"'`\[]?{re.escape(table)}\b", re.IGNORECASE)
+    found = []
+    for rel, tree in trees.items():
+        if is_test_file(rel):
+            continue
+        for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
+            positional = [*fn.args.posonlyargs, *fn.args.args]
+            required = len(positional) - len(fn.args.defaults)
+            returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
+            texts = [n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            if required == 1 and not returns and any(made.search(t) for t in texts):
+                found.append((module_name(rel), fn.name))
+    return found
+
+
+def tables_made_first(source: str, tests: set[str], maker: tuple[str, str]) -> tuple[str, list[str]]:
+    """``source`` (a test file) with each test of ``tests`` (names) that hands a value to functions of the
+    maker's module, and never calls the maker, calling it first on that value (``init_db(path)`` before
+    ``add_note(path, ...)``); the maker imported as the file imports that module's other functions. Seen on the
+    notes API at 994f53a: tests called add_note on a fresh database under tmp_path, "no such table: notes" three
+    times, and the model sent the same test file back each time. Returns the calls added, by test."""
+    module, name = maker
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    imports = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == module and not n.level]
+    local = {a.asname or a.name for n in imports for a in n.names}
+    if not imports or any(a.name == "*" for n in imports for a in n.names):
+        return source, []
+    own = next((a.asname or a.name for n in imports for a in n.names if a.name == name), None)
+    lines = source.splitlines()
+    inserts: list[tuple[int, str]] = []
+    for test in [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in tests]:
+        calls = sorted(
+            (
+                n
+                for n in ast.walk(test)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in local and n.args
+            ),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
+        if not calls or any(isinstance(c.func, ast.Name) and c.func.id == (own or name) for c in calls):
+            continue
+        first = calls[0]
+        # the test's own statement holding it: the setup goes just before it
+        statement = next(s for s in test.body if s.lineno <= first.lineno <= (s.end_lineno or s.lineno))
+        value = ast.get_source_segment(source, first.args[0])
+        if value is None or "\n" in value or any(isinstance(n, ast.Call) for n in ast.walk(first.args[0])):
+            continue  # a value made by a call may differ each time it is made
+        indent = lines[statement.lineno - 1][: statement.col_offset]
+        inserts.append((statement.lineno - 1, f"{indent}{own or name}({value})"))
+    if not inserts:
+        return source, []
+    for at, line in sorted(inserts, reverse=True):
+        lines.insert(at, line)
+    if own is None:
+        head = imports[0]
+        lines.insert((head.end_lineno or head.lineno), f"from {module} import {name}")
+    return "\n".join(lines) + "\n", [line.strip() for _, line in sorted(inserts)]
