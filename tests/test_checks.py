@@ -1025,10 +1025,25 @@ def test_a_test_that_uses_a_table_before_the_function_that_creates_it_calls_that
 
     tests = STORE_TESTS.replace("    init_db(path)\n", "").replace(", init_db,", ",")
     tests += '\n\ndef test_nested(tmp_path):\n    for title in ("a",):\n        add_note(tmp_path / "n.db", title)\n'
-    replies = [
-        text(fenced(("notes/store.py", STORE_WITH_SETUP), ("tests/test_store.py", tests))),
-        text("STEP COMPLETE"),
-    ]
+    app = (
+        "from pathlib import Path\n\nfrom flask import Flask, jsonify\n\nfrom notes.store import list_notes\n\n\n"
+        "def create_app(db_path: Path) -> Flask:\n    app = Flask(__name__)\n\n    @app.route('/notes')\n"
+        "    def notes():\n        return jsonify(list_notes(db_path))\n\n    return app\n"
+    )
+    app_tests = (
+        "from notes.app import create_app\n\n\ndef test_notes(tmp_path):\n"
+        "    assert create_app(tmp_path / 'db').test_client().get('/notes') == []\n"
+    )
+    flask = (  # a stand-in for Flask, which l2mac's own environment does not install
+        "class Flask:\n    def __init__(self, name):\n        self.views = {}\n\n"
+        "    def route(self, path):\n        return lambda view: self.views.setdefault(path, view)\n\n"
+        "    def test_client(self):\n        return self\n\n"
+        "    def get(self, path):\n        return self.views[path]()\n\n\n"
+        "def jsonify(data):\n    return data\n"
+    )
+    files = [("notes/store.py", STORE_WITH_SETUP), ("tests/test_store.py", tests), ("notes/app.py", app)]
+    files.append(("flask.py", flask))
+    replies = [text(fenced(*files, ("tests/test_app.py", app_tests))), text("STEP COMPLETE")]
     unit, _, store = make_unit(tmp_path, replies)
     step = Instruction(title="Store", instruction="Write notes/store.py and tests/test_store.py.", requires_tests=True)
     outcome = run_step(unit, step)
@@ -1039,3 +1054,6 @@ def test_a_test_that_uses_a_table_before_the_function_that_creates_it_calls_that
     assert '    init_db(tmp_path / "n.db")\n    for title' in fixed  # before the statement holding the call
     assert "from notes.store import add_note, list_notes\nfrom notes.store import init_db\n" in fixed
     assert store.read_text("notes/store.py") == STORE_WITH_SETUP
+    made = store.read_text("notes/app.py")  # the app's requests lacked it too: its factory calls it
+    assert "from notes.store import list_notes\nfrom notes.store import init_db\n" in made
+    assert "    init_db(db_path)\n    return app\n" in made

@@ -82,6 +82,8 @@ def call_setup(source: str, setups: dict[str, tuple[str, str]]) -> tuple[str, li
         for a in n.names
     }
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    bound = {*imported, *(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))}
+    imports: list[str] = []
     used = {imported[c][0] for c in called if c in imported}
     for framework in frameworks():
         for fn in factories(tree, framework):
@@ -94,14 +96,18 @@ def call_setup(source: str, setups: dict[str, tuple[str, str]]) -> tuple[str, li
                 if module not in used or (local or name) in called:
                     continue
                 place = next((p for p in places if p.name == parameter), places[0] if len(places) == 1 else None)
-                if local is None or place is None:
-                    continue  # the setup is not imported here: a new import could be circular
-                added.append(f"{local}({place.name})")
+                if place is None or (local is None and name in bound):
+                    continue
+                added.append(f"{local or name}({place.name})")
+                if local is None:  # its module is imported already: importing one more name is no new cycle
+                    imports.append(f"from {module} import {name}")
             if added:
                 lines = source.splitlines()
                 ret = fn.body[-1]
                 indent = lines[ret.lineno - 1][: ret.col_offset]
                 lines[ret.lineno - 1 : ret.lineno - 1] = [indent + a for a in added]
+                last_import = max(n.end_lineno or n.lineno for n in tree.body if isinstance(n, ast.ImportFrom))
+                lines[last_import:last_import] = imports
                 return "\n".join(lines) + "\n", added
     return source, []
 
@@ -121,14 +127,14 @@ def lacking_tables(output: str) -> dict[str, dict[str, set[str]]]:
     found: dict[str, dict[str, set[str]]] = {}
     for name, body in _SECTION.findall(output):
         table = NO_SUCH_TABLE.search(body)
-        files = [f for f in _TEST_FILE_LINE.findall(body) if is_test_file(f)]
+        files = [f for f in _TEST_FILE_LINE.findall(body) if is_test_file(f) and not f.startswith(("/", "."))]
         if table is not None and files:
             found.setdefault(table.group(1), {}).setdefault(files[0], set()).add(name)
     return found
 
 
-def table_makers(trees: dict[str, ast.Module], table: str) -> list[tuple[str, str]]:
-    """(module, function) of each top-level function of the project's code that takes one value, returns
+def table_makers(trees: dict[str, ast.Module], table: str) -> list[tuple[str, str, str]]:
+    """(module, function, its parameter) of each top-level function of the project's code that takes one value, returns
     nothing and creates the table ``table`` (a ``CREATE TABLE`` statement naming it in its body)."""
     made = re.compile(rf"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?[\"'`\[]?{re.escape(table)}\b", re.IGNORECASE)
     found = []
@@ -141,17 +147,17 @@ def table_makers(trees: dict[str, ast.Module], table: str) -> list[tuple[str, st
             returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
             texts = [n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
             if required == 1 and not returns and any(made.search(t) for t in texts):
-                found.append((module_name(rel), fn.name))
+                found.append((module_name(rel), fn.name, positional[0].arg))
     return found
 
 
-def tables_made_first(source: str, tests: set[str], maker: tuple[str, str]) -> tuple[str, list[str]]:
+def tables_made_first(source: str, tests: set[str], maker: tuple[str, str, str]) -> tuple[str, list[str]]:
     """``source`` (a test file) with each test of ``tests`` (names) that hands a value to functions of the
     maker's module, and never calls the maker, calling it first on that value (``init_db(path)`` before
     ``add_note(path, ...)``); the maker imported as the file imports that module's other functions. Seen on the
     notes API at 994f53a: tests called add_note on a fresh database under tmp_path, "no such table: notes" three
     times, and the model sent the same test file back each time. Returns the calls added, by test."""
-    module, name = maker
+    module, name, _ = maker
     try:
         tree = ast.parse(source)
     except SyntaxError:

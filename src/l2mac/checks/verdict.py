@@ -39,7 +39,7 @@ from l2mac.checks.readme import README, readme_commands
 from l2mac.checks.regressions import Baseline, find_regression, step_names
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
-from l2mac.checks.setups import lacking_tables, table_makers, tables_made_first
+from l2mac.checks.setups import call_setup, lacking_tables, table_makers, tables_made_first
 from l2mac.checks.tests import TestRun, deselected
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.domains import Domain
@@ -47,7 +47,7 @@ from l2mac.types import Instruction
 
 #: what failed before a step and is recorded in its outcome, at most (a repository can have thousands)
 MAX_INHERITED = 50
-_FIRST_PROBLEM = re.compile(r"^([\w./-]+\.py):\d+", re.MULTILINE)
+_FIRST_PROBLEM = re.compile(r"^(\w[\w./-]*\.py):\d+", re.MULTILINE)  # a project file: not /usr/lib/..., not ../
 
 
 #: an instruction that asks for the commands a user types (a README's install, test and run commands)
@@ -444,7 +444,8 @@ class StepChecks:
 
     def _make_tables_first(self, outcome: TestRun) -> bool:
         """Failing tests that used a database table before the one project function that creates it call that
-        function first (see :func:`tables_made_first`); whether any test file changed."""
+        function first (see :func:`tables_made_first`), and so does an app factory that hands its file to that
+        function's module (see :func:`call_setup`); whether any file changed."""
         lacking = lacking_tables(outcome.output)
         if not lacking:
             return False
@@ -453,10 +454,17 @@ class StepChecks:
         changed = False
         for table, by_file in lacking.items():
             makers = table_makers(trees, table)
-            for path, names in sorted(by_file.items()) if len(makers) == 1 else ():
+            if len(makers) != 1:
+                continue
+            for path, names in sorted(by_file.items()):
                 made_first = partial(tables_made_first, tests=names, maker=makers[0])
                 if store.exists(path) and (added := rewrite(store, path, made_first)):
                     self.log("recovered", recovery="tables_made_first", path=path, table=table, calls=added)
+                    changed = True
+            module, name, parameter = makers[0]
+            for path in [p for p in trees if not is_test_file(p)]:  # an app factory that hands its file on
+                if added := rewrite(store, path, partial(call_setup, setups={name: (module, parameter)})):
+                    self.log("recovered", recovery="setup_called", path=path, calls=added, table=table)
                     changed = True
         return changed
 
