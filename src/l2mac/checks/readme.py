@@ -46,6 +46,8 @@ _BEGIN, _END = "__l2mac_asked__", "__l2mac_answered__"
 #: one command run while the server ran: its output, its exit code, what the server logged meanwhile
 _ASKED = re.compile(rf"{_BEGIN}\n(.*?){_RC}=(\d+)\n(.*?){_END}", re.DOTALL)
 #: a server's own error in its log: a traceback, or a 5xx status in its access log (werkzeug, uvicorn, http.server)
+#: a terminal's colour codes, which werkzeug puts around a 5xx request's line even in a file
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SERVER_ERROR = re.compile(r"Traceback \(most recent call last\)|HTTP/\d(?:\.\d)?\"? (5\d\d)\b")
 
 
@@ -179,8 +181,8 @@ def _ask_server(
         output, code, logged = answered[i]
         if code != "0":
             out.append(ReadmeCommand(command, "fails", f"exit code {code} (while {server} ran): {output[-800:]}"))
-        elif SERVER_ERROR.search(logged):
-            detail = f"the server ({server}) answered it with an error: {logged.strip()[-800:]}"
+        elif SERVER_ERROR.search(_ANSI.sub("", logged)):
+            detail = f"the server ({server}) answered it with an error: {_ANSI.sub('', logged).strip()[-800:]}"
             out.append(ReadmeCommand(command, "fails", detail))
         else:
             out.append(ReadmeCommand(command, "works"))

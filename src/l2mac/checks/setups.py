@@ -88,13 +88,23 @@ def call_setup(source: str, setups: dict[str, tuple[str, str]]) -> tuple[str, li
     for framework in frameworks():
         for fn in factories(tree, framework):
             places = [p for p in file_parameters(fn.args) or () if not p.folder]
-            if not places or not isinstance(fn.body[-1], ast.Return):
-                continue
+            lines = source.splitlines()
+            ret = fn.body[-1]
+            if not places or not isinstance(ret, ast.Return) or lines[ret.lineno - 1][: ret.col_offset].strip():
+                continue  # a return sharing its line (``def f(p): return app``, ``x = p; return app``)
+            alone = [  # (module, argument) of each call of an imported function given one argument only
+                (imported[c.func.id][0], ast.unparse(c.args[0]))
+                for c in ast.walk(fn)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in imported
+                if len(c.args) == 1 and not c.keywords
+            ]
             added = []
             for name, (module, parameter) in sorted(setups.items()):
                 local = next((k for k, v in imported.items() if v == (module, name)), None)
                 if module not in used or (local or name) in called:
                     continue
+                if any(m == module and a in {p.name for p in places} for m, a in alone):
+                    continue  # it hands the file alone to that module already: set up there (a reset is no setup)
                 place = next((p for p in places if p.name == parameter), places[0] if len(places) == 1 else None)
                 if place is None or (local is None and name in bound):
                     continue
@@ -102,12 +112,11 @@ def call_setup(source: str, setups: dict[str, tuple[str, str]]) -> tuple[str, li
                 if local is None:  # its module is imported already: importing one more name is no new cycle
                     imports.append(f"from {module} import {name}")
             if added:
-                lines = source.splitlines()
-                ret = fn.body[-1]
                 indent = lines[ret.lineno - 1][: ret.col_offset]
-                lines[ret.lineno - 1 : ret.lineno - 1] = [indent + a for a in added]
                 last_import = max(n.end_lineno or n.lineno for n in tree.body if isinstance(n, ast.ImportFrom))
-                lines[last_import:last_import] = imports
+                edits = [(ret.lineno - 1, [indent + a for a in added]), (last_import, imports)]
+                for at, new_lines in sorted(edits, key=lambda e: e[0], reverse=True):  # the later place first
+                    lines[at:at] = new_lines
                 return "\n".join(lines) + "\n", added
     return source, []
 
@@ -146,39 +155,57 @@ def table_makers(trees: dict[str, ast.Module], table: str) -> list[tuple[str, st
             required = len(positional) - len(fn.args.defaults)
             returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
             texts = [n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-            if required == 1 and not returns and any(made.search(t) for t in texts):
+            annotation = ast.unparse(positional[0].annotation) if required and positional[0].annotation else ""
+            takes_a_file = annotation in ("", "str", "Path", "pathlib.Path", "str | Path", "Path | str")
+            public = not fn.name.startswith("_")
+            if required == 1 and public and takes_a_file and not returns and any(made.search(t) for t in texts):
                 found.append((module_name(rel), fn.name, positional[0].arg))
     return found
 
 
-def tables_made_first(source: str, tests: set[str], maker: tuple[str, str, str]) -> tuple[str, list[str]]:
+def sharing_first_parameter(tree: ast.Module, maker: tuple[str, str, str]) -> frozenset[str]:
+    """The functions of the maker's module (``tree``) whose first parameter is named as the maker's: those that
+    take what it sets up (``add_note(path, ...)`` beside ``init_db(path)``)."""
+    return frozenset(
+        fn.name
+        for fn in tree.body
+        if isinstance(fn, ast.FunctionDef) and fn.name != maker[1]
+        for first in [[*fn.args.posonlyargs, *fn.args.args][:1]]
+        if first and first[0].arg == maker[2]
+    )
+
+
+def tables_made_first(
+    source: str, tests: set[str], maker: tuple[str, str, str], users: frozenset[str]
+) -> tuple[str, list[str]]:
     """``source`` (a test file) with each test of ``tests`` (names) that hands a value to functions of the
     maker's module, and never calls the maker, calling it first on that value (``init_db(path)`` before
     ``add_note(path, ...)``); the maker imported as the file imports that module's other functions. Seen on the
     notes API at 994f53a: tests called add_note on a fresh database under tmp_path, "no such table: notes" three
-    times, and the model sent the same test file back each time. Returns the calls added, by test."""
+    times, and the model sent the same test file back each time. ``users``: the module's functions that take what
+    the maker sets up (see :func:`sharing_first_parameter`), the only calls whose value it is given. Returns the
+    calls added, by test."""
     module, name, _ = maker
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return source, []
     imports = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == module and not n.level]
-    local = {a.asname or a.name for n in imports for a in n.names}
+    local = {a.asname or a.name for n in imports for a in n.names if a.name in users}
     if not imports or any(a.name == "*" for n in imports for a in n.names):
         return source, []
     own = next((a.asname or a.name for n in imports for a in n.names if a.name == name), None)
     lines = source.splitlines()
     inserts: list[tuple[int, str]] = []
     for test in [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in tests]:
+        every = [n for stmt in test.body for n in ast.walk(stmt) if isinstance(n, ast.Call)]  # not decorators
+        if any(isinstance(c.func, ast.Name) and c.func.id == (own or name) for c in every):
+            continue
         calls = sorted(
-            (
-                n
-                for n in ast.walk(test)
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in local and n.args
-            ),
+            (n for n in every if isinstance(n.func, ast.Name) and n.func.id in local and n.args),
             key=lambda n: (n.lineno, n.col_offset),
         )
-        if not calls or any(isinstance(c.func, ast.Name) and c.func.id == (own or name) for c in calls):
+        if not calls:
             continue
         first = calls[0]
         # the test's own statement holding it: the setup goes just before it
@@ -186,6 +213,9 @@ def tables_made_first(source: str, tests: set[str], maker: tuple[str, str, str])
         value = ast.get_source_segment(source, first.args[0])
         if value is None or "\n" in value or any(isinstance(n, ast.Call) for n in ast.walk(first.args[0])):
             continue  # a value made by a call may differ each time it is made
+        made_there = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if made_there & {n.id for n in ast.walk(first.args[0]) if isinstance(n, ast.Name)}:
+            continue  # the value exists only inside that statement (``with open_db(p) as db: add(db, ...)``)
         indent = lines[statement.lineno - 1][: statement.col_offset]
         inserts.append((statement.lineno - 1, f"{indent}{own or name}({value})"))
     if not inserts:

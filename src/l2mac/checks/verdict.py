@@ -33,13 +33,19 @@ from l2mac.checks.demands import (
 )
 from l2mac.checks.env import ToolEnv
 from l2mac.checks.examples import Example, run_examples, task_examples
-from l2mac.checks.layout import is_test_file
+from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.readme import README, readme_commands
 from l2mac.checks.regressions import Baseline, find_regression, step_names
 from l2mac.checks.repairs import python_files, rewrite
 from l2mac.checks.serve import serve_check
-from l2mac.checks.setups import call_setup, lacking_tables, table_makers, tables_made_first
+from l2mac.checks.setups import (
+    call_setup,
+    lacking_tables,
+    sharing_first_parameter,
+    table_makers,
+    tables_made_first,
+)
 from l2mac.checks.tests import TestRun, deselected
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.domains import Domain
@@ -456,8 +462,10 @@ class StepChecks:
             makers = table_makers(trees, table)
             if len(makers) != 1:
                 continue
+            owner = next((t for r, t in trees.items() if module_name(r) == makers[0][0]), None)
+            users = sharing_first_parameter(owner, makers[0]) if owner is not None else frozenset()
             for path, names in sorted(by_file.items()):
-                made_first = partial(tables_made_first, tests=names, maker=makers[0])
+                made_first = partial(tables_made_first, tests=names, maker=makers[0], users=users)
                 if store.exists(path) and (added := rewrite(store, path, made_first)):
                     self.log("recovered", recovery="tables_made_first", path=path, table=table, calls=added)
                     changed = True

@@ -165,6 +165,8 @@ def main_through_factory(source: str) -> tuple[str, list[str]]:
             if not isinstance(fn.body[-1], ast.Return) or not isinstance(fn.body[-1].value, ast.Name):
                 continue
             app = fn.body[-1].value.id
+            if any(isinstance(n, ast.Name) and n.id == app and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn)):
+                continue  # it makes an app of its own: the module's, which the block runs, is another
             params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
             required = params[: len(params) - len(fn.args.defaults)]
             if fn.args.kwonlyargs or not required:
@@ -186,12 +188,21 @@ def main_through_factory(source: str) -> tuple[str, list[str]]:
                 call = f"{fn.name}({', '.join(values)})"
                 lines = source.splitlines()
                 statements = sorted((s for s, _ in given.values()), key=lambda s: s.lineno, reverse=True)
-                for stmt in statements:
+                if any(_shares_a_line(lines, stmt) for stmt in statements):
+                    continue
+                for stmt in statements:  # the call takes the place of the last: every value it reads is made
                     indent = lines[stmt.lineno - 1][: stmt.col_offset]
-                    replacement = [indent + call] if stmt is statements[-1] else []
+                    replacement = [indent + call] if stmt is statements[0] else []
                     lines[stmt.lineno - 1 : stmt.end_lineno or stmt.lineno] = replacement
                 return "\n".join(lines) + "\n", [call]
     return source, []
+
+
+def _shares_a_line(lines: list[str], stmt: ast.stmt) -> bool:
+    """Whether another statement shares a line with ``stmt`` (``app.config["DB"] = "x"; app.run()``)."""
+    before = lines[stmt.lineno - 1][: stmt.col_offset]
+    after = lines[(stmt.end_lineno or stmt.lineno) - 1].encode()[stmt.end_col_offset or 0 :].decode()
+    return bool(before.strip()) or bool(after.split("#", 1)[0].strip())
 
 
 def _config_key(stmt: ast.stmt, app: str) -> str | None:

@@ -428,6 +428,11 @@ def _said_of(name: str, text: str) -> str:
     return "\n    ".join(lines)
 
 
+#: a return annotation in a sentence: ``int``, ``list[Note]``, ``dict[str, list[int]]``, ``str | None``; never
+#: words beyond it (``-> int, and tests that check it`` ends at ``int``)
+_ANNOTATION = r"[\w.]+(?:\[[^\]]*\]+)?(?:\s*\|\s*[\w.]+(?:\[[^\]]*\]+)?)*"
+
+
 def _described(name: str, sentence: str) -> str:
     """A request as a description, what a docstring says: "Add a function f(x) to m that returns x" as "Returns
     x", "Write m.py with f(x) -> int: returns x" or "... f(x) -> int, which returns x" as "Returns x" (a sentence
@@ -442,7 +447,7 @@ def _described(name: str, sentence: str) -> str:
     # "Write notes/app.py with create_app(db_path: Path) -> Flask: POST /notes answers 201 ..." (a plan's form)
     asked = asked or re.match(
         r"(?:write|create)\s+`?[\w./-]+\.py`?\s+with\s+(?:a\s+|the\s+)?(?:function\s+)?"
-        rf"`?{re.escape(name)}\([^()]*\)(?:\s*->\s*[\w.\[\], |]+?)?`?(?:\s*[:;]|,?\s+(?:that|which))\s+(\w)",
+        rf"`?{re.escape(name)}\([^()]*\)(?:\s*->\s*{_ANNOTATION})?`?(?:\s*[:;]|,?\s+(?:that|which))\s+(\w)",
         sentence,
         re.IGNORECASE,
     )
