@@ -92,11 +92,11 @@ def call_setup(source: str, setups: dict[str, tuple[str, str]]) -> tuple[str, li
             ret = fn.body[-1]
             if not places or not isinstance(ret, ast.Return) or lines[ret.lineno - 1][: ret.col_offset].strip():
                 continue  # a return sharing its line (``def f(p): return app``, ``x = p; return app``)
-            alone = [  # (module, argument) of each call of an imported function given one argument only
-                (imported[c.func.id][0], ast.unparse(c.args[0]))
-                for c in ast.walk(fn)
-                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in imported
-                if len(c.args) == 1 and not c.keywords
+            alone = [  # (module, argument) of each statement of the factory's own calling an imported function
+                (imported[c.func.id][0], ast.unparse(c.args[0]))  # with one argument only: init_db(db_path)
+                for stmt in fn.body
+                if isinstance(stmt, ast.Expr) and isinstance(c := stmt.value, ast.Call)
+                if isinstance(c.func, ast.Name) and c.func.id in imported and len(c.args) == 1 and not c.keywords
             ]
             added = []
             for name, (module, parameter) in sorted(setups.items()):
