@@ -221,6 +221,21 @@ def test_parse_text_plan_ignores_text_without_a_list() -> None:
     assert parse_text_plan("Just some words.") == []
 
 
+def test_a_json_plan_with_a_small_models_escapes_is_repaired_not_read_as_a_list_of_lines() -> None:
+    """Seen on the URL shortener at f6b9b84: the 1.5B planner ended each instruction's first line with a shell
+    continuation (a backslash before the line break), invalid JSON; the answer was read as a bulleted list, and
+    the task's 17 checklist lines became 17 steps naming no file."""
+    answer = (
+        '```json\n{\n  "steps": [\n    {\n      "title": "Storage",\n      "instruction": "Write links/db.py '
+        'with: \\\n        - [ ] 1.1. Save a link.\n        - [ ] 1.2. List links.",\n      "requires_tests": true\n'
+        '    },\n    {\n      "title": "Web app",\n      "instruction": "Write links/app.py: \\\n'
+        '        - [ ] 2.1. Redirect.",\n      "requires_tests": true\n    }\n  ]\n}\n```'
+    )
+    steps = parse_text_plan(answer)
+    assert [s.title for s in steps] == ["Storage", "Web app"]
+    assert steps[0].instruction.startswith("Write links/db.py with:\n") and "1.2. List links." in steps[0].instruction
+
+
 def test_prompt_program_files_yaml_json_and_bare_lists(tmp_path: Path) -> None:
     y = tmp_path / "p.yaml"
     y.write_text("task: from file\nsteps:\n  - Write the models\n  - title: API\n    instruction: api.py\n")

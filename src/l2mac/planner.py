@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import json_repair
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, ToolReturnPart, UserPromptPart
@@ -44,6 +45,8 @@ def plan_tool() -> ToolDefinition:
     return Tool(SUBMIT_PLAN, "Submit the complete, ordered plan.", PlanArgs).definition()
 
 
+#: a backslash that continues a line, as in a shell script, left in a repaired JSON string
+_CONTINUED = re.compile(r"[ \t]*\\[ \t]*\n")
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step\s+\d+[:.)]?)\s+(.*\S)", re.IGNORECASE)
 
 
@@ -71,11 +74,11 @@ def parse_text_plan(text: str) -> list[Instruction]:
     """Steps from a plan answered as text (what small models often do): JSON, or a numbered/bulleted list."""
     for candidate in _json_candidates(text):
         try:
-            from_json = _steps_from_json(json.loads(candidate, strict=False))
+            value = json.loads(candidate, strict=False)
         except json.JSONDecodeError:
-            continue
-        if from_json:
-            return from_json
+            value = json_repair.loads(candidate)  # '\' before a line break, a missing comma: not a list of lines
+        if from_json := _steps_from_json(value):
+            return [s.model_copy(update={"instruction": _CONTINUED.sub("\n", s.instruction)}) for s in from_json]
     steps: list[Instruction] = []
     for line in text.splitlines():
         m = _ITEM.match(line)
