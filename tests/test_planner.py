@@ -646,3 +646,17 @@ def test_a_run_with_the_readme_step_writes_the_readme_last(tmp_path: Path) -> No
     assert "- to install: `python -m pip install -e" in asked and ".[test]" in asked
     assert "- to test: `python -m pytest`" in asked and "- to run: `python app.py`" in asked
     assert "- to " not in str(script.requests[1])  # only the README step
+
+
+def test_a_module_a_package_of_its_name_would_hide_is_written_as_the_packages_init() -> None:
+    from l2mac.plan_rules import packages_over_modules
+
+    steps = [
+        Instruction(title="Core", instruction="Write links.py with a class Links. Test it in tests/test_links.py."),
+        Instruction(title="Store", instruction="Write links/db.py using Links from links.py."),
+        Instruction(title="Other", instruction="Write tools.py."),
+    ]
+    fixed = packages_over_modules(steps)
+    assert fixed[0].instruction == "Write links/__init__.py with a class Links. Test it in tests/test_links.py."
+    assert fixed[1].instruction == "Write links/db.py using Links from links/__init__.py."
+    assert fixed[2] is steps[2] and packages_over_modules(steps[2:]) == steps[2:]

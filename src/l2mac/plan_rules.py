@@ -137,7 +137,7 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
     function (seen: a README step failing "no tests were collected" nine times), and each step's instruction
     naming the functions its title names."""
     out: list[Instruction] = []
-    for step in steps:
+    for step in packages_over_modules(steps):
         if _SUBMITS_THE_PLAN.search(step.title) or _NAMES_THE_TOOL.search(step.instruction):
             continue
         files = mentioned_files(step.instruction)
@@ -145,6 +145,26 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
             step = step.model_copy(update={"requires_tests": False})
         out.append(titled_names(step))
     return out or steps
+
+
+def packages_over_modules(steps: list[Instruction]) -> list[Instruction]:
+    """The plan with a module that a package of the same name would hide (``url_shortener.py`` beside
+    ``url_shortener/db.py``) written as that package's ``__init__.py``: what it defines is imported as before
+    (``from url_shortener import URLShortener``), and ``import url_shortener`` finds one thing. Seen on the URL
+    shortener at ad8862e: the 1.5B planner put its main class in url_shortener.py and eight modules in
+    url_shortener/."""
+    files = {f for s in steps for f in mentioned_files(s.instruction)}
+    folders = {f.rsplit("/", 1)[0] for f in files if "/" in f}
+    clashing = sorted(f for f in files if f.endswith(".py") and f[: -len(".py")] in folders)
+    if not clashing:
+        return steps
+    out = []
+    for step in steps:
+        text = step.instruction
+        for module in clashing:
+            text = re.sub(rf"(?<![\w/.]){re.escape(module)}\b", f"{module[: -len('.py')]}/__init__.py", text)
+        out.append(step.model_copy(update={"instruction": text}) if text != step.instruction else step)
+    return out
 
 
 #: a function or class named with its parameters: ``unique_slugify(text, taken)``
