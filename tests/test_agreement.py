@@ -381,6 +381,9 @@ def test_each_module_a_step_writes_must_be_imported_by_a_test() -> None:
     assert untested_modules(paths, sources) == ["todo/cli.py"]
     sources["tests/test_cli.py"] = "from todo import cli\n\n\ndef test_main():\n    assert cli.main([]) == 0\n"
     assert untested_modules(paths, sources) == []
+    # a package whose __init__.py holds its code (a plan's links.py moved there) is a module to test
+    code = {"links/__init__.py": "class Links:\n    pass\n", "tests/test_x.py": "def test_x():\n    pass\n"}
+    assert untested_modules(["links/__init__.py"], code) == ["links/__init__.py"]
 
 
 def test_a_test_of_another_module_in_the_same_file_is_no_evidence(tmp_path: Path) -> None:

@@ -219,8 +219,11 @@ def untested_modules(paths: list[str], sources: dict[str, str]) -> list[str]:
     ]
     out = []
     for path in paths:
-        if not path.endswith(".py") or is_test_file(path) or path.rsplit("/", 1)[-1] in _NOT_TESTED_ITSELF:
+        if not path.endswith(".py") or is_test_file(path):
             continue
+        leaf_file = path.rsplit("/", 1)[-1]
+        if leaf_file in _NOT_TESTED_ITSELF and not (leaf_file == "__init__.py" and _defines(sources.get(path, ""))):
+            continue  # a package's __init__.py is tested when it holds the package's code, not only imports
         module = module_name(path)
         package, _, leaf = module.rpartition(".")
         used = rf"\b{re.escape(module)}\b" + (
@@ -229,6 +232,11 @@ def untested_modules(paths: list[str], sources: dict[str, str]) -> list[str]:
         if not any(re.search(used, src) for src in tests):
             out.append(path)
     return out
+
+
+def _defines(source: str) -> bool:
+    """Whether ``source`` defines a function or class at its top level."""
+    return re.search(r"^(?:async\s+def|def|class)\s", source, re.MULTILINE) is not None
 
 
 def untested_functions(instruction: str, paths: list[str], sources: dict[str, str]) -> dict[str, list[str]]:
