@@ -143,8 +143,25 @@ def repair(steps: list[Instruction]) -> list[Instruction]:
         files = mentioned_files(step.instruction)
         if step.requires_tests and files and not _writes_code(step.instruction):
             step = step.model_copy(update={"requires_tests": False})
-        out.append(titled_names(step))
+        out.append(titled_names(with_test_file(step, files)))
     return out or steps
+
+
+def with_test_file(step: Instruction, files: list[str]) -> Instruction:
+    """A step that must leave tests of the code files it names, and names no test file, names one:
+    ``tests/test_<module>.py``. Seen on the URL shortener at 0b99821: the planner's steps said "Write
+    url_shortener/db.py with a class Database ..." and nothing of tests; told "no test tests url_shortener/db.py"
+    four times, the 1.5B model wrote db.py again each time, as nothing named a test file to write."""
+    code = [f for f in files if f.endswith(".py") and not is_test_file(f) and f.rsplit("/", 1)[-1] != "__main__.py"]
+    if not step.requires_tests or not code or any(is_test_file(f) for f in files):
+        return step
+    parts = code[0][: -len(".py")].split("/")
+    stem = parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
+    test = f"tests/test_{stem}.py"
+    named = " and ".join(code[:3])
+    return step.model_copy(
+        update={"instruction": f"{step.instruction.rstrip()}\nWrite {test} with pytest tests of {named}."}
+    )
 
 
 def packages_over_modules(steps: list[Instruction]) -> list[Instruction]:
