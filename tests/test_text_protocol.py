@@ -230,8 +230,9 @@ def test_a_whole_run_in_the_text_protocol(tmp_path: Path) -> None:
         "submit_plan",
         {"steps": [{"title": "Stack", "instruction": "Write stack.py and its tests.", "requires_tests": True}]},
     )
-    reply = text(fenced(("stack.py", GOOD), ("tests/test_stack.py", TEST)) + "\nSTEP COMPLETE: a stack.")
-    result, _ = run_scripted(tmp_path, [plan, reply], protocol="text")
+    # the plan names the step's test file (tests/test_stack.py), so the files are asked for one at a time
+    code, tests = text(fenced(("stack.py", GOOD))), text(fenced(("tests/test_stack.py", TEST)) + "\nSTEP COMPLETE.")
+    result, _ = run_scripted(tmp_path, [plan, code, tests], protocol="text")
     assert result.ok, result.report
     assert result.report.tests.passed == 1
     logged = (result.workspace / ".l2mac" / "log.jsonl").read_text()
