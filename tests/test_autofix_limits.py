@@ -139,3 +139,15 @@ def test_a_servers_5xx_line_is_read_through_its_colour_codes() -> None:
 
     werkzeug = '127.0.0.1 - - [27/Nov/2026 14:00:00] "\x1b[35m\x1b[1mPOST /notes HTTP/1.1\x1b[0m" 500 -'
     assert SERVER_ERROR.search(_ANSI.sub("", werkzeug)) and not SERVER_ERROR.search(werkzeug.replace("500", "404"))
+
+
+def test_a_web_frameworks_name_is_imported_from_it_only_where_the_file_uses_that_framework() -> None:
+    """Seen on the URL shortener at dc80a46: ``url_for`` used in a Flask module whose ``from flask import`` line
+    lacked it; with no import known, a stub url_for was written into the project's db.py and imported from there."""
+    from l2mac.checks.autofix import add_imports
+
+    flask = "from flask import Flask, redirect\n\n\ndef go():\n    return redirect(url_for('home'))\n"
+    assert add_imports(flask, {"url_for"})[1] == ["from flask import url_for"]
+    fastapi = "import fastapi\n\n\ndef fail():\n    raise HTTPException(404)\n"
+    assert add_imports(fastapi, {"HTTPException"})[1] == ["from fastapi import HTTPException"]
+    assert add_imports("def go():\n    return url_for('home')\n", {"url_for"})[1] == []  # no framework: unknown

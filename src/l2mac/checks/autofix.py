@@ -17,6 +17,7 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import UNDEFINED_NAME, defined_at_top_level
 from l2mac.checks.shape import calls_of, can_take, discarded_parameters, free_reads, hidden_calls, own_nodes
 from l2mac.checks.typecheck import all_names
+from l2mac.checks.web_apps import framework_import
 
 _FROM = {
     "pathlib": ["Path"],
@@ -138,7 +139,7 @@ def add_imports(
         tree = ast.parse(source)
     except SyntaxError:
         return source, []
-    known = {n: line for n in names if (line := _known_import(n, tree)) is not None}
+    known = {n: line for n in names if (line := _known_import(n, tree) or framework_import(n, tree)) is not None}
     lines_to_add = sorted(
         set(known.values())
         | {f"from {project[n]} import {n}" for n in names if n not in known and n in project}

@@ -31,6 +31,8 @@ class Framework:
     client: str
     run: str  # the command that starts an app, ``{app}`` where the app is named; "" when there is none
     data: str = "json"  # the method of a test client's response that gives its JSON data
+    module: str = ""  # the framework's module, and the names code takes from it
+    names: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ def frameworks() -> tuple[Framework, ...]:
             f["client"],
             f.get("run", ""),
             f.get("data", "json"),
+            f.get("module", ""),
+            frozenset(f.get("names", ())),
         )
         for f in yaml.safe_load(text)
     )
@@ -233,3 +237,14 @@ def _routed_by(node: ast.FunctionDef | ast.AsyncFunctionDef, app: str, framework
         and d.func.value.id == app
         for d in node.decorator_list
     )
+
+
+def framework_import(name: str, tree: ast.Module) -> str | None:
+    """The import of ``name`` from a web framework's module that ``tree`` already imports from, when the framework
+    gives that name (``from flask import url_for`` in a file with ``from flask import Flask``); else None."""
+    imported = {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    imported |= {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    for framework in frameworks():
+        if framework.module in imported and name in framework.names:
+            return f"from {framework.module} import {name}"
+    return None
