@@ -100,7 +100,7 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
     The project is parsed once, and a file again only when it was changed."""
     code = [p for p in python if not is_test_file(p)]
     tests = [p for p in python if is_test_file(p)]
-    trees = _trees(store) if python else {}
+    trees = project_trees(store) if python else {}
     notes: list[str] = []
     for path in code:
         imported = _imported_from(trees, module_name(path), path)
@@ -182,7 +182,7 @@ def _repair_copies(store: FileStore, paths: list[str], trees: dict[str, ast.Modu
     replace dropped, star imports of project modules expanded. ``trees`` is filled when parsed (once)."""
     notes: list[str] = []
     code = [p for p in paths if not is_test_file(p)]
-    trees.update(_trees(store) if code else {})  # parsed once, and only when a code file was written
+    trees.update(project_trees(store) if code else {})  # parsed once, and only when a code file was written
     for path in [p for p in code if p in trees]:
         modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
         if imports := rewrite(
@@ -201,7 +201,7 @@ def _repair_copies(store: FileStore, paths: list[str], trees: dict[str, ast.Modu
             log("shadowed_imports_dropped", path=path, names=shadowed)
     star = [p for p in paths if not p.endswith("__init__.py")]
     if star and not trees:
-        trees.update(_trees(store))
+        trees.update(project_trees(store))
     for path in star:
         modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
         if expanded := rewrite(store, path, partial(expand_star_imports, modules=modules)):
@@ -231,7 +231,7 @@ def _call_hidden_functions(store: FileStore, paths: list[str], trees: dict[str, 
     :func:`call_hidden_functions`), never from a module that imports this one (a circular import)."""
     code = [p for p in paths if not is_test_file(p)]
     if code and not trees:
-        trees.update(_trees(store))
+        trees.update(project_trees(store))
     notes: list[str] = []
     imports = {module_name(r): imported_modules(t, module_name(r)) for r, t in trees.items()}  # read once
     defined = top_level_functions(trees)
@@ -255,7 +255,7 @@ def _call_setups(store: FileStore, paths: list[str], trees: dict[str, ast.Module
     if not paths:
         return []
     if not trees:
-        trees.update(_trees(store))
+        trees.update(project_trees(store))
     written = any(is_test_file(p) for p in paths)
     code = [p for p in trees if not is_test_file(p) and (written or p in paths)]
     setups = setup_functions(trees) if code else {}
@@ -279,7 +279,7 @@ def _add_missing_imports(
     if not undefined:
         return []
     if not trees:
-        trees.update(_trees(store))
+        trees.update(project_trees(store))
     project = project_definitions(trees)
     ours = {module_name(rel).split(".")[0] for rel in trees}  # the project's own modules: never by this way
     imported = {n: line for n, line in project_imports(trees).items() if line.split()[1].split(".")[0] not in ours}
@@ -350,7 +350,8 @@ def rewrite(store: FileStore, path: str, transform: Callable[[str], tuple[str, l
     return changed
 
 
-def _trees(store: FileStore) -> dict[str, ast.Module]:
+def project_trees(store: FileStore) -> dict[str, ast.Module]:
+    """The project's Python files (tests too) that parse, parsed."""
     trees: dict[str, ast.Module] = {}
     for rel, source in python_files(store).items():
         try:

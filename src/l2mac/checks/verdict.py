@@ -10,7 +10,6 @@ log), never the control unit.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import hashlib
 import re
@@ -37,7 +36,7 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.litter import hard_coded, move_under_tmp_path
 from l2mac.checks.readme import README, readme_commands
 from l2mac.checks.regressions import Baseline, find_regression, step_names
-from l2mac.checks.repairs import python_files, rewrite
+from l2mac.checks.repairs import project_trees, python_files, rewrite
 from l2mac.checks.serve import serve_check
 from l2mac.checks.setups import (
     call_setup,
@@ -456,7 +455,7 @@ class StepChecks:
         if not lacking:
             return False
         store = self.env.store
-        trees = {p: t for p, source in python_files(store).items() if (t := _parsed(source)) is not None}
+        trees = project_trees(store)
         changed = False
         for table, by_file in lacking.items():
             makers = table_makers(trees, table)
@@ -488,10 +487,3 @@ class StepChecks:
         notes = [self.domain.render("hard_coded_data_file", path=p, line=n, name=f) for p, n, f in found[:3]]
         by_code = {f for _, _, f in found}
         return "\n".join(notes) + "\n", replace(outcome, litter=tuple(f for f in outcome.litter if f not in by_code))
-
-
-def _parsed(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except SyntaxError:
-        return None
