@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
-from l2mac.checks.autofix import drop_shadowed_imports, repair_ignored_argv
+from l2mac.checks.autofix import drop_placeholder_tests, drop_shadowed_imports, repair_ignored_argv
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.tests import failure_messages
 from l2mac.store import FileStore
@@ -733,6 +733,39 @@ def test_a_test_that_uses_a_fixture_it_does_not_take_is_given_it_as_a_parameter(
     assert notes == [
         "Gave test_delete, test_list in tests/test_app.py the fixtures they use as parameters, as pytest passes them"
     ]
+
+
+def test_tests_that_hold_no_code_are_removed_so_the_file_compiles(tmp_path: Path) -> None:
+    """Seen on the URL shortener at dc80a46: tests reading only ``# Add tests to ...`` were written three times;
+    the file did not compile, was kept as the step's best, and stopped ``python -m pytest`` at collection."""
+    kept = (
+        "import pytest\nfrom app import app\n\n\n@pytest.fixture\ndef client():\n    return app.test_client()\n\n\n"
+        "def test_shorten(client):\n    assert client.post('/shorten').status_code == 200\n    # Add more assertions\n"
+    )
+    tests = kept + (
+        "\n\ndef test_validate_url():\n    # Add tests to validate URLs\n\n\n"
+        "@pytest.mark.slow\ndef test_stats(client):\n    pass\n\n\n"
+        "def test_expiry():\n    'Nothing yet.'\n    # later\n"
+    )
+    store = FileStore(tmp_path)
+    store.write_text("tests/test_app.py", tests)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda paths: [], ["tests/test_app.py"], lambda r, **f: logged.append((r, f)))
+    assert store.read_text("tests/test_app.py") == kept
+    removed = ["test_validate_url", "test_stats", "test_expiry"]
+    assert logged == [("placeholder_tests_dropped", {"path": "tests/test_app.py", "tests": removed})]
+    assert notes[0].startswith("Removed from tests/test_app.py the tests that held no code (test_validate_url, ")
+
+
+def test_placeholder_tests_stay_where_removing_them_would_not_compile() -> None:
+    """A class whose every test is a placeholder would be left with no body; a comment at the margin inside a
+    real test does not end it; a docstring over several lines is not read as nothing."""
+    only = "class TestA:\n    def test_a(self):\n        pass\n"
+    assert drop_placeholder_tests(only) == (only, [])
+    margin = "def test_a():\n# why\n    assert f() == 1\n\n\n# next\ndef test_b():\n    # todo\n"
+    assert drop_placeholder_tests(margin) == ("def test_a():\n# why\n    assert f() == 1\n\n\n# next\n", ["test_b"])
+    long_doc = 'def test_a():\n    """One.\n\n    assert f()\n    """\n'
+    assert drop_placeholder_tests(long_doc) == (long_doc, [])
 
 
 def test_a_statement_that_throws_a_parameters_value_away_before_it_is_read_is_removed(tmp_path: Path) -> None:

@@ -471,3 +471,59 @@ def keep_arguments(source: str) -> tuple[str, list[str]]:
         del lines[start - 1 : end]
     fixed = "\n".join(lines) + "\n"
     return (fixed, [said for _, _, said in sorted(dropped)]) if parses(fixed) else (source, [])
+
+
+#: the head of a test function written on one line
+_TEST_HEAD = re.compile(
+    r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>test\w*)[ \t]*\(.*\)[^:]*:[ \t]*(?:#.*)?$"
+)
+#: a line of a body that does nothing: a comment, ``pass``, ``...``, or a one-line string
+_NOTHING = re.compile(r"""^(?:#.*|pass|\.\.\.|(?P<q>'''|\"\"\"|'|\").*(?P=q))?[ \t]*(?:#.*)?$""")
+
+
+def _outside(line: str, width: int) -> bool:
+    """Whether ``line``, after a block indented deeper than ``width``, may belong to what follows it: a blank
+    line, or a comment indented no deeper than the block's head."""
+    return not line.strip() or len(line.expandtabs()) - len(line.expandtabs().lstrip()) <= width
+
+
+def drop_placeholder_tests(source: str) -> tuple[str, list[str]]:
+    """``source`` (a test file) without the tests whose bodies hold nothing but comments, ``pass``, ``...`` or a
+    docstring, and the decorators above them. A body of comments alone does not compile, and stops pytest
+    collecting every test in the project; one of ``pass`` passes while testing nothing. Seen on the URL shortener
+    at dc80a46: six tests reading only ``# Add tests to validate URLs...`` were sent back three times, and the
+    file, kept as the step's best, left the README's ``python -m pytest`` at a collection error. The file is
+    changed only when it then compiles. Returns the tests removed."""
+    lines = source.splitlines()
+    spans: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(lines):
+        head = _TEST_HEAD.match(lines[i])
+        if head is None:
+            i += 1
+            continue
+        width = len(head["indent"].expandtabs())
+        end = i + 1  # the body: the lines after the head, to the next one indented no deeper than it
+        while end < len(lines) and (
+            not lines[end].strip()
+            or lines[end].lstrip().startswith("#")  # a comment does not end a block
+            or len(lines[end]) - len(lines[end].lstrip()) > width
+        ):
+            end += 1
+        while end > i + 1 and _outside(lines[end - 1], width):  # what comes after the body is not its
+            end -= 1
+        body = [line.strip() for line in lines[i + 1 : end] if line.strip()]
+        if all(_NOTHING.match(line) for line in body):
+            start = i
+            while start > 0 and lines[start - 1].strip().startswith("@"):
+                start -= 1
+            spans.append((start, end, head["name"]))
+        i = end
+    if not spans:
+        return source, []
+    for start, end, _ in reversed(spans):
+        del lines[start:end]
+    fixed = "\n".join(lines).rstrip("\n") + "\n"
+    if not parses(fixed):  # a class left with no body, a head read wrongly: left as it was
+        return source, []
+    return fixed, [name for _, _, name in spans]

@@ -16,6 +16,7 @@ from l2mac.checks.autofix import (
     add_imports,
     call_hidden_functions,
     drop_identical_copies,
+    drop_placeholder_tests,
     drop_shadowed_imports,
     expand_star_imports,
     fixtures_as_parameters,
@@ -96,8 +97,8 @@ def repair_written(
 def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> list[str]:
     """In the code files of ``python``: a module-level web app its factory makes again, a ``__main__`` block that
     sets up the app by hand instead of through its factory, and arguments thrown away before use; in its test
-    files: a test client's response data read the wrong way for the framework, and fixtures used but not taken.
-    The project is parsed once, and a file again only when it was changed."""
+    files: tests that hold no code, a test client's response data read the wrong way for the framework, and
+    fixtures used but not taken. The project is parsed once, and a file again only when it was changed."""
     code = [p for p in python if not is_test_file(p)]
     tests = [p for p in python if is_test_file(p)]
     trees = project_trees(store) if python else {}
@@ -126,6 +127,13 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
             trees[path] = ast.parse(store.read_text(path))
     app = web_app({p: t for p, t in trees.items() if not is_test_file(p)}) if tests else None
     for path in tests:
+        if empty := rewrite(store, path, drop_placeholder_tests):
+            notes.append(
+                f"Removed from {path} the tests that held no code ({', '.join(empty)}): a test holding only a "
+                "comment does not compile and stops every test being collected, and one of only pass tests "
+                "nothing. Write each test with the calls it makes and what it asserts"
+            )
+            log("placeholder_tests_dropped", path=path, tests=empty)
         if app is not None and (lines := rewrite(store, path, partial(response_data_calls, data=app.framework.data))):
             notes.append(
                 f"Made the test client's response data calls in {path} {app.framework.data}() ({'; '.join(lines)}): "
