@@ -460,9 +460,9 @@ def test_an_answer_fixing_a_failure_no_function_is_pointed_at_is_begun_at_the_fi
 
     def begun_at_the_test_file(messages: list[ModelMessage]) -> ModelResponse:
         begun = _begun(messages)
-        assert begun == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\ndef test_", begun
+        assert begun == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\ndef test_spread", begun
         assert "Your answer below is begun with the path tests/test_solution.py" in str(messages[0])
-        return text("spread():\n    assert spread([1.0, 3.0]) == 2.0")
+        return text("():\n    assert spread([1.0, 3.0]) == 2.0")
 
     replies = [
         text("    return max(numbers) - min(numbers)\n```\n"),
@@ -665,17 +665,17 @@ def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it
     task = TESTED
 
     def tests_only(messages: list[ModelMessage]) -> ModelResponse:
-        assert _begun(messages) == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\ndef test_"
+        assert _begun(messages) == "tests/test_solution.py\n```python\nfrom solution import spread\n\n\ndef test_spread"
         assert "Your answer below is begun with the path tests/test_solution.py" in str(messages[0])
         # the embedded model stops at the closing fence, which its answer leaves out (seen: four answers of
         # tests in a row read as no file at 8dae23c)
-        return text("spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0")
+        return text("():\n    assert spread([1.0, 4.0, 2.5]) == 3.0")
 
     replies = [text("    return max(numbers) - min(numbers)\n```\n"), tests_only, text("STEP COMPLETE")]
     unit, _, store = _unit(tmp_path, replies, continues=True)
     outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, task, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
-    assert store.read_text("tests/test_solution.py").startswith("from solution import spread\n\n\ndef test_spread")
+    assert store.read_text("tests/test_solution.py").startswith("from solution import spread\n\n\ndef test_spread():\n")
 
 
 def test_a_begun_file_imports_public_code_names_only_and_an_answer_opening_its_own_block_is_read_as_it_is() -> None:

@@ -449,9 +449,7 @@ def test_the_leads_tests_are_begun_at_the_test_file_for_a_model_that_continues(t
         last = messages[-1]
         if isinstance(last, ModelResponse):  # the lead's tests, begun for her
             begun.append(last.text or "")
-            return ModelResponse(
-                parts=[TextPart('shelf():\n    s = Shelf(1)\n    assert s.add("a") and s.count() == 1')]
-            )
+            return ModelResponse(parts=[TextPart('():\n    s = Shelf(1)\n    assert s.add("a") and s.count() == 1')])
         role = re.search(r"Implement this function:\n```python\nclass \w+:\n\s+def (\w+)\(", last_user_text(messages))
         assert role is not None
         return ModelResponse(parts=[TextPart(f"```python\n{methods[role.group(1)]}```")])
@@ -462,8 +460,8 @@ def test_the_leads_tests_are_begun_at_the_test_file_for_a_model_that_continues(t
     organization = Organization(client, env, AgentLimits(), protocol=TEXT)
     task = f"Implement the class below in shelf.py. Test it in tests/test_shelf.py.\n\n```python\n{SHELF}```"
     agents = asyncio.run(organization.run(task))
-    assert begun == ["tests/test_shelf.py\n```python\nfrom shelf import Shelf\n\n\ndef test_"]
-    assert store.read_text("tests/test_shelf.py").startswith("from shelf import Shelf\n\n\ndef test_shelf():")
+    assert begun == ["tests/test_shelf.py\n```python\nfrom shelf import Shelf\n\n\ndef test_add"]  # its first method
+    assert store.read_text("tests/test_shelf.py").startswith("from shelf import Shelf\n\n\ndef test_add():")
     assert all(a.state.value == "done" for a in agents), [(a.owns, a.note) for a in agents]
 
 

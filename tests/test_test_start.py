@@ -63,7 +63,7 @@ def test_a_flask_app_factory_is_made_in_a_client_fixture_with_its_files_under_tm
         '    app.config["TESTING"] = True\n'
         "    return app.test_client()\n"
         "\n\n"
-        "def test_"
+        "def test_all_notes"  # begun at the app's first view, the one thing in front of the model to test
     )
 
 
@@ -71,8 +71,11 @@ def test_a_module_level_app_is_used_as_it_is_and_its_views_are_left_to_the_clien
     start = file_start("tests/test_app.py", {"notes/app.py": MODULE_APP})
     # the views are reached through the client; a plain helper is still imported
     assert "from notes.app import app, format_note\n" in start
-    assert "all_notes" not in start and "create_note" not in start
-    assert "def client():\n" in start and "return app.test_client()" in start and start.endswith("\n\ndef test_")
+    imports = start.split("@pytest.fixture")[0]
+    assert "all_notes" not in imports and "create_note" not in imports
+    assert (
+        "def client():\n" in start and "return app.test_client()" in start and start.endswith("\n\ndef test_all_notes")
+    )
 
 
 def test_a_factory_is_preferred_to_a_module_level_app_unless_a_test_cannot_give_its_arguments() -> None:
@@ -91,7 +94,9 @@ def test_a_fastapi_app_gets_the_frameworks_test_client_and_other_code_no_fixture
     assert "from fastapi.testclient import TestClient\nfrom shop.main import api as app\n" in start
     assert "def client():\n    return TestClient(app)\n" in start and "items" not in start.split("def client")[0]
     plain = file_start("tests/test_core.py", {"shop/core.py": STORE})
-    assert "fixture" not in plain and plain.endswith("from shop.core import add_note, list_notes\n\n\ndef test_")
+    assert "fixture" not in plain and plain.endswith(
+        "from shop.core import add_note, list_notes\n\n\ndef test_add_note"
+    )
 
 
 def test_only_a_parameter_whose_last_word_names_a_file_or_folder_is_given_a_place() -> None:
@@ -107,3 +112,21 @@ def test_a_function_that_sets_up_the_module_level_app_and_returns_it_is_its_fact
     configured = MODULE_APP + "\n\ndef create_app(db_path):\n    app.config['DB_PATH'] = db_path\n    return app\n"
     start = file_start("tests/test_app.py", {"notes/app.py": configured})
     assert 'app = create_app(tmp_path / "db_path")\n' in start and "from notes.app import create_app" in start
+
+
+def test_the_first_test_is_begun_at_the_first_public_function_or_method_of_the_code_it_tests() -> None:
+    """Seen on the URL shortener at dc80a46: begun at ``def test_``, the tests of db.py and of admin.py alike were
+    named after the task's checklist (``test_1_1_shorten_url``...) and tested the whole task through one module."""
+    db = "import sqlite3\n\n\nclass Database:\n    def __init__(self, path):\n        self.path = path\n\n"
+    db += "    def _connect(self):\n        return sqlite3.connect(self.path)\n\n    def insert_url(self, url):\n"
+    db += "        pass\n\n\ndef helper():\n    pass\n"
+    assert file_start("tests/test_db.py", {"short/db.py": db}).endswith("\n\ndef test_insert_url")
+    factory_first = (
+        "def create_app(db_path):\n    return None\n\n\ndef test_helper():\n    pass\n\n\ndef _x():\n    pass\n"
+    )
+    assert file_start("tests/t.py", {"a/b.py": factory_first + "\n\ndef shorten(url):\n    return url\n"}).endswith(
+        "def test_create_app"  # no web framework: a factory of nothing is a function like any other
+    )
+    assert file_start("tests/t.py", {"a/b.py": "class Empty:\n    pass\n\n\ndef _x():\n    pass\n"}).endswith(
+        "\n\ndef test_"
+    )

@@ -10,6 +10,7 @@ import ast
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import TypeGuard
 
 import yaml
 
@@ -163,17 +164,17 @@ def _factory(fn: ast.FunctionDef, framework: Framework, module_apps: frozenset[s
 
 
 def views(tree: ast.Module, app: WebApp | None) -> list[str]:
-    """The functions of ``tree`` a route decorator of ``app``'s framework makes views (``@app.route("/")``)."""
+    """The functions at the top level of ``tree`` that are views of ``app`` (see :func:`is_view`)."""
+    return [node.name for node in tree.body if is_view(node, app)]
+
+
+def is_view(node: ast.AST, app: WebApp | None) -> TypeGuard[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Whether ``node`` is a function a route decorator of ``app``'s framework makes a view (``@app.route("/")``)."""
     routes = app.framework.routes if app is not None else frozenset()
-    return [
-        node.name
-        for node in tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any(
-            isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in routes
-            for d in node.decorator_list
-        )
-    ]
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in routes
+        for d in node.decorator_list
+    )
 
 
 def file_parameters(args: ast.arguments) -> tuple[Place, ...] | None:
