@@ -9,6 +9,7 @@ from pathlib import Path
 from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
 from l2mac.checks.autofix import drop_placeholder_tests, drop_shadowed_imports, repair_ignored_argv
 from l2mac.checks.repairs import repair_written
+from l2mac.checks.setups import opened_in_init
 from l2mac.checks.tests import failure_messages
 from l2mac.store import FileStore
 
@@ -1090,3 +1091,67 @@ def test_a_test_that_uses_a_table_before_the_function_that_creates_it_calls_that
     made = store.read_text("notes/app.py")  # the app's requests lacked it too: its factory calls it
     assert "from notes.store import list_notes\nfrom notes.store import init_db\n" in made
     assert "    init_db(db_path)\n    return app\n" in made
+
+
+DATABASE = """import sqlite3
+
+
+class Database:
+    def __init__(self, db_path):
+        self.db_path = db_path
+        self.connection = None
+        self.cursor = None
+
+    def connect(self):
+        self.connection = sqlite3.connect(self.db_path)
+        self.cursor = self.connection.cursor()
+
+    def close(self):
+        self.connection.close()
+        self.connection = None
+
+    def create_tables(self):
+        self.cursor.execute("CREATE TABLE IF NOT EXISTS urls (url TEXT)")
+        self.connection.commit()
+"""
+
+
+def test_a_class_whose_methods_need_an_opener_called_first_calls_it_at_the_end_of_init(tmp_path: Path) -> None:
+    """Seen on the URL shortener at 8922e3d: ``Database(path)`` left its cursor None until ``connect()``, its
+    tests called ``create_tables()`` on a new one, and 11 of 13 failed on ``NoneType`` three checks in a row."""
+    store = FileStore(tmp_path)
+    store.write_text("short/db.py", DATABASE)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda paths: [], ["short/db.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("short/db.py")
+    assert "        self.cursor = None\n        self.connect()\n\n    def connect(self):" in fixed
+    assert logged == [("opened_in_init", {"path": "short/db.py", "calls": ["Database: self.connect()"]})]
+    assert notes == [
+        "Made __init__ call Database: self.connect() at its end in short/db.py: the other methods use what it "
+        "sets up, so a new object must be ready to use"
+    ]
+    namespace: dict[str, object] = {}
+    exec(compile(fixed, "db.py", "exec"), namespace)  # a new object works at once
+    db = namespace["Database"](str(tmp_path / "x.db"))  # type: ignore[operator]
+    db.create_tables()
+
+
+def test_an_opener_is_not_called_where_it_is_called_already_checked_for_or_not_the_only_one() -> None:
+    assert (
+        opened_in_init(
+            DATABASE.replace("        self.cursor = None\n", "        self.cursor = None\n        self.connect()\n")
+        )[1]
+        == []
+    )
+    checked = DATABASE.replace(
+        "        self.cursor.execute(",
+        "        if self.cursor is None:\n            return\n        self.cursor.execute(",
+    )
+    checked = checked.replace("        self.connection.commit()\n", "")
+    assert opened_in_init(checked)[1] == []  # each use tests it first
+    two = DATABASE + "\n    def reconnect(self):\n        self.cursor = sqlite3.connect(self.db_path).cursor()\n"
+    assert opened_in_init(two)[1] == []
+    lazy = DATABASE.replace("    def create_tables(self):\n", "    def create_tables(self):\n        self.connect()\n")
+    assert opened_in_init(lazy)[1] == []  # its one user opens it itself
+    needs_an_argument = DATABASE.replace("def connect(self):", "def connect(self, timeout):")
+    assert opened_in_init(needs_an_argument)[1] == []

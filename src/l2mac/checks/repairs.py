@@ -36,7 +36,7 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.namespaces import unwrap_namespace_classes
 from l2mac.checks.python import undeclared_imports
 from l2mac.checks.readme import README, readme_commands, with_commands
-from l2mac.checks.setups import call_setup, setup_functions
+from l2mac.checks.setups import call_setup, opened_in_init, setup_functions
 from l2mac.checks.shape import top_level_functions
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.checks.web_apps import web_app
@@ -86,6 +86,7 @@ def repair_written(
             )
             log("argv_passed_to_parse_args", path=path, functions=functions)
     notes += _repair_web_and_arguments(store, python, log)
+    notes += _open_in_init(store, python, log)
     trees: dict[str, ast.Module] = {}
     notes += _repair_copies(store, python, trees, log)
     notes += _call_hidden_functions(store, python, trees, log)
@@ -145,6 +146,19 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
                 f"Gave {', '.join(fixed)} in {path} the fixtures they use as parameters, as pytest passes them"
             )
             log("fixtures_made_parameters", path=path, tests=fixed)
+    return notes
+
+
+def _open_in_init(store: FileStore, python: list[str], log: Log) -> list[str]:
+    """Classes in the code files of ``python`` made ready to use when made (see :func:`opened_in_init`)."""
+    notes: list[str] = []
+    for path in [p for p in python if not is_test_file(p)]:
+        if opened := rewrite(store, path, opened_in_init):
+            notes.append(
+                f"Made __init__ call {'; '.join(opened)} at its end in {path}: the other methods use what it sets "
+                "up, so a new object must be ready to use"
+            )
+            log("opened_in_init", path=path, calls=opened)
     return notes
 
 

@@ -1,6 +1,7 @@
 """Setup functions: the function a module's other functions need called first on the value they share
 (``init_db(path)`` before ``add_note(path, ...)``), found from what the project's tests do or from the table a
-failing test lacks, and called where the code or a test skips it.
+failing test lacks, and called where the code or a test skips it; and a class's opener (``connect()``, which
+sets what its other methods use), called when the object is made.
 """
 
 from __future__ import annotations
@@ -226,3 +227,115 @@ def tables_made_first(
         head = imports[0]
         lines.insert((head.end_lineno or head.lineno), f"from {module} import {name}")
     return "\n".join(lines) + "\n", [line.strip() for _, line in sorted(inserts)]
+
+
+def opened_in_init(source: str) -> tuple[str, list[str]]:
+    """``source`` with each class whose ``__init__`` leaves attributes ``None`` that one method of no arguments
+    then sets (``connect()`` setting ``self.cursor``), and that its other methods use unchecked
+    (``self.cursor.execute(...)``), calling that method at the end of ``__init__``: a new object is then ready to
+    use. Seen on the URL shortener at 8922e3d: ``Database(path)`` left ``self.cursor = None`` until ``connect()``,
+    its tests called ``create_tables()`` on a new one, and 11 of 13 failed ``'NoneType' object has no attribute
+    'execute'`` three checks in a row. Returns the calls added (``Database: self.connect()``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    lines = source.splitlines()
+    inserts: list[tuple[int, str, str]] = []
+    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
+        methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef)}
+        init = methods.get("__init__")
+        if init is None:
+            continue
+        unset = {a for s in init.body for a in _self_targets(s) if _is_none(s)}
+        openers = [m for m in methods.values() if m is not init and _no_arguments(m) and unset & _given(m)]
+        if len(openers) != 1 or _calls_self(init, openers[0].name):
+            continue  # none, or two (connect() and reconnect()): which one is not for l2mac to say
+        opener = openers[0]
+        opened = unset & _given(opener)
+        users = [
+            m
+            for m in methods.values()
+            if m not in (init, opener) and not _calls_self(m, opener.name) and _uses_unchecked(m, opened)
+        ]
+        last = init.body[-1]
+        at = last.end_lineno or last.lineno
+        if not users or lines[last.lineno - 1][: last.col_offset].strip():
+            continue  # nothing needs it, or the last statement shares its line
+        indent = lines[last.lineno - 1][: last.col_offset]
+        inserts.append((at, f"{indent}self.{opener.name}()", f"{cls.name}: self.{opener.name}()"))
+    if not inserts:
+        return source, []
+    for at, line, _ in sorted(inserts, reverse=True):
+        lines.insert(at, line)
+    return "\n".join(lines) + "\n", [note for _, _, note in sorted(inserts)]
+
+
+def _self_targets(node: ast.AST) -> set[str]:
+    """The attributes of ``self`` an assignment statement ``node`` sets (none for any other node)."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    else:
+        return set()
+    found = set()
+    for target in targets:
+        for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                found.add(t.attr)
+    return found
+
+
+def _given(method: ast.FunctionDef) -> set[str]:
+    """The attributes of ``self`` that ``method`` sets to something other than ``None`` (``close()`` setting
+    ``self.connection = None`` opens nothing)."""
+    return {a for s in ast.walk(method) if isinstance(s, ast.stmt) and not _is_none(s) for a in _self_targets(s)}
+
+
+def _is_none(statement: ast.stmt) -> bool:
+    """Whether an assignment sets its target to ``None``."""
+    value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
+    return isinstance(value, ast.Constant) and value.value is None
+
+
+def _no_arguments(method: ast.FunctionDef) -> bool:
+    """Whether a method can be called with no argument but ``self``."""
+    a = method.args
+    required = len([*a.posonlyargs, *a.args]) - len(a.defaults)
+    kw_required = any(d is None for d in a.kw_defaults)
+    return required == 1 and not kw_required and not method.name.startswith("__")
+
+
+def _calls_self(method: ast.FunctionDef, name: str) -> bool:
+    """Whether ``method`` calls ``self.<name>()``."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == name
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == "self"
+        for n in ast.walk(method)
+    )
+
+
+def _uses_unchecked(method: ast.FunctionDef, attributes: set[str]) -> bool:
+    """Whether ``method`` reaches into one of ``attributes`` of ``self`` (``self.cursor.execute``) without
+    setting it or testing it first (``if self.cursor``, ``self.cursor is None``)."""
+    if {a for s in ast.walk(method) for a in _self_targets(s)} & attributes:
+        return False
+    tested = {
+        a.attr
+        for n in ast.walk(method)
+        if isinstance(n, (ast.If, ast.IfExp, ast.While, ast.Assert, ast.BoolOp))
+        for a in ast.walk(n.test if not isinstance(n, ast.BoolOp) else n)
+        if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "self"
+    }
+    return any(
+        isinstance(n, ast.Attribute)
+        and isinstance(inner := n.value, ast.Attribute)
+        and isinstance(inner.value, ast.Name)
+        and inner.value.id == "self"
+        and inner.attr in attributes - tested
+        for n in ast.walk(method)
+    )
