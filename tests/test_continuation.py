@@ -865,3 +865,33 @@ def test_a_function_the_steps_code_calls_and_nothing_defines_is_begun_in_the_mod
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("store.py").endswith("    return items[index]\n")
     assert "from store import get_item" in store.read_text("app.py")  # imported once it exists
+
+
+def test_stub_methods_of_a_class_the_step_names_without_a_signature_are_asked_for_inside_them(tmp_path: Path) -> None:
+    """Seen on the URL shortener at 8922e3d: "Write ... with a class URLShortener that handles ..."; the model
+    wrote every method as ``pass``, the tests failed on their None, and no answer was ever begun inside one:
+    the step named the class, but no method with a signature."""
+    task = Instruction(
+        title="shortener",
+        instruction="Write solution.py with a class Shortener that handles shortening URLs.\n"
+        "Write tests/test_solution.py with pytest tests of solution.py.",
+        requires_tests=True,
+    )
+    code = "class Shortener:\n    def shorten(self, url):\n        # make it short\n        pass\n"
+
+    def inside_the_stub(messages: list[ModelMessage]) -> ModelResponse:
+        begun = _begun(messages)
+        assert begun is not None and begun.rstrip().endswith("def shorten(self, url):\n        # make it short"), begun
+        return text("        return url.rsplit('/', 1)[-1]\n```\n")
+
+    replies = [
+        text(f"solution.py\n```python\n{code}```\n"),
+        # its failing statement calls no function of the project: no rewrite is pointed at one
+        text("():\n    short = Shortener().shorten('ab/cd')\n    assert short.endswith('cd')\n```\n"),
+        inside_the_stub,
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("shortener", 1, 1, task, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "return url.rsplit('/', 1)[-1]" in store.read_text("solution.py")

@@ -411,6 +411,18 @@ def names_for_file(instruction: str, path: str) -> list[str]:
     return [n for n in dict.fromkeys(names) if not n.lower().startswith("test")]
 
 
+def mentioned_definitions(instruction: str, source: str) -> list[str]:
+    """The top-level classes and functions of ``source`` that ``instruction`` mentions by name, with a signature
+    or not ("a class URLShortener that handles ..."): the step's to complete where they are stubs."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    names = [n.name for n in tree.body if isinstance(n, kinds)]
+    return [n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}\b", instruction)]
+
+
 def named_files(instruction: str) -> list[str]:
     """The files an instruction says to write ("Write todo/core.py ..."), in order, without repeats."""
     return list(dict.fromkeys(path for _, path in _file_mentions(instruction)))
