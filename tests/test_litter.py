@@ -149,7 +149,10 @@ def test_code_that_writes_the_file_itself_is_named_and_the_tests_are_not_blamed(
         seen.append(last_user_text(messages))
         return text("STEP COMPLETE")
 
-    answer = fenced(("todo/__init__.py", ""), ("todo/core.py", HARD_CODED), ("tests/test_core.py", PERSISTENCE_TEST))
+    # a signature l2mac does not add a parameter to (it takes *args): the code is named, the tests not blamed
+    starred = HARD_CODED.replace("def add_todo(todos: list[Todo], todo: Todo)", "def add_todo(todos, *more)")
+    starred = starred.replace("todos.append(todo)", "todos.extend(more)")
+    answer = fenced(("todo/__init__.py", ""), ("todo/core.py", starred), ("tests/test_core.py", PERSISTENCE_TEST))
     unit, _, store = make_unit(
         tmp_path, [text(answer), look, text("core.py and its test.")], limits=StepLimits(max_turns=2, samples=0)
     )
@@ -157,3 +160,80 @@ def test_code_that_writes_the_file_itself_is_named_and_the_tests_are_not_blamed(
     assert "todo/core.py itself writes todos.json (line 24)" in seen[0]
     assert "The tests wrote" not in seen[0]
     assert store.read_text("tests/test_core.py") == PERSISTENCE_TEST  # nothing in the tests to move
+
+
+DATABASE = """\
+import sqlite3
+
+
+class Database:
+    def __init__(self):
+        self.connection = sqlite3.connect("shop.db")
+
+    def add(self, item):
+        self.connection.execute("CREATE TABLE IF NOT EXISTS items (name TEXT)")
+        self.connection.execute("INSERT INTO items VALUES (?)", (item,))
+        self.connection.commit()
+
+    def count(self):
+        return self.connection.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+"""
+DATABASE_TESTS = """\
+from shop.db import Database
+
+
+def test_add():
+    db = Database()
+    db.add("milk")
+    assert db.count() == 1
+
+
+def test_empty_at_first():
+    db = Database()
+    db.add("tea")
+    assert db.count() == 1
+"""
+
+
+def test_a_file_name_the_code_writes_becomes_a_parameter_and_the_tests_pass_a_file_under_tmp_path(
+    tmp_path: Path,
+) -> None:
+    """Seen on the URL shortener at 5c074b4: ``Database.connect()`` opened ``sqlite3.connect('url_shortener.db')``;
+    told four times that the code itself wrote that file, the 1.5B model never gave it a path, and the tests
+    shared one database (here the second test would see the first one's row)."""
+    step = Instruction(title="db", instruction="Write shop/db.py with a class Database, and tests/test_db.py.")
+    answer = fenced(("shop/__init__.py", ""), ("shop/db.py", DATABASE), ("tests/test_db.py", DATABASE_TESTS))
+    unit, _, store = make_unit(
+        tmp_path,
+        [text(answer), text("STEP COMPLETE"), text("db.py and its tests.")],
+        limits=StepLimits(max_turns=2, samples=0),
+    )
+    outcome = run_step(unit, step)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    code = store.read_text("shop/db.py")
+    assert "def __init__(self, db_path='shop.db'):\n        self.connection = sqlite3.connect(db_path)" in code
+    tests = store.read_text("tests/test_db.py")
+    assert tests.count("Database(db_path=str(tmp_path / 'shop.db'))") == 2 and "def test_add(tmp_path):" in tests
+    assert not store.exists("shop.db")
+
+
+def test_a_path_parameter_is_kept_by_init_for_the_method_that_uses_it_and_callers_giving_it_are_left() -> None:
+    from l2mac.checks.litter import pass_tmp_path, path_parameter
+
+    source = 'class Store:\n    """Keeps notes."""\n\n'
+    source += '    def __init__(self, name):\n        """Make it."""\n        self.name = name\n\n'
+    source += '    def save(self):\n        open("notes.txt", "w").write(self.name)\n'
+    made = path_parameter(source, 9, "notes.txt")
+    assert made is not None
+    fixed, owner, parameter, before = made
+    assert (owner, parameter, before) == ("Store", "data_path", 1)
+    assert (
+        "def __init__(self, name, data_path='notes.txt'):\n"
+        '        """Make it."""\n        self.data_path = data_path\n' in fixed
+    )
+    assert 'open(self.data_path, "w")' in fixed
+    tests = "def test_a():\n    Store('x').save()\n\n\ndef test_b(tmp_path):\n    Store('y', tmp_path / 'n').save()\n"
+    moved, changed = pass_tmp_path(tests, owner, parameter, "notes.txt", before)
+    assert changed == ["test_a"]
+    assert "def test_a(tmp_path):\n    Store('x', data_path=str(tmp_path / 'notes.txt')).save()" in moved
+    assert path_parameter(source, 3, "notes.txt") is None  # no such literal on that line

@@ -99,32 +99,148 @@ def move_under_tmp_path(source: str, left: list[str]) -> tuple[str, list[str]]:
             start = _offset(lines, node.lineno, node.col_offset)
             end = _offset(lines, node.end_lineno or node.lineno, node.end_col_offset or node.col_offset)
             edits.append((start, end, text))
-        params = [a.arg for a in fn.args.args]
-        if "tmp_path" not in params:
-            if params:  # after self in a method, else first: pytest passes fixtures by name
-                anchor = fn.args.args[0] if method else None
-                if anchor is not None:
-                    at = _offset(lines, anchor.end_lineno or anchor.lineno, anchor.end_col_offset or 0)
-                    edits.append((at, at, ", tmp_path"))
-                else:
-                    first = fn.args.args[0]
-                    at = _offset(lines, first.lineno, first.col_offset)
-                    edits.append((at, at, "tmp_path, "))
-            else:
-                header = source[_offset(lines, fn.lineno, fn.col_offset) :]
-                at = _offset(lines, fn.lineno, fn.col_offset) + header.index("(") + 1
-                edits.append((at, at, "tmp_path"))
+        edits += _taking_tmp_path(fn, method, source, lines)
         changed.append(fn.name)
+    fixed = _edited(source, edits)
+    return (fixed, changed) if fixed is not None else (source, [])
+
+
+def _taking_tmp_path(fn: ast.FunctionDef, method: bool, source: str, lines: list[str]) -> list[tuple[int, int, str]]:
+    """The edit that makes test or fixture ``fn`` take pytest's ``tmp_path``, unless it does."""
+    params = [a.arg for a in fn.args.args]
+    if "tmp_path" in params:
+        return []
+    if not params:
+        header = source[_offset(lines, fn.lineno, fn.col_offset) :]
+        at = _offset(lines, fn.lineno, fn.col_offset) + header.index("(") + 1
+        return [(at, at, "tmp_path")]
+    if method:  # after self in a method, else first: pytest passes fixtures by name
+        anchor = fn.args.args[0]
+        at = _offset(lines, anchor.end_lineno or anchor.lineno, anchor.end_col_offset or 0)
+        return [(at, at, ", tmp_path")]
+    first = fn.args.args[0]
+    at = _offset(lines, first.lineno, first.col_offset)
+    return [(at, at, "tmp_path, ")]
+
+
+def _edited(source: str, edits: list[tuple[int, int, str]]) -> str | None:
+    """``source`` with ``edits`` (start, end, text) made, or None when there are none or the result would not
+    parse: a file is never made worse than it was."""
     if not edits:
-        return source, []
+        return None
     fixed = source
     for start, end, text in sorted(edits, reverse=True):
         fixed = fixed[:start] + text + fixed[end:]
     try:
         ast.parse(fixed)
-    except SyntaxError:  # never make a file worse than it was
+    except SyntaxError:
+        return None
+    return fixed
+
+
+def path_parameter(source: str, line: int, name: str) -> tuple[str, str, str, int] | None:
+    """``source`` (a code file) where the literal file name ``name`` on ``line`` becomes a parameter whose default
+    is that name: of the class's ``__init__`` (kept as ``self.<parameter>``) when a method uses it, else of the
+    function that does. Every caller works as before, and a test can pass a file under ``tmp_path``. Seen on the
+    URL shortener at 5c074b4: ``Database.connect()`` opened ``sqlite3.connect('url_shortener.db')``; told four
+    times that the code itself wrote that file, the 1.5B model never gave it a path. Returns (the new source,
+    the class or function that takes it, the parameter, how many parameters a caller gives before it), or None
+    where the literal is not one such function's own or its signature takes ``*args``, keyword-only parameters
+    or the name already."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    owners: dict[ast.AST, tuple[ast.FunctionDef, ast.ClassDef | None]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            owners.update({n: (node, None) for n in ast.walk(node)})
+        elif isinstance(node, ast.ClassDef):
+            for method in [m for m in node.body if isinstance(m, ast.FunctionDef)]:
+                owners.update({n: (method, node) for n in ast.walk(method)})
+    literal = next(
+        (
+            n
+            for n in owners
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.lineno == line
+            if n.value.removeprefix("./") == name
+        ),
+        None,
+    )
+    if literal is None:
+        return None
+    fn, cls = owners[literal]
+    takes = fn
+    if cls is not None:
+        init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if init is None:
+            return None
+        takes = init
+    parameter = "db_path" if name.endswith((".db", ".sqlite", ".sqlite3")) else "data_path"
+    a = takes.args
+    if a.vararg or a.kwonlyargs or a.kwarg or a.posonlyargs or parameter in {x.arg for x in a.args}:
+        return None
+    if cls is not None and not a.args:
+        return None
+    lines = source.splitlines(keepends=True)
+    last = a.defaults[-1] if a.defaults else a.args[-1] if a.args else None
+    if last is None:  # a function of no parameters
+        header = source[_offset(lines, takes.lineno, takes.col_offset) :]
+        at = _offset(lines, takes.lineno, takes.col_offset) + header.index("(") + 1
+        edits = [(at, at, f"{parameter}={literal.value!r}")]
+    else:
+        at = _offset(lines, last.end_lineno or last.lineno, last.end_col_offset or 0)
+        edits = [(at, at, f", {parameter}={literal.value!r}")]
+    use = f"self.{parameter}" if cls is not None and fn is not takes else parameter
+    start = _offset(lines, literal.lineno, literal.col_offset)
+    edits.append((start, _offset(lines, literal.end_lineno or line, literal.end_col_offset or 0), use))
+    if use != parameter:  # kept by __init__ for the method that uses it
+        first = takes.body[0]
+        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+        after = takes.body[1] if docstring and len(takes.body) > 1 else None if docstring else first
+        indent = " " * (first.col_offset)
+        if after is None:  # only a docstring: the assignment goes after it
+            at = _offset(lines, (first.end_lineno or first.lineno) + 1, 0)
+        else:
+            at = _offset(lines, after.lineno, 0)
+        edits.append((at, at, f"{indent}self.{parameter} = {parameter}\n"))
+    fixed = _edited(source, edits)
+    before = len(a.args) - (1 if cls is not None else 0)
+    return (fixed, cls.name if cls is not None else fn.name, parameter, before) if fixed is not None else None
+
+
+def pass_tmp_path(source: str, owner: str, parameter: str, name: str, before: int) -> tuple[str, list[str]]:
+    """``source`` (a test file) where each call of ``owner`` (a class or function) in its tests and fixtures that
+    does not give ``parameter`` (by name, or as one of more than ``before`` arguments) gives it
+    ``str(tmp_path / name)``, the test taking ``tmp_path``; see :func:`path_parameter`. Returns the tests and
+    fixtures changed."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
         return source, []
-    return fixed, changed
+    lines = source.splitlines(keepends=True)
+    edits: list[tuple[int, int, str]] = []
+    changed: list[str] = []
+    for fn, method in _candidates(tree):
+        calls = [
+            n
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Call)
+            and (ast.unparse(n.func) == owner or ast.unparse(n.func).endswith(f".{owner}"))
+            and len(n.args) <= before
+            and not any(isinstance(x, ast.Starred) for x in n.args)
+            and not any(k.arg == parameter or k.arg is None for k in n.keywords)
+        ]
+        if not calls or not _plain_signature(fn, method):
+            continue
+        for call in calls:
+            at = _offset(lines, call.end_lineno or call.lineno, (call.end_col_offset or 1) - 1)  # before its ")"
+            given = ", " if call.keywords or call.args else ""
+            edits.append((at, at, f"{given}{parameter}=str(tmp_path / {name!r})"))
+        edits += _taking_tmp_path(fn, method, source, lines)
+        changed.append(fn.name)
+    fixed = _edited(source, edits)
+    return (fixed, changed) if fixed is not None else (source, [])
 
 
 def hard_coded(sources: dict[str, str], left: list[str]) -> list[tuple[str, int, str]]:

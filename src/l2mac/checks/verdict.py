@@ -33,7 +33,7 @@ from l2mac.checks.demands import (
 from l2mac.checks.env import ToolEnv
 from l2mac.checks.examples import Example, run_examples, task_examples
 from l2mac.checks.layout import is_test_file, module_name
-from l2mac.checks.litter import hard_coded, move_under_tmp_path
+from l2mac.checks.litter import hard_coded, move_under_tmp_path, pass_tmp_path, path_parameter
 from l2mac.checks.readme import README, readme_commands
 from l2mac.checks.regressions import Baseline, find_regression, step_names
 from l2mac.checks.repairs import project_trees, python_files, rewrite
@@ -438,10 +438,27 @@ class StepChecks:
         )
 
     def _move_litter_under_tmp_path(self, left: list[str]) -> bool:
-        """Tests that left ``left`` in the project write them under tmp_path instead; whether any changed."""
+        """Tests that left ``left`` in the project write them under tmp_path instead, and a file name the code
+        itself writes becomes a parameter the tests pass (see :func:`path_parameter`); whether any changed."""
         store = self.env.store
+        tests = [p for p in store.list_files() if is_test_file(p) and p.endswith(".py")]
         changed = False
-        for path in [p for p in store.list_files() if is_test_file(p) and p.endswith(".py")]:
+        for path, line, name in hard_coded(python_files(store), left):
+            made = path_parameter(store.read_text(path), line, name)
+            if made is None:
+                continue
+            source, owner, parameter, before = made
+            store.write_text(path, source)
+            passed = [
+                t
+                for t in tests
+                if rewrite(store, t, partial(pass_tmp_path, owner=owner, parameter=parameter, name=name, before=before))
+            ]
+            self.log(
+                "recovered", recovery="path_parameter_added", path=path, owner=owner, parameter=parameter, tests=passed
+            )
+            changed = True
+        for path in tests:
             if rewrite(store, path, partial(move_under_tmp_path, left=left)):
                 self.log("recovered", recovery="test_files_moved_to_tmp_path", path=path, files=left)
                 changed = True
