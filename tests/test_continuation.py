@@ -659,6 +659,24 @@ def test_a_stub_whose_begun_answers_twice_hold_no_body_is_asked_for_as_a_whole_f
     assert len(script.requests) == 4
 
 
+def test_an_answer_begun_inside_a_stub_that_writes_it_as_a_stub_again_holds_no_body(tmp_path: Path) -> None:
+    """Seen on the URL shortener at 5c074b4: begun inside validate_custom_link(), the 1.5B model wrote ``pass``
+    and went on to the next stub; read as a body, the same request came again, with the same answer."""
+
+    def stub_again(messages: list[ModelMessage]) -> ModelResponse:
+        assert (_begun(messages) or "").endswith('"""\n')
+        return text("    pass  # to do\n```\n")
+
+    def writes_the_body(messages: list[ModelMessage]) -> ModelResponse:
+        assert (_begun(messages) or "").endswith('    """\n   ')  # begun next at the body's indentation
+        return text(" return max(numbers) - min(numbers)\n```\n")
+
+    unit, script, store = _unit(tmp_path, [stub_again, writes_the_body, text("STEP COMPLETE")], continues=True)
+    outcome = _run(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "\n    return max(numbers) - min(numbers)\n" in store.read_text("solution.py")
+
+
 def test_a_test_file_asked_for_is_begun_at_its_start_with_the_imports_of_what_it_tests(tmp_path: Path) -> None:
     # Seen on ClassEval_21 at 42ff847: asked for tests/test_solution.py, the 1.5B model sent solution.py back
     # whole four times (800 tokens each), and the step ended with no test written.

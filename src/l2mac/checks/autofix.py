@@ -477,8 +477,11 @@ def keep_arguments(source: str) -> tuple[str, list[str]]:
 _TEST_HEAD = re.compile(
     r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>test\w*)[ \t]*\(.*\)[^:]*:[ \t]*(?:#.*)?$"
 )
-#: a line of a body that does nothing: a comment, ``pass``, ``...``, or a one-line string
-_NOTHING = re.compile(r"""^(?:#.*|pass|\.\.\.|(?P<q>'''|\"\"\"|'|\").*(?P=q))?[ \t]*(?:#.*)?$""")
+#: a line of a body that does nothing (stripped): a comment, ``pass``, ``...``, ``raise NotImplementedError``, or
+#: a one-line string
+DOES_NOTHING = re.compile(
+    r"""^(?:#.*|pass|\.\.\.|raise NotImplementedError\b.*|(?P<q>'''|\"\"\"|'|\").*(?P=q))?[ \t]*(?:#.*)?$"""
+)
 
 
 def _outside(line: str, width: int) -> bool:
@@ -513,7 +516,7 @@ def drop_placeholder_tests(source: str) -> tuple[str, list[str]]:
         while end > i + 1 and _outside(lines[end - 1], width):  # what comes after the body is not its
             end -= 1
         body = [line.strip() for line in lines[i + 1 : end] if line.strip()]
-        if all(_NOTHING.match(line) for line in body):
+        if all(DOES_NOTHING.match(line) for line in body):
             start = i
             while start > 0 and lines[start - 1].strip().startswith("@"):
                 start -= 1

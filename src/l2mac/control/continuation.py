@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from pydantic_ai.messages import ModelResponse, TextPart
 
-from l2mac.checks.autofix import import_line
+from l2mac.checks.autofix import DOES_NOTHING, import_line
 from l2mac.checks.contract import given_skeleton, parses
 from l2mac.checks.demands import SIGNATURE, is_stub_definition, is_stub_shaped, mentioned_files, names_for_file
 from l2mac.checks.layout import is_test_file
@@ -125,8 +125,8 @@ class Opening:
         body = lines[:cut]
         while body and not body[-1].strip():
             body.pop()
-        if not any(x.strip() for x in body):
-            return None
+        if all(DOES_NOTHING.match(x.strip()) for x in body):
+            return None  # no body, or a stub again (seen on the URL shortener at 5c074b4: `pass`, twice)
         tail = self.tail.strip("\n")
         text = "\n".join([self.head, *body]) + (f"{self._gap}{tail}\n" if tail.strip() else "\n")
         if not parses(text):
