@@ -671,7 +671,7 @@ def test_an_answer_begun_inside_a_stub_that_writes_it_as_a_stub_again_holds_no_b
         assert (_begun(messages) or "").endswith('    """\n   ')  # begun next at the body's indentation
         return text(" return max(numbers) - min(numbers)\n```\n")
 
-    unit, script, store = _unit(tmp_path, [stub_again, writes_the_body, text("STEP COMPLETE")], continues=True)
+    unit, _, store = _unit(tmp_path, [stub_again, writes_the_body, text("STEP COMPLETE")], continues=True)
     outcome = _run(unit)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "\n    return max(numbers) - min(numbers)\n" in store.read_text("solution.py")

@@ -237,3 +237,11 @@ def test_a_path_parameter_is_kept_by_init_for_the_method_that_uses_it_and_caller
     assert changed == ["test_a"]
     assert "def test_a(tmp_path):\n    Store('x', data_path=str(tmp_path / 'notes.txt')).save()" in moved
     assert path_parameter(source, 3, "notes.txt") is None  # no such literal on that line
+    # a second method writing the same file uses the parameter the first one's repair gave __init__
+    twice = fixed + '\n    def load(self):\n        return open("notes.txt").read()\n'
+    line = twice.splitlines().index('        return open("notes.txt").read()') + 1
+    again = path_parameter(twice, line, "notes.txt")
+    assert again is not None and again[1:] == ("Store", "data_path", 1)
+    assert "return open(self.data_path).read()" in again[0] and again[0].count("data_path='notes.txt'") == 1
+    static = source.replace("    def save(self):", "    @staticmethod\n    def save():")
+    assert path_parameter(static, 10, "notes.txt") is None  # no self to keep it on

@@ -171,6 +171,8 @@ def path_parameter(source: str, line: int, name: str) -> tuple[str, str, str, in
         return None
     fn, cls = owners[literal]
     takes = fn
+    if cls is not None and any(ast.unparse(d) in ("staticmethod", "classmethod") for d in fn.decorator_list):
+        return None  # no self to keep it on
     if cls is not None:
         init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
         if init is None:
@@ -178,11 +180,23 @@ def path_parameter(source: str, line: int, name: str) -> tuple[str, str, str, in
         takes = init
     parameter = "db_path" if name.endswith((".db", ".sqlite", ".sqlite3")) else "data_path"
     a = takes.args
-    if a.vararg or a.kwonlyargs or a.kwarg or a.posonlyargs or parameter in {x.arg for x in a.args}:
-        return None
-    if cls is not None and not a.args:
+    if a.vararg or a.kwonlyargs or a.kwarg or a.posonlyargs or (cls is not None and not a.args):
         return None
     lines = source.splitlines(keepends=True)
+    use = f"self.{parameter}" if cls is not None and fn is not takes else parameter
+    start = _offset(lines, literal.lineno, literal.col_offset)
+    end = _offset(lines, literal.end_lineno or line, literal.end_col_offset or 0)
+    owner = cls.name if cls is not None else fn.name
+    before = len(a.args) - (1 if cls is not None else 0)
+    if parameter in {x.arg for x in a.args}:  # given already for another use of the name: this one uses it too
+        defaults = dict(zip([x.arg for x in a.args][len(a.args) - len(a.defaults) :], a.defaults, strict=True))
+        given = defaults.get(parameter)
+        kept = f"self.{parameter} = {parameter}" in (ast.get_source_segment(source, takes) or "")
+        if not (isinstance(given, ast.Constant) and given.value == literal.value) or (use != parameter and not kept):
+            return None
+        fixed = _edited(source, [(start, end, use)])
+        at = [x.arg for x in a.args].index(parameter) - (1 if cls is not None else 0)
+        return (fixed, owner, parameter, at) if fixed is not None else None
     last = a.defaults[-1] if a.defaults else a.args[-1] if a.args else None
     if last is None:  # a function of no parameters
         header = source[_offset(lines, takes.lineno, takes.col_offset) :]
@@ -191,9 +205,7 @@ def path_parameter(source: str, line: int, name: str) -> tuple[str, str, str, in
     else:
         at = _offset(lines, last.end_lineno or last.lineno, last.end_col_offset or 0)
         edits = [(at, at, f", {parameter}={literal.value!r}")]
-    use = f"self.{parameter}" if cls is not None and fn is not takes else parameter
-    start = _offset(lines, literal.lineno, literal.col_offset)
-    edits.append((start, _offset(lines, literal.end_lineno or line, literal.end_col_offset or 0), use))
+    edits.append((start, end, use))
     if use != parameter:  # kept by __init__ for the method that uses it
         first = takes.body[0]
         docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
@@ -205,8 +217,7 @@ def path_parameter(source: str, line: int, name: str) -> tuple[str, str, str, in
             at = _offset(lines, after.lineno, 0)
         edits.append((at, at, f"{indent}self.{parameter} = {parameter}\n"))
     fixed = _edited(source, edits)
-    before = len(a.args) - (1 if cls is not None else 0)
-    return (fixed, cls.name if cls is not None else fn.name, parameter, before) if fixed is not None else None
+    return (fixed, owner, parameter, before) if fixed is not None else None
 
 
 def pass_tmp_path(source: str, owner: str, parameter: str, name: str, before: int) -> tuple[str, list[str]]:

@@ -442,8 +442,10 @@ class StepChecks:
         itself writes becomes a parameter the tests pass (see :func:`path_parameter`); whether any changed."""
         store = self.env.store
         tests = [p for p in store.list_files() if is_test_file(p) and p.endswith(".py")]
-        changed = False
-        for path, line, name in hard_coded(python_files(store), left):
+        changed, tried = False, set()
+        while found := [f for f in hard_coded(python_files(store), left) if f not in tried]:  # one use at a time:
+            path, line, name = found[0]  # each edit moves the lines of the rest
+            tried.add(found[0])
             made = path_parameter(store.read_text(path), line, name)
             if made is None:
                 continue
