@@ -27,7 +27,7 @@ from l2mac.record import RunRecord
 from l2mac.run import protocol_for
 from l2mac.store import FileStore
 from l2mac.tools import Toolbox, ToolEnv, tools_named
-from l2mac.types import Instruction, StepStatus
+from l2mac.types import Instruction, StepOutcome, StepStatus
 
 from conftest import run_scripted
 
@@ -1231,3 +1231,22 @@ def test_a_class_sent_again_is_merged_member_by_member() -> None:
     assert "@functools.cache" not in merged  # the method sent replaces the old one, decorators and all
     assert merged.index("def shout") < merged.index("def after") and merged.count("class Inflector") == 1
     compile(merged, "merged.py", "exec")
+
+
+def test_a_step_whose_budget_ends_right_after_its_checks_pass_is_passed_and_says_so(tmp_path: Path) -> None:
+    """Seen on the URL shortener at 078ca7d: step 4's checks passed on its last answer, its time ran out
+    before the model could say it was done, and the step was recorded failed with every check passing."""
+    fixed = fenced(("stack.py", GOOD), prose="The pop was wrong; fixed.")
+    replies = [text(fenced(("stack.py", BUGGY), ("tests/test_stack.py", TEST))), text(fixed)]
+    unit, _, _ = make_unit(tmp_path, replies, limits=StepLimits(max_turns=2, samples=0))
+    outcome = run_step(unit)
+    assert isinstance(outcome, StepOutcome)
+    assert outcome.status is StepStatus.PASSED
+    assert outcome.reason == (
+        "turn budget spent (2 model calls); its checks passed on its last answer, before the model said it was done"
+    )
+    assert outcome.summary.startswith("(The step's checks passed.) The files it changed hold:\n")
+    # files changed after the checks last passed are no longer known to pass: the step fails as before
+    broken = [text(fenced(("stack.py", GOOD), ("tests/test_stack.py", TEST))), text(fenced(("stack.py", BUGGY)))]
+    unit, _, _ = make_unit(tmp_path / "again", broken, limits=StepLimits(max_turns=2, samples=0))
+    assert getattr(run_step(unit), "status", None) is StepStatus.FAILED

@@ -64,6 +64,7 @@ class _State:
     closest: Standing | None = None  # the closest the checks came to passing in this step
     stalled: int = 0  # failed checks in a row that came no closer than ``closest``
     measured: tuple[int, Standing] | None = None  # the store's revision when the checks last ran, and the standing
+    passed_at: int | None = None  # the store's revision when the checks last passed, if the files are as they were
     checks: StepChecks | None = None
 
 
@@ -115,9 +116,9 @@ class ControlUnit:
     async def _turns(self, step: Step, talk: Conversation, state: _State, checks: StepChecks) -> StepOutcome:
         while True:
             if state.turns >= self.limits.max_turns:
-                return await self._fail(step, talk, state, f"turn budget spent ({self.limits.max_turns} model calls)")
+                return await self._end(step, talk, state, f"turn budget spent ({self.limits.max_turns} model calls)")
             if step.deadline is not None and time.monotonic() >= step.deadline and state.measured is not None:
-                return await self._fail(step, talk, state, "its share of the run's time limit spent")
+                return await self._end(step, talk, state, "its share of the run's time limit spent")
             messages = talk.messages()
             grew = bool(state.sent) and messages[: len(state.sent)] == state.sent  # the provider's count applies
             if not self.budget.fits(messages, state.reported_input if grew else 0):
@@ -151,6 +152,7 @@ class ControlUnit:
                 if verdict.ok and summary is not None:
                     return self._outcome(step, state, StepStatus.PASSED, summary)
                 state.check_failures += 0 if verdict.ok else 1
+                state.passed_at = self.toolbox.env.store.revision if verdict.ok else None
                 self._remember(state, verdict.standing)
                 _note_progress(state, verdict.ok, verdict.standing)
             limit = self.limits.max_check_failures
@@ -426,16 +428,31 @@ class ControlUnit:
         self.log("recovered", step=step.index, recovery="best_state_kept", turn=best.turn, tests_back=back)
         return f"; its files were put back as they were after turn {best.turn}, the closest it came to passing"
 
+    async def _end(self, step: Step, talk: Conversation, state: _State, reason: str) -> StepOutcome:
+        """The step's budget is spent: it passes if its checks passed on the files as they are, though the model
+        had not yet said it was done (the reason says so), and fails otherwise. Seen on the URL shortener at
+        078ca7d: step 4's checks passed on its last answer, and its time ran out before the model was asked
+        whether it was done; the step was recorded failed with every check passing."""
+        if state.passed_at is None or state.passed_at != self.toolbox.env.store.revision:
+            return await self._fail(step, talk, state, reason)
+        summary = self._held(state, "(The step's checks passed.)")
+        reason = f"{reason}; its checks passed on its last answer, before the model said it was done"
+        return self._outcome(step, state, StepStatus.PASSED, summary, reason)
+
+    def _held(self, state: _State, lead: str) -> str:
+        """The summary of a step the model did not summarise: ``lead``, then what the files it changed hold."""
+        store = self.toolbox.env.store
+        files = store.snapshot()  # the text files the model may see
+        changed = [p for p in store.changed_since(state.start_revision) if p in files]
+        held = "\n".join(file_entry(p, files[p]) for p in changed) or "(none)"
+        return trim_output(f"{lead} The files it changed hold:\n{held}", 1500)
+
     async def _fail(self, step: Step, talk: Conversation, state: _State, reason: str) -> StepOutcome:
         """The step ends failed, its best files kept. Its summary for the next step says what its files hold
         now, read from them: asked for one, the model took minutes per failed step on DevBench, and once copied
         the step before's summary word for word."""
         reason += await self._keep_best(step, state)
-        store = self.toolbox.env.store
-        files = store.snapshot()  # the text files the model may see
-        changed = [p for p in store.changed_since(state.start_revision) if p in files]
-        held = "\n".join(file_entry(p, files[p]) for p in changed) or "(none)"
-        summary = trim_output(f"(The previous step did not pass: {reason}.) The files it changed hold:\n{held}", 1500)
+        summary = self._held(state, f"(The previous step did not pass: {reason}.)")
         return self._outcome(step, state, StepStatus.FAILED, summary, reason)
 
     def log(self, kind: str, **data: object) -> None:
