@@ -882,6 +882,30 @@ def test_a_web_test_that_reads_a_response_as_its_data_gets_a_hint(tmp_path: Path
     assert hints[1].startswith("Hint: assert 405 == 200") and "405 Method Not Allowed" in hints[1]
 
 
+def test_a_test_clients_configuration_is_read_from_its_app(tmp_path: Path) -> None:
+    """Seen on the notes API at f2bd868: ``add_note(client.config["DB_PATH"], ...)`` failed on an AttributeError
+    (a Flask test client has no config: its app has), and the same test file came back three times."""
+    tests = (
+        "from notes.store import add_note\n\n\n"
+        "def test_delete(client):\n    note_id = add_note(client.config['DB_PATH'], 't', 'c')\n"
+        "    assert client.delete(f'/notes/{note_id}').status_code == 200\n    assert settings.config\n"
+    )
+    store = FileStore(tmp_path)
+    store.write_text("notes/app.py", "from flask import Flask\n\napp = Flask(__name__)\n")
+    store.write_text("tests/test_app.py", tests)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda p: [], ["tests/test_app.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("tests/test_app.py")
+    assert "add_note(client.application.config['DB_PATH'], 't', 'c')" in fixed
+    assert "assert settings.config\n" in fixed  # not a test client
+    assert [r for r, _ in logged] == ["client_app_attributes"]
+    assert notes[0].startswith("Made the test client's configuration in tests/test_app.py its app's (note_id = ")
+    store.write_text("notes/app.py", "from fastapi import FastAPI\n\napp = FastAPI()\n")  # its apps have no config
+    store.write_text("tests/test_app.py", tests)
+    repair_written(store, lambda p: [], ["tests/test_app.py"], lambda r, **f: None)
+    assert store.read_text("tests/test_app.py") == tests
+
+
 def test_a_flask_test_clients_response_json_call_is_made_get_json(tmp_path: Path) -> None:
     """Seen on the notes API at 7c5de5d: ``response.json().get('error')`` in two tests (Flask's response.json is
     the data, not a method); the same test file came back four times."""

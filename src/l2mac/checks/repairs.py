@@ -40,7 +40,7 @@ from l2mac.checks.setups import call_setup, opened_in_init, setup_functions
 from l2mac.checks.shape import top_level_functions
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.checks.web_apps import web_app
-from l2mac.checks.web_repairs import drop_app_copy, main_through_factory, response_data_calls
+from l2mac.checks.web_repairs import client_app_attributes, drop_app_copy, main_through_factory, response_data_calls
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -98,7 +98,8 @@ def repair_written(
 def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> list[str]:
     """In the code files of ``python``: a module-level web app its factory makes again, a ``__main__`` block that
     sets up the app by hand instead of through its factory, and arguments thrown away before use; in its test
-    files: tests that hold no code, a test client's response data read the wrong way for the framework, and
+    files: tests that hold no code, a test client's response data or configuration read the wrong way for the
+    framework, and
     fixtures used but not taken. The project is parsed once, and a file again only when it was changed."""
     code = [p for p in python if not is_test_file(p)]
     tests = [p for p in python if is_test_file(p)]
@@ -141,6 +142,13 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
                 "there, response.json is the data, not a method"
             )
             log("response_data_calls", path=path, lines=lines)
+        if app is not None and (
+            read := rewrite(store, path, partial(client_app_attributes, holder=app.framework.client_app))
+        ):
+            notes.append(
+                f"Made the test client's configuration in {path} its app's ({'; '.join(read)}): the client has none"
+            )
+            log("client_app_attributes", path=path, lines=read)
         if fixed := rewrite(store, path, fixtures_as_parameters):
             notes.append(
                 f"Gave {', '.join(fixed)} in {path} the fixtures they use as parameters, as pytest passes them"

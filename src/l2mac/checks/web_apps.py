@@ -34,6 +34,7 @@ class Framework:
     data: str = "json"  # the method of a test client's response that gives its JSON data
     module: str = ""  # the framework's module, and the names code takes from it
     names: frozenset[str] = frozenset()
+    client_app: str = ""  # the test client's attribute that holds its app
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ def frameworks() -> tuple[Framework, ...]:
             f.get("data", "json"),
             f.get("module", ""),
             frozenset(f.get("names", ())),
+            f.get("client_app", ""),
         )
         for f in yaml.safe_load(text)
     )
