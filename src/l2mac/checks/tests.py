@@ -108,6 +108,9 @@ def run_tests(
         # with each test's outcome, its failure message whole: at -q pytest cuts it to the terminal's width
         # (``assert 'b...``), and failures alike across implementations are then no evidence (agreement.py)
         "-vv" if each else "-q",
+        # the model sees a failing test's local variables (each cut to 240 characters), as a developer would
+        # look at them: "assert 404 == 200" does not say the URL was built from a Note, not from its id
+        *([] if each else ["--showlocals"]),
         "--no-header",
         "-p",
         "no:cacheprovider",
@@ -141,14 +144,16 @@ def run_tests(
 
 
 _DURATION = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?(?=(?: =+)?$)", re.MULTILINE)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def stable_output(output: str) -> str:
-    """pytest's output without the duration on its summary line, which changes from one run of the same tests
-    to the next. The output goes into the model's prompt, and a prompt must be the same for the same project,
-    or a seeded run (and its replay on resume) drifts. (Under bubblewrap /tmp is new for every run, so
-    tmp_path is the same each time too.)"""
-    return _DURATION.sub("", output)
+    """pytest's output without the duration on its summary line and the memory addresses in reprs (``<Obj at
+    0x7f...>``, shown with a failing test's local variables), which change from one run of the same tests to
+    the next. The output goes into the model's prompt, and a prompt must be the same for the same project, or
+    a seeded run (and its replay on resume) drifts. (Under bubblewrap /tmp is new for every run, so tmp_path is
+    the same each time too.)"""
+    return _ADDRESS.sub(" at 0x...>", _DURATION.sub("", output))
 
 
 #: folders that are not the project's files: version control, the run record, caches
