@@ -674,3 +674,20 @@ def test_a_step_that_must_leave_tests_and_names_no_test_file_names_one() -> None
     assert instructions[0].endswith("\nWrite tests/test_db.py with pytest tests of links/db.py.")
     assert instructions[1].endswith("\nWrite tests/test_links.py with pytest tests of links/__init__.py.")
     assert instructions[2:] == [named.instruction, docs.instruction]
+
+
+def test_a_file_alone_in_a_folder_the_plan_has_nothing_else_in_is_the_planned_file_of_its_name() -> None:
+    """Seen on the notes API at f6fd78c: a plan writing notes/store.py said "Use bookmarks/store.py for note
+    storage", the worked example's folder left over."""
+    store = Instruction(title="Storage", instruction="Write notes/store.py with add_note(path, title).")
+    app = Instruction(
+        title="Web API",
+        instruction="Write notes/app.py with create_app(db_path). Use bookmarks/store.py for note storage. "
+        "Write tests/test_app.py.",
+    )
+    cli = Instruction(title="CLI", instruction="Write tools/report.py with main(). Write tests/test_report.py.")
+    program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in (store, app, cli)]})])
+    instructions = [s.instruction for s in program.steps]
+    assert "Use notes/store.py for note storage." in instructions[1]
+    assert "bookmarks" not in " ".join(instructions)
+    assert instructions[2].startswith("Write tools/report.py with main().")  # alone, but no other report.py

@@ -349,6 +349,34 @@ def placed(steps: list[Instruction], task: str) -> list[Instruction]:
     return [s.model_copy(update={"instruction": bare.sub(lambda m: where[m.group(1)], s.instruction)}) for s in steps]
 
 
+def one_folder(steps: list[Instruction], task: str) -> list[Instruction]:
+    """A file the plan names alone in its folder (no other file of the plan or the task is there) is the file of
+    the same name the plan has in a folder of its own files, when it has one. Seen on the notes API: a plan
+    that wrote notes/store.py said "Use bookmarks/store.py for note storage", the planner's worked example's
+    folder left over; the step's answer then imported from a package that never existed."""
+    files = [f for s in steps for f in mentioned_files(s.instruction)]
+    named = set(mentioned_files(task)) | set(outline.tree_paths(task))
+    folders = {f: f.rsplit("/", 1)[0] if "/" in f else "" for f in [*files, *named]}
+
+    def alone(path: str) -> bool:
+        return not any(folders[f] == folders[path] for f in folders if f != path)
+
+    moved: dict[str, str] = {}
+    for path in dict.fromkeys(files):
+        if "/" not in path or path in named or not alone(path):
+            continue
+        stem = path.rsplit("/", 1)[1]
+        same = {f for f in files if f != path and f.rsplit("/", 1)[-1] == stem and not alone(f)}
+        if len(same) == 1:
+            moved[path] = same.pop()
+    if not moved:
+        return steps
+    pattern = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(p) for p in moved) + r")(?![\w/-])")
+    return [
+        s.model_copy(update={"instruction": pattern.sub(lambda m: moved[m.group(1)], s.instruction)}) for s in steps
+    ]
+
+
 def retarget(steps: list[Instruction], specs: list[outline.SpecFile], task: str) -> list[Instruction]:
     """A code file the plan invents for names the specification places in one of its files is that file: the
     plan is pointed at it, in every step. Seen: steps writing the specified functions of src/hybrid.py into a

@@ -24,6 +24,7 @@ from l2mac.plan_rules import (
     echoes,
     fit_steps,
     follow_spec,
+    one_folder,
     repair,
     tests_with_their_code,
     with_readme,
@@ -183,6 +184,7 @@ async def make_plan(
     if domain.python_checks:  # a plan of code: no setup-only steps, and the specified files' steps
         planned = without_setup(dedupe(steps))
         steps = follow_spec(tests_with_their_code(planned) if domain.tests else planned, task, tests=domain.tests)
+        steps = steps if repository else one_folder(steps, task)
     steps = repair(carry_task_details(fit_steps(dedupe(steps), limit), task))
     if readme and domain.python_checks and "readme_step" in domain.prompts:  # after the task's code is placed
         steps = with_readme(steps, limit, domain.render("readme_step").strip())
