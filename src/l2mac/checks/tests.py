@@ -108,9 +108,6 @@ def run_tests(
         # with each test's outcome, its failure message whole: at -q pytest cuts it to the terminal's width
         # (``assert 'b...``), and failures alike across implementations are then no evidence (agreement.py)
         "-vv" if each else "-q",
-        # the model sees a failing test's local variables (each cut to 240 characters), as a developer would
-        # look at them: "assert 404 == 200" does not say the URL was built from a Note, not from its id
-        *([] if each else ["--showlocals"]),
         "--no-header",
         "-p",
         "no:cacheprovider",
@@ -149,7 +146,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 def stable_output(output: str) -> str:
     """pytest's output without the duration on its summary line and the memory addresses in reprs (``<Obj at
-    0x7f...>``, shown with a failing test's local variables), which change from one run of the same tests to
+    0x7f...>``, in an assertion's message), which change from one run of the same tests to
     the next. The output goes into the model's prompt, and a prompt must be the same for the same project, or
     a seeded run (and its replay on resume) drifts. (Under bubblewrap /tmp is new for every run, so tmp_path is
     the same each time too.)"""
