@@ -1186,3 +1186,32 @@ def test_an_opener_is_not_called_where_it_is_called_already_checked_for_or_not_t
     assert opened_in_init(lazy)[1] == []  # its one user opens it itself
     needs_an_argument = DATABASE.replace("def connect(self):", "def connect(self, timeout):")
     assert opened_in_init(needs_an_argument)[1] == []
+
+
+def test_an_app_factory_that_returns_the_modules_app_gives_it_its_parameters(tmp_path: Path) -> None:
+    """Seen on the notes API at ee24634: create_app(db_path) made the tables at the test's tmp_path and returned
+    the module's app, configured with notes.db; every request failed "no such table: notes"."""
+    code = (
+        "from pathlib import Path\n\nfrom flask import Flask\n\nfrom notes.store import init_db\n\n"
+        "app = Flask(__name__)\n\n\n@app.route('/notes')\ndef notes():\n    return str(app.config['DB_PATH'])\n\n\n"
+        "app.config['DB_PATH'] = Path('notes.db')\napp.config['SECRET'] = 'x'\n\n\n"
+        "def create_app(db_path: Path, secret: str = 'y'):\n    init_db(db_path)\n    return app\n"
+    )
+    store = FileStore(tmp_path)
+    store.write_text("notes/app.py", code)
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: logged.append((r, f)))
+    fixed = store.read_text("notes/app.py")
+    assert fixed.endswith(
+        "    init_db(db_path)\n    app.config['DB_PATH'] = db_path\n    app.config['SECRET'] = secret\n    return app\n"
+    )
+    assert (
+        "factory_configured",
+        {"path": "notes/app.py", "statements": ["app.config['DB_PATH'] = db_path", "app.config['SECRET'] = secret"]},
+    ) in logged
+    assert any(n.startswith("Made the app factory in notes/app.py configure the app") for n in notes)
+    assert repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None) == []  # once is enough
+    own = code.replace("    init_db(db_path)\n    return app\n", "    app = Flask(__name__)\n    return app\n")
+    store.write_text("notes/app.py", own)  # a factory that makes its own app is left as it is
+    repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
+    assert store.read_text("notes/app.py") == own

@@ -40,7 +40,13 @@ from l2mac.checks.setups import call_setup, opened_in_init, setup_functions
 from l2mac.checks.shape import top_level_functions
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.checks.web_apps import web_app
-from l2mac.checks.web_repairs import client_app_attributes, drop_app_copy, main_through_factory, response_data_calls
+from l2mac.checks.web_repairs import (
+    client_app_attributes,
+    drop_app_copy,
+    factory_configured,
+    main_through_factory,
+    response_data_calls,
+)
 from l2mac.errors import WorkspaceError
 from l2mac.store import FileStore
 
@@ -125,7 +131,13 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
                 "block did by hand, and the rest of the app's setup with it"
             )
             log("main_through_factory", path=path, calls=through)
-        if dropped or kept or through:
+        if configured := rewrite(store, path, factory_configured):
+            notes.append(
+                f"Made the app factory in {path} configure the app it returns from its parameters "
+                f"({'; '.join(configured)}): the app a caller makes must use what the caller gives"
+            )
+            log("factory_configured", path=path, statements=configured)
+        if dropped or kept or through or configured:
             trees[path] = ast.parse(store.read_text(path))
     app = web_app({p: t for p, t in trees.items() if not is_test_file(p)}) if tests else None
     for path in tests:

@@ -226,6 +226,43 @@ def main_through_factory(source: str) -> tuple[str, list[str]]:
     return source, []
 
 
+def factory_configured(source: str) -> tuple[str, list[str]]:
+    """``source`` with a factory that returns the module's own app giving that app its parameters: where the
+    module sets ``app.config["DB_PATH"] = Path("notes.db")`` and ``create_app(db_path)`` returns ``app`` without
+    setting that key, the factory sets ``app.config["DB_PATH"] = db_path`` before it returns (a key is a
+    parameter's when it is the parameter's name in capitals). Seen on the notes API at ee24634: create_app made
+    the tables at the test's tmp_path and returned an app whose views read notes.db ("no such table: notes"),
+    reported four times. Returns the statements added."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    for framework in frameworks():
+        for fn in factories(tree, framework):
+            last = fn.body[-1]
+            if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
+                continue
+            app = last.value.id
+            if any(isinstance(n, ast.Name) and n.id == app and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn)):
+                continue  # it makes an app of its own
+            module_keys = {k for stmt in tree.body if (k := _config_key(stmt, app)) is not None}
+            own_keys = {k for stmt in ast.walk(fn) if isinstance(stmt, ast.stmt) and (k := _config_key(stmt, app))}
+            params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+            added = [
+                f"{app}.config[{key}] = {p}"
+                for p in params
+                for key in sorted(module_keys - own_keys)
+                if key.strip("'\"") == p.upper()
+            ]
+            lines = source.splitlines()
+            if not added or _shares_a_line(lines, last):
+                continue
+            indent = lines[last.lineno - 1][: last.col_offset]
+            lines[last.lineno - 1 : last.lineno - 1] = [indent + a for a in added]
+            return "\n".join(lines) + "\n", added
+    return source, []
+
+
 def _shares_a_line(lines: list[str], stmt: ast.stmt) -> bool:
     """Whether another statement shares a line with ``stmt`` (``app.config["DB"] = "x"; app.run()``)."""
     before = lines[stmt.lineno - 1][: stmt.col_offset]
