@@ -1215,3 +1215,11 @@ def test_an_app_factory_that_returns_the_modules_app_gives_it_its_parameters(tmp
     store.write_text("notes/app.py", own)  # a factory that makes its own app is left as it is
     repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
     assert store.read_text("notes/app.py") == own
+    for factory in (
+        "def create_app(db_path=None):\n    return app\n",  # None: the module's own value stays
+        "def create_app(db_path):\n    app.config.update(DB_PATH=str(db_path))\n    return app\n",
+    ):
+        other = code[: code.index("def create_app")] + factory
+        store.write_text("notes/app.py", other)
+        repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
+        assert store.read_text("notes/app.py") == other, factory

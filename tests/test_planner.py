@@ -691,3 +691,11 @@ def test_a_file_alone_in_a_folder_the_plan_has_nothing_else_in_is_the_planned_fi
     assert "Use notes/store.py for note storage." in instructions[1]
     assert "bookmarks" not in " ".join(instructions)
     assert instructions[2].startswith("Write tools/report.py with main().")  # alone, but no other report.py
+    nested = [
+        Instruction(title="Core", instruction="Write pkg/__init__.py and pkg/core.py. Write tests/test_core.py."),
+        Instruction(title="Plugins", instruction="Write pkg/plugins/__init__.py and tests/e2e/conftest.py."),
+        Instruction(title="Docs", instruction="Write docs/README.md and README.md.", requires_tests=False),
+    ]
+    program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in nested]})])
+    assert "pkg/plugins/__init__.py and tests/e2e/conftest.py" in program.steps[1].instruction  # under its own
+    assert "docs/README.md and README.md" in program.steps[2].instruction  # never a file at the root

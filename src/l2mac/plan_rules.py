@@ -343,32 +343,36 @@ def placed(steps: list[Instruction], task: str) -> list[Instruction]:
     tree = outline.tree_paths(task)
     names = [p.rsplit("/", 1)[-1] for p in tree]
     where = {n: p for n, p in zip(names, tree, strict=True) if "/" in p and names.count(n) == 1}
-    if not where:
-        return steps
-    bare = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(n) for n in where) + r")(?![\w/-])")
-    return [s.model_copy(update={"instruction": bare.sub(lambda m: where[m.group(1)], s.instruction)}) for s in steps]
+    return _renamed(steps, where)
 
 
 def one_folder(steps: list[Instruction], task: str) -> list[Instruction]:
-    """A file the plan names alone in its folder (no other file of the plan or the task is there) is the file of
-    the same name the plan has in a folder of its own files, when it has one. Seen on the notes API: a plan
-    that wrote notes/store.py said "Use bookmarks/store.py for note storage", the planner's worked example's
-    folder left over; the step's answer then imported from a package that never existed."""
+    """A file the plan names alone in its top folder (no other file of the plan or the task is under it) is the
+    file of the same name the plan has in a folder of its own files, when it has one. Seen on the notes API: a
+    plan that wrote notes/store.py said "Use bookmarks/store.py for note storage", the planner's worked
+    example's folder left over; the step's answer then imported from a package that never existed. A file in a
+    subfolder of the plan's own (``pkg/plugins/__init__.py``) is not alone."""
     files = [f for s in steps for f in mentioned_files(s.instruction)]
     named = set(mentioned_files(task)) | set(outline.tree_paths(task))
-    folders = {f: f.rsplit("/", 1)[0] if "/" in f else "" for f in [*files, *named]}
+    everything = {*files, *named}
 
     def alone(path: str) -> bool:
-        return not any(folders[f] == folders[path] for f in folders if f != path)
+        top = path.split("/", 1)[0] + "/"
+        return not any(f.startswith(top) for f in everything if f != path)
 
     moved: dict[str, str] = {}
     for path in dict.fromkeys(files):
         if "/" not in path or path in named or not alone(path):
             continue
         stem = path.rsplit("/", 1)[1]
-        same = {f for f in files if f != path and f.rsplit("/", 1)[-1] == stem and not alone(f)}
+        same = {f for f in everything if "/" in f and f.rsplit("/", 1)[1] == stem and not alone(f)}
         if len(same) == 1:
             moved[path] = same.pop()
+    return _renamed(steps, moved)
+
+
+def _renamed(steps: list[Instruction], moved: dict[str, str]) -> list[Instruction]:
+    """``steps`` with each file of ``moved`` named as the file it maps to, wherever an instruction names it."""
     if not moved:
         return steps
     pattern = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(p) for p in moved) + r")(?![\w/-])")
@@ -395,12 +399,7 @@ def retarget(steps: list[Instruction], specs: list[outline.SpecFile], task: str)
         for path in mentioned_files(step.instruction):
             if len(used) >= 2 and len(files) == 1 and _invented(path, named, specs):
                 moved.setdefault(path, next(iter(files)))
-    if not moved:
-        return steps
-    pattern = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(p) for p in moved) + r")\b")
-    return [
-        s.model_copy(update={"instruction": pattern.sub(lambda m: moved[m.group(1)], s.instruction)}) for s in steps
-    ]
+    return _renamed(steps, moved)
 
 
 def follow_spec(steps: list[Instruction], task: str, *, tests: bool = True) -> list[Instruction]:

@@ -125,18 +125,18 @@ def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> 
                 "function uses what its caller passes"
             )
             log("arguments_kept", path=path, statements=kept)
-        if through := rewrite(store, path, main_through_factory):
-            notes.append(
-                f"Made the __main__ block of {path} set up the app with {through[0]}: the factory does what the "
-                "block did by hand, and the rest of the app's setup with it"
-            )
-            log("main_through_factory", path=path, calls=through)
         if configured := rewrite(store, path, factory_configured):
             notes.append(
                 f"Made the app factory in {path} configure the app it returns from its parameters "
                 f"({'; '.join(configured)}): the app a caller makes must use what the caller gives"
             )
             log("factory_configured", path=path, statements=configured)
+        if through := rewrite(store, path, main_through_factory):
+            notes.append(
+                f"Made the __main__ block of {path} set up the app with {through[0]}: the factory does what the "
+                "block did by hand, and the rest of the app's setup with it"
+            )
+            log("main_through_factory", path=path, calls=through)
         if dropped or kept or through or configured:
             trees[path] = ast.parse(store.read_text(path))
     app = web_app({p: t for p, t in trees.items() if not is_test_file(p)}) if tests else None

@@ -188,41 +188,35 @@ def main_through_factory(source: str) -> tuple[str, list[str]]:
     except SyntaxError:
         return source, []
     mains = [n for n in tree.body if isinstance(n, ast.If) and is_main_guard(n)]
-    for framework in frameworks() if mains else ():
-        for fn in factories(tree, framework):
-            if not isinstance(fn.body[-1], ast.Return) or not isinstance(fn.body[-1].value, ast.Name):
-                continue
-            app = fn.body[-1].value.id
-            if any(isinstance(n, ast.Name) and n.id == app and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn)):
-                continue  # it makes an app of its own: the module's, which the block runs, is another
-            params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
-            required = params[: len(params) - len(fn.args.defaults)]
-            if fn.args.kwonlyargs or not required:
-                continue
-            keys: dict[str, str] = {}  # the configuration key -> the parameter the factory sets it to
-            for stmt in fn.body:
+    for fn, app in _returning_the_modules_app(tree) if mains else ():
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+        required = params[: len(params) - len(fn.args.defaults)]
+        if fn.args.kwonlyargs or not required:
+            continue
+        keys: dict[str, str] = {}  # the configuration key -> the parameter the factory sets it to
+        for stmt in fn.body:
+            key = _config_key(stmt, app)
+            if key is not None and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name):
+                keys[key] = stmt.value.id
+        for main in mains:
+            given: dict[str, tuple[ast.Assign, str]] = {}  # parameter -> (the statement setting its key, its value)
+            for stmt in main.body:
                 key = _config_key(stmt, app)
-                if key is not None and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name):
-                    keys[key] = stmt.value.id
-            for main in mains:
-                given: dict[str, tuple[ast.Assign, str]] = {}  # parameter -> (the statement setting its key, its value)
-                for stmt in main.body:
-                    key = _config_key(stmt, app)
-                    if key in keys and isinstance(stmt, ast.Assign):
-                        given[keys[key]] = (stmt, ast.get_source_segment(source, stmt.value) or "")
-                values = [given[p][1] for p in required if p in given]
-                if set(required) - set(given) or fn.name in free_reads(main) or not all(values):
-                    continue
-                call = f"{fn.name}({', '.join(values)})"
-                lines = source.splitlines()
-                statements = sorted((s for s, _ in given.values()), key=lambda s: s.lineno, reverse=True)
-                if any(_shares_a_line(lines, stmt) for stmt in statements):
-                    continue
-                for stmt in statements:  # the call takes the place of the last: every value it reads is made
-                    indent = lines[stmt.lineno - 1][: stmt.col_offset]
-                    replacement = [indent + call] if stmt is statements[0] else []
-                    lines[stmt.lineno - 1 : stmt.end_lineno or stmt.lineno] = replacement
-                return "\n".join(lines) + "\n", [call]
+                if key in keys and isinstance(stmt, ast.Assign):
+                    given[keys[key]] = (stmt, ast.get_source_segment(source, stmt.value) or "")
+            values = [given[p][1] for p in required if p in given]
+            if set(required) - set(given) or fn.name in free_reads(main) or not all(values):
+                continue
+            call = f"{fn.name}({', '.join(values)})"
+            lines = source.splitlines()
+            statements = sorted((s for s, _ in given.values()), key=lambda s: s.lineno, reverse=True)
+            if any(_shares_a_line(lines, stmt) for stmt in statements):
+                continue
+            for stmt in statements:  # the call takes the place of the last: every value it reads is made
+                indent = lines[stmt.lineno - 1][: stmt.col_offset]
+                replacement = [indent + call] if stmt is statements[0] else []
+                lines[stmt.lineno - 1 : stmt.end_lineno or stmt.lineno] = replacement
+            return "\n".join(lines) + "\n", [call]
     return source, []
 
 
@@ -232,11 +226,41 @@ def factory_configured(source: str) -> tuple[str, list[str]]:
     setting that key, the factory sets ``app.config["DB_PATH"] = db_path`` before it returns (a key is a
     parameter's when it is the parameter's name in capitals). Seen on the notes API at ee24634: create_app made
     the tables at the test's tmp_path and returned an app whose views read notes.db ("no such table: notes"),
-    reported four times. Returns the statements added."""
+    reported four times. A factory that sets its app's configuration another way (``app.config.update(...)``)
+    is left as it is, as is a parameter that defaults to None. Returns the statements added."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return source, []
+    lines = source.splitlines()
+    for fn, app in _returning_the_modules_app(tree):
+        if any(_config_method(n, app) for n in ast.walk(fn)):
+            continue
+        module_keys = {k: stmt for stmt in tree.body if (k := _config_key(stmt, app)) is not None}
+        own_keys = {k for stmt in ast.walk(fn) if isinstance(stmt, ast.stmt) and (k := _config_key(stmt, app))}
+        a = fn.args
+        positional = [*a.posonlyargs, *a.args]
+        defaults = {p.arg: d for p, d in zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True)}
+        defaults |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None}
+        added = [
+            f"{app}.config[{ast.get_source_segment(source, _key_node(module_keys[key]))}] = {p.arg}"
+            for p in [*positional, *a.kwonlyargs]
+            if not (isinstance(d := defaults.get(p.arg), ast.Constant) and d.value is None)
+            for key in sorted(set(module_keys) - own_keys)
+            if key == p.arg.upper()
+        ]
+        last = fn.body[-1]
+        if added and not _shares_a_line(lines, last):
+            indent = lines[last.lineno - 1][: last.col_offset]
+            lines[last.lineno - 1 : last.lineno - 1] = [indent + a for a in added]
+            return "\n".join(lines) + "\n", added
+    return source, []
+
+
+def _returning_the_modules_app(tree: ast.Module) -> list[tuple[ast.FunctionDef, str]]:
+    """The module's app factories that set up and return the module's own app (``return app``, no app of their
+    own), each with the app's name."""
+    found = []
     for framework in frameworks():
         for fn in factories(tree, framework):
             last = fn.body[-1]
@@ -245,22 +269,20 @@ def factory_configured(source: str) -> tuple[str, list[str]]:
             app = last.value.id
             if any(isinstance(n, ast.Name) and n.id == app and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn)):
                 continue  # it makes an app of its own
-            module_keys = {k for stmt in tree.body if (k := _config_key(stmt, app)) is not None}
-            own_keys = {k for stmt in ast.walk(fn) if isinstance(stmt, ast.stmt) and (k := _config_key(stmt, app))}
-            params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
-            added = [
-                f"{app}.config[{key}] = {p}"
-                for p in params
-                for key in sorted(module_keys - own_keys)
-                if key.strip("'\"") == p.upper()
-            ]
-            lines = source.splitlines()
-            if not added or _shares_a_line(lines, last):
-                continue
-            indent = lines[last.lineno - 1][: last.col_offset]
-            lines[last.lineno - 1 : last.lineno - 1] = [indent + a for a in added]
-            return "\n".join(lines) + "\n", added
-    return source, []
+            found.append((fn, app))
+    return found
+
+
+def _config_method(node: ast.AST, app: str) -> bool:
+    """Whether ``node`` calls a method of ``app.config`` (``update``, ``from_mapping``, ``setdefault``, ...)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(owner := node.func.value, ast.Attribute)
+        and owner.attr == "config"
+        and isinstance(owner.value, ast.Name)
+        and owner.value.id == app
+    )
 
 
 def _shares_a_line(lines: list[str], stmt: ast.stmt) -> bool:
@@ -280,4 +302,11 @@ def _config_key(stmt: ast.stmt, app: str) -> str | None:
     owner = target.value
     if owner.attr != "config" or not (isinstance(owner.value, ast.Name) and owner.value.id == app):
         return None
-    return ast.unparse(target.slice)
+    key = target.slice
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _key_node(stmt: ast.stmt) -> ast.expr:
+    """The key of ``app.config[KEY] = ...`` (a statement :func:`_config_key` reads)."""
+    assert isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Subscript)
+    return stmt.targets[0].slice
