@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from l2mac.checks.layout import is_test_file
+from l2mac.checks.shape import parameter_defaults
 
 #: callables whose single string argument is a path: the call itself becomes ``tmp_path / "name"``
 _PATH_CALLS = frozenset({"Path", "pathlib.Path", "PurePath"})
@@ -189,8 +190,7 @@ def path_parameter(source: str, line: int, name: str) -> tuple[str, str, str, in
     owner = cls.name if cls is not None else fn.name
     before = len(a.args) - (1 if cls is not None else 0)
     if parameter in {x.arg for x in a.args}:  # given already for another use of the name: this one uses it too
-        defaults = dict(zip([x.arg for x in a.args][len(a.args) - len(a.defaults) :], a.defaults, strict=True))
-        given = defaults.get(parameter)
+        given = parameter_defaults(a).get(parameter)
         kept = f"self.{parameter} = {parameter}" in (ast.get_source_segment(source, takes) or "")
         if not (isinstance(given, ast.Constant) and given.value == literal.value) or (use != parameter and not kept):
             return None

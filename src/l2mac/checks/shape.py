@@ -301,6 +301,13 @@ def calls_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.
     return [n for n in own_nodes(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
 
 
+def parameter_defaults(args: ast.arguments) -> dict[str, ast.expr]:
+    """Each parameter of ``args`` that has a default (positional or keyword-only), with that default."""
+    positional = [*args.posonlyargs, *args.args]
+    found = {p.arg: d for p, d in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)}
+    return found | {p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
+
+
 def can_take(args: ast.arguments, call: ast.Call) -> bool:
     """Whether a function with parameters ``args`` can take ``call``'s arguments (by their number and keywords)."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):

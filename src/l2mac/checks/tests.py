@@ -146,10 +146,10 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 def stable_output(output: str) -> str:
     """pytest's output without the duration on its summary line and the memory addresses in reprs (``<Obj at
-    0x7f...>``, in an assertion's message), which change from one run of the same tests to
-    the next. The output goes into the model's prompt, and a prompt must be the same for the same project, or
-    a seeded run (and its replay on resume) drifts. (Under bubblewrap /tmp is new for every run, so tmp_path is
-    the same each time too.)"""
+    0x7f...>`` in an assertion's message), which change from one run of the same tests to the next. The output
+    goes into the model's prompt, and a prompt must be the same for the same project, or a seeded run (and its
+    replay on resume) drifts. (Under bubblewrap /tmp is new for every run, so tmp_path is the same each time
+    too.)"""
     return _ADDRESS.sub(" at 0x...>", _DURATION.sub("", output))
 
 

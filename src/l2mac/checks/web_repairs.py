@@ -10,7 +10,7 @@ import re
 
 from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.serve import is_main_guard
-from l2mac.checks.shape import free_reads
+from l2mac.checks.shape import free_reads, parameter_defaults
 from l2mac.checks.web_apps import app_copy, factories, file_parameters, frameworks
 
 
@@ -238,16 +238,17 @@ def factory_configured(source: str) -> tuple[str, list[str]]:
             continue
         module_keys = {k: stmt for stmt in tree.body if (k := _config_key(stmt, app)) is not None}
         own_keys = {k for stmt in ast.walk(fn) if isinstance(stmt, ast.stmt) and (k := _config_key(stmt, app))}
-        a = fn.args
-        positional = [*a.posonlyargs, *a.args]
-        defaults = {p.arg: d for p, d in zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True)}
-        defaults |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None}
-        added = [
-            f"{app}.config[{ast.get_source_segment(source, _key_node(module_keys[key]))}] = {p.arg}"
-            for p in [*positional, *a.kwonlyargs]
+        defaults = parameter_defaults(fn.args)
+        settable = [
+            p.arg
+            for p in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
             if not (isinstance(d := defaults.get(p.arg), ast.Constant) and d.value is None)
+        ]
+        added = [
+            f"{app}.config[{ast.get_source_segment(source, _key_node(module_keys[key]))}] = {p}"
+            for p in settable
             for key in sorted(set(module_keys) - own_keys)
-            if key == p.arg.upper()
+            if key == p.upper()
         ]
         last = fn.body[-1]
         if added and not _shares_a_line(lines, last):
