@@ -340,11 +340,12 @@ def test_type_errors_that_break_at_run_time_are_reported_once_per_message_with_a
         "tests/test_cli.py": "from todo.cli import main\n\n\ndef test_main():\n    x: int = 'not checked'\n",
     }
     issues = [i for i in find_code_issues(tmp_path, write(tmp_path, files)) if i.kind == "type"]
-    # untyped() is not checked (no annotations), nor are the tests; the second call of load() is listed
+    # in untyped() (no annotations) and the test only a wrong call is reported; the second call of load() is listed
     assert [(i.path, i.line) for i in issues] == [
         ("todo/cli.py", 4),
         ("todo/cli.py", 5),
         ("todo/cli.py", 7),
+        ("todo/cli.py", 11),
         ("todo/core.py", 16),
     ]
     assert all(i.blocking for i in issues)
@@ -354,12 +355,38 @@ def test_type_errors_that_break_at_run_time_are_reported_once_per_message_with_a
         "example load(Path("
     )
     assert issues[2].message.startswith('Argument 1 to "save" has incompatible type "str"; expected "Path": ')
-    assert "dataclasses.asdict(obj)" in issues[3].message
+    assert issues[3].message.startswith('Too many arguments for "load"')
+    assert "dataclasses.asdict(obj)" in issues[4].message
     assert not (tmp_path / ".mypy_cache").exists()  # the cache is l2mac's, not left in the project
     # without the type check (what repairs ask for), the same files have no type issues and the rest is kept
     untyped = find_code_issues(tmp_path, list(files), types=False)
     assert [i for i in untyped if i.kind == "type"] == []
     assert untyped == [i for i in find_code_issues(tmp_path, list(files)) if i.kind != "type"]
+
+
+def test_functions_without_annotations_are_checked_for_missing_attributes_and_wrong_calls_only(
+    tmp_path: Path,
+) -> None:
+    """ClassEval's skeletons and most small-model code carry no annotations, which mypy skips by default. Seen in
+    the ClassEval solutions at 1be87d3: ``itertools.factorial(n)`` and a call of a method the class never defined,
+    in classes that failed their hidden tests. What mypy infers there from first uses (a mixed list, a dict of
+    mixed values, ``max(d, key=d.get)``) is not a bug and is not reported."""
+    source = (
+        "import itertools\n\n\nclass Calc:\n    def __init__(self):\n        self.items = []\n\n"
+        "    def add(self, x):\n        self.items.append(1)\n        self.items.append('one')\n"
+        "        note = {'id': 1, 'tags': []}\n        note['tags'].append(x)\n        n = note['id'] + 1\n"
+        "        counts = {'a': 1}\n        return n, max(counts, key=counts.get)\n\n"
+        "    def total(self, n):\n        return itertools.factorial(n) + self.sum_all()\n\n"
+        "    def twice(self):\n        return self.add()\n\n\n"
+        "def typed(n: int) -> str:\n    return n + 1\n"
+    )
+    issues = [i for i in find_code_issues(tmp_path, write(tmp_path, {"calc.py": source})) if i.kind == "type"]
+    assert [(i.line, i.message.split(":")[0]) for i in issues] == [
+        (18, 'Module has no attribute "factorial"'),
+        (18, '"Calc" has no attribute "sum_all"'),
+        (21, 'Missing positional argument "x" in call to "add"'),
+        (25, 'Incompatible return value type (got "int", expected "str")'),  # annotated: every blocking code
+    ]
 
 
 def test_a_name_a_package_does_not_give_is_found_where_the_project_defines_it(tmp_path: Path) -> None:
