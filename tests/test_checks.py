@@ -11,6 +11,7 @@ from l2mac.checks.autofix import drop_placeholder_tests, drop_shadowed_imports, 
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.setups import opened_in_init
 from l2mac.checks.tests import failure_messages
+from l2mac.checks.type_repairs import asdict_calls
 from l2mac.store import FileStore
 
 
@@ -1250,3 +1251,47 @@ def test_an_app_factory_that_returns_the_modules_app_gives_it_its_parameters(tmp
         store.write_text("notes/app.py", other)
         repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
         assert store.read_text("notes/app.py") == other, factory
+
+
+def test_a_dataclass_asked_for_as_a_dict_through_a_method_it_lacks_is_made_a_dict_with_asdict(tmp_path: Path) -> None:
+    """Seen on the notes API at f4c5bc8: ``jsonify(note.to_dict())`` in every view, named by the type check three
+    times in a row and written again in each rewrite of the view. Only where mypy says the object is such a
+    dataclass: a class of the project with its own ``to_dict`` and an object of unknown type are left alone."""
+    store = FileStore(tmp_path)
+    store.write_text("notes/__init__.py", "")
+    store.write_text(
+        "notes/store.py",
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Note:\n    id: int\n    title: str\n\n\n"
+        "class Tag:\n    def to_dict(self):\n        return {}\n\n\n"
+        "def add_note(title: str) -> Note:\n    return Note(1, title)\n\n\n"
+        "def list_notes() -> list[Note]:\n    return [Note(1, 'a')]\n",
+    )
+    app = (
+        '"""The views."""\n\nfrom notes.store import Tag, add_note, list_notes\n\n\n'
+        "def create(title, frame):\n    note = add_note(title)\n"
+        "    return note.to_dict(), Tag().to_dict(), frame.to_dict()\n\n\n"
+        "def listed():\n    return [n.to_dict() for n in list_notes()], add_note('x').to_dict()\n"
+    )
+    store.write_text("notes/app.py", app)
+    logged: Logged = []
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    notes = repair_written(store, check, ["notes/app.py"], lambda r, **f: logged.append((r, f)))
+    assert store.read_text("notes/app.py") == (
+        '"""The views."""\nfrom dataclasses import asdict\n\nfrom notes.store import Tag, add_note, list_notes\n\n\n'
+        "def create(title, frame):\n    note = add_note(title)\n"
+        "    return asdict(note), Tag().to_dict(), frame.to_dict()\n\n\n"
+        "def listed():\n    return [asdict(n) for n in list_notes()], asdict(add_note('x'))\n"
+    )
+    made = ["asdict(add_note('x'))", "asdict(n)", "asdict(note)"]  # two on one line: mypy names the first first
+    assert logged == [("dataclass_asdict", {"path": "notes/app.py", "calls": made})]
+    assert notes == [
+        "In notes/app.py, a dataclass is now made a dict with dataclasses.asdict (asdict(add_note('x')); asdict(n); "
+        "asdict(note)): it has no method for that"
+    ]
+    assert not [i for i in find_code_issues(store.root, store.list_files()) if i.kind == "type"]
+    # where the module binds asdict to something else, the call is qualified and dataclasses imported
+    source = "import dataclasses\n\n\ndef asdict(x):\n    return x\n\n\ndef f(note):\n    return note.to_dict()\n"
+    fixed, made = asdict_calls(source, {(9, 11)})
+    assert made == ["dataclasses.asdict(note)"]
+    assert fixed == source.replace("note.to_dict()", "dataclasses.asdict(note)")
+    assert asdict_calls(source, {(9, 4)}) == (source, [])  # a place mypy did not name

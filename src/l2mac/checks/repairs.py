@@ -38,6 +38,7 @@ from l2mac.checks.python import undeclared_imports
 from l2mac.checks.readme import README, readme_commands, with_commands
 from l2mac.checks.setups import call_setup, opened_in_init, setup_functions
 from l2mac.checks.shape import top_level_functions
+from l2mac.checks.type_repairs import CALLED, asdict_calls, dataclass_names, dict_method_places
 from l2mac.checks.usage import lacking_commands, project_commands
 from l2mac.checks.web_apps import web_app
 from l2mac.checks.web_repairs import (
@@ -97,6 +98,7 @@ def repair_written(
     notes += _repair_copies(store, python, trees, log)
     notes += _call_hidden_functions(store, python, trees, log)
     notes += _call_setups(store, python, trees, log)
+    notes += _dataclasses_as_dicts(store, python, trees, log)
     notes += _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
     return notes + _declare_well_known(store, python, log)
 
@@ -310,6 +312,37 @@ def _call_setups(store: FileStore, paths: list[str], trees: dict[str, ast.Module
                 "tests call that first on the file they then hand to the module's other functions"
             )
             log("setup_called", path=path, calls=called)
+    return notes
+
+
+def _dataclasses_as_dicts(store: FileStore, paths: list[str], trees: dict[str, ast.Module], log: Log) -> list[str]:
+    """A project dataclass asked for as a dict through a method it lacks made ``asdict(x)`` (see
+    :mod:`l2mac.checks.type_repairs`). The type check runs only when a file written calls such a method. Seen on
+    the notes API at f4c5bc8: ``jsonify(note.to_dict())`` in every view, the type check naming it three times
+    in a row and each rewrite of the view calling it again."""
+    written = [p for p in paths if p in trees or store.exists(p)]
+    if not any(CALLED.search(store.read_text(p)) for p in written):
+        return []
+    if not trees:
+        trees.update(project_trees(store))
+    classes = dataclass_names(trees)
+    made: dict[str, list[str]] = {}
+    for _ in range(3):  # mypy names one call per line: a second on the line is named once the first is repaired
+        places = dict_method_places(store.root, sorted(trees), written, classes)
+        fixes = {path: partial(asdict_calls, places=at) for path, at in places.items()}
+        repaired = {path: calls for path, fix in fixes.items() if (calls := rewrite(store, path, fix))}
+        for path, calls in repaired.items():
+            trees[path] = ast.parse(store.read_text(path))
+            made[path] = sorted([*made.get(path, []), *calls])
+        if not repaired:
+            break
+    notes: list[str] = []
+    for path, calls in sorted(made.items()):
+        notes.append(
+            f"In {path}, a dataclass is now made a dict with dataclasses.asdict ({'; '.join(calls)}): it has no "
+            "method for that"
+        )
+        log("dataclass_asdict", path=path, calls=calls)
     return notes
 
 

@@ -108,12 +108,10 @@ def _argv(files: list[str]) -> list[str]:
     ]
 
 
-def type_issues(root: Path, files: list[str], check: list[str]) -> list[CodeIssue]:
-    """Blocking type errors in ``check`` (paths relative to ``root``), with the whole of ``files`` analysed so
-    that calls across modules are checked. Empty when mypy is missing or fails: a check that cannot run must
-    not stop a step."""
-    wanted = set(check)
-    if not files or not wanted:
+def mypy_errors(root: Path, files: list[str]) -> list[dict[str, object]]:
+    """mypy's errors on ``files`` (paths relative to ``root``), as its JSON rows. Empty when mypy is missing or
+    fails: a check that cannot run must not stop a step."""
+    if not files:
         return []
     env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
     if (root / "src").is_dir():
@@ -126,20 +124,34 @@ def type_issues(root: Path, files: list[str], check: list[str]) -> list[CodeIssu
         return []
     if done.returncode not in (0, 1):  # 2: mypy could not run (a crash, bad flags, a duplicate module)
         return []
-    lines: dict[tuple[str, str], list[int]] = {}  # one issue per message and file, its other lines listed
-    untyped: dict[str, frozenset[int]] = {}  # per file: the lines inside functions without annotations
+    rows: list[dict[str, object]] = []
     for row in done.stdout.splitlines():
         try:
             item = json.loads(row)
         except json.JSONDecodeError:
             continue
-        rel = Path(str(item.get("file", ""))).as_posix()
-        if item.get("severity") != "error" or item.get("code") not in BLOCKING_CODES or rel not in wanted:
+        if isinstance(item, dict) and item.get("severity") == "error":
+            item["file"] = Path(str(item.get("file", ""))).as_posix()
+            rows.append(item)
+    return rows
+
+
+def type_issues(root: Path, files: list[str], check: list[str]) -> list[CodeIssue]:
+    """Blocking type errors in ``check`` (paths relative to ``root``), with the whole of ``files`` analysed so
+    that calls across modules are checked. Empty when mypy is missing or fails."""
+    wanted = set(check)
+    if not wanted:
+        return []
+    lines: dict[tuple[str, str], list[int]] = {}  # one issue per message and file, its other lines listed
+    untyped: dict[str, frozenset[int]] = {}  # per file: the lines inside functions without annotations
+    for item in mypy_errors(root, files):
+        rel = str(item["file"])
+        if item.get("code") not in BLOCKING_CODES or rel not in wanted:
             continue
         message = str(item.get("message", ""))
         if _MAYBE_NONE.search(message) or _FALSE_ALARMS.search(message):
             continue  # Optional narrowing under another code: seen blocking a step on ElementTree's .find().text
-        line = int(item.get("line") or 0)
+        line = int(str(item.get("line") or 0))
         if line in untyped.setdefault(rel, _untyped_lines(root / rel)) and (
             item.get("code") not in UNTYPED_CODES or _JOINED.search(message)
         ):
