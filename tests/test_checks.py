@@ -1071,6 +1071,20 @@ def test_a_main_block_that_sets_up_the_app_by_hand_goes_through_its_factory(tmp_
     store.write_text("notes/app.py", other_key)
     repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
     assert store.read_text("notes/app.py") == other_key
+    # Seen at f4c5bc8: the module sets the key for everyone, and the block runs the app without the factory
+    config = '\napp.config["DB_PATH"] = Path("notes.db")\n'
+    top = APP_WITHOUT_SETUP + config + '\nif __name__ == "__main__":\n    app.run()\n'
+    store.write_text("notes/app.py", top)
+    repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
+    called = top.replace("    app.run()", '    create_app(Path("notes.db"))\n    app.run()')
+    assert store.read_text("notes/app.py") == called
+    for unchanged in (
+        top.replace(config, config.replace("DB_PATH", "OTHER")),  # not a key the factory sets
+        top.replace("    app.run()", "    create_app(Path('x.db')).run()"),  # the block calls the factory itself
+    ):
+        store.write_text("notes/app.py", unchanged)
+        repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
+        assert store.read_text("notes/app.py") == unchanged
 
 
 def test_a_setup_is_learned_only_from_tests_that_call_it_first_on_the_value_they_hand_on() -> None:

@@ -198,12 +198,22 @@ def main_through_factory(source: str) -> tuple[str, list[str]]:
             key = _config_key(stmt, app)
             if key is not None and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name):
                 keys[key] = stmt.value.id
+        at_top = _given(source, tree.body, keys, app)  # what the module sets for every importer (and the block)
         for main in mains:
-            given: dict[str, tuple[ast.Assign, str]] = {}  # parameter -> (the statement setting its key, its value)
-            for stmt in main.body:
-                key = _config_key(stmt, app)
-                if key in keys and isinstance(stmt, ast.Assign):
-                    given[keys[key]] = (stmt, ast.get_source_segment(source, stmt.value) or "")
+            given = _given(source, main.body, keys, app)
+            if not given and set(required) <= set(at_top) and _reads(main, app) and fn.name not in free_reads(main):
+                # the module sets the keys itself, and the block runs the app without the factory's setup: the
+                # block calls the factory first, on those values. Seen on the notes API at f4c5bc8: the README's
+                # ``python -m notes.app`` answered every request "no such table: notes".
+                values = [at_top[p][1] for p in required]
+                first = main.body[0]
+                lines = source.splitlines()
+                if all(values) and not _shares_a_line(lines, first):
+                    indent = lines[first.lineno - 1][: first.col_offset]
+                    call = f"{fn.name}({', '.join(values)})"
+                    lines[first.lineno - 1 : first.lineno - 1] = [indent + call]
+                    return "\n".join(lines) + "\n", [call]
+                continue
             values = [given[p][1] for p in required if p in given]
             if set(required) - set(given) or fn.name in free_reads(main) or not all(values):
                 continue
@@ -218,6 +228,22 @@ def main_through_factory(source: str) -> tuple[str, list[str]]:
                 lines[stmt.lineno - 1 : stmt.end_lineno or stmt.lineno] = replacement
             return "\n".join(lines) + "\n", [call]
     return source, []
+
+
+def _given(source: str, body: list[ast.stmt], keys: dict[str, str], app: str) -> dict[str, tuple[ast.Assign, str]]:
+    """Per parameter of ``keys`` (configuration key -> the factory's parameter), the statement of ``body`` that
+    sets its key on ``app`` and the source of the value it sets."""
+    given: dict[str, tuple[ast.Assign, str]] = {}
+    for stmt in body:
+        key = _config_key(stmt, app)
+        if key in keys and isinstance(stmt, ast.Assign):
+            given[keys[key]] = (stmt, ast.get_source_segment(source, stmt.value) or "")
+    return given
+
+
+def _reads(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` reads the name ``name``."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
 
 
 def factory_configured(source: str) -> tuple[str, list[str]]:
