@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from l2mac.checks.autofix import drop_placeholder_tests, drop_shadowed_imports, 
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.setups import opened_in_init
 from l2mac.checks.tests import failure_messages
-from l2mac.checks.type_repairs import asdict_calls
+from l2mac.checks.type_repairs import asdict_calls, dataclass_names
 from l2mac.store import FileStore
 
 
@@ -388,6 +389,23 @@ def test_functions_without_annotations_are_checked_for_missing_attributes_and_wr
         (21, 'Missing positional argument "x" in call to "add"'),
         (25, 'Incompatible return value type (got "int", expected "str")'),  # annotated: every blocking code
     ]
+
+
+def test_what_mypy_infers_from_an_unannotated_init_or_from_attributes_set_outside_is_not_reported(
+    tmp_path: Path,
+) -> None:
+    """A review's cases: with functions without annotations checked, the attributes an unannotated ``__init__``
+    sets get inferred types, read in annotated methods too; and Python lets code set an attribute on any object
+    (``node.visited = True``), which mypy reports as missing wherever it is used."""
+    source = (
+        "class Node:\n    def __init__(self):\n        self.data = {'count': 0, 'names': []}\n\n"
+        "    def add(self, name: str) -> None:\n        self.data['names'].append(name)\n\n"
+        "    def count(self) -> int:\n        return self.data['count']\n\n\n"
+        "def visit(node: Node) -> bool:\n    node.visited = True\n    return node.visited\n\n\n"
+        "def walk(node):\n    return node.visited or Node().missing\n"
+    )
+    issues = [i for i in find_code_issues(tmp_path, write(tmp_path, {"graph.py": source})) if i.kind == "type"]
+    assert [(i.line, i.message.split(":")[0]) for i in issues] == [(18, '"Node" has no attribute "missing"')]
 
 
 def test_a_name_a_package_does_not_give_is_found_where_the_project_defines_it(tmp_path: Path) -> None:
@@ -1081,6 +1099,9 @@ def test_a_main_block_that_sets_up_the_app_by_hand_goes_through_its_factory(tmp_
     for unchanged in (
         top.replace(config, config.replace("DB_PATH", "OTHER")),  # not a key the factory sets
         top.replace("    app.run()", "    create_app(Path('x.db')).run()"),  # the block calls the factory itself
+        top.replace("    app.run()", "    app.config.update(DB_PATH=Path('x.db'))\n    app.run()"),  # its own way
+        top.replace("    app.run()", "    if len(sys.argv) > 1:\n        app.config['DB_PATH'] = 1\n    app.run()"),
+        top.replace(config, config + "create_app(Path('notes.db'))\n"),  # the module calls the factory itself
     ):
         store.write_text("notes/app.py", unchanged)
         repair_written(store, lambda p: [], ["notes/app.py"], lambda r, **f: None)
@@ -1309,3 +1330,19 @@ def test_a_dataclass_asked_for_as_a_dict_through_a_method_it_lacks_is_made_a_dic
     assert made == ["dataclasses.asdict(note)"]
     assert fixed == source.replace("note.to_dict()", "dataclasses.asdict(note)")
     assert asdict_calls(source, {(9, 4)}) == (source, [])  # a place mypy did not name
+    # an attrs class, or a class of another library with a project dataclass's name, is not made asdict(...)
+    store.write_text("notes/attrs.py", "import attr\n\n\n@attr.dataclass\nclass Label:\n    name: str\n")
+    store.write_text("notes/web.py", "from dataclasses import dataclass\n\n\n@dataclass\nclass Response:\n    x: int\n")
+    other = (
+        "from notes.attrs import Label\nfrom requests import Response\n\n\n"
+        "def f(t: Label, r: Response):\n    return t.to_dict(), r.to_dict()\n"
+    )
+    store.write_text("notes/other.py", other)
+    logged.clear()
+    repair_written(store, check, ["notes/other.py"], lambda r, **f: logged.append((r, f)))
+    assert "to_dict(), r.to_dict()" in store.read_text("notes/other.py")
+    assert not [r for r, _ in logged if r == "dataclass_asdict"]
+    trees = {rel: ast.parse(store.read_text(rel)) for rel in store.list_files() if rel.endswith(".py")}
+    assert dataclass_names(trees) == {"Note", "Response"}  # not Label (attrs), nor Tag (it has its own to_dict)
+    trees["notes/more.py"] = ast.parse("class Response:\n    pass\n")  # two classes of that name: whose is it?
+    assert dataclass_names(trees) == {"Note"}

@@ -326,9 +326,20 @@ def _dataclasses_as_dicts(store: FileStore, paths: list[str], trees: dict[str, a
     if not trees:
         trees.update(project_trees(store))
     classes = dataclass_names(trees)
+    ours = {module_name(rel).split(".")[0] for rel in trees}
+    foreign = {  # per file, the names it imports from outside the project
+        rel: {
+            (a.asname or a.name).split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom)
+            if n.level == 0 and (n.module or "").split(".")[0] not in ours
+            for a in n.names
+        }
+        for rel, tree in trees.items()
+    }
     made: dict[str, list[str]] = {}
     for _ in range(3):  # mypy names one call per line: a second on the line is named once the first is repaired
-        places = dict_method_places(store.root, sorted(trees), written, classes)
+        places = dict_method_places(store.root, sorted(trees), written, classes, foreign)
         fixes = {path: partial(asdict_calls, places=at) for path, at in places.items()}
         repaired = {path: calls for path, fix in fixes.items() if (calls := rewrite(store, path, fix))}
         for path, calls in repaired.items():

@@ -17,39 +17,44 @@ from l2mac.checks.typecheck import mypy_errors
 DICT_METHODS = frozenset({"to_dict", "as_dict", "asdict", "todict", "dict", "model_dump"})
 #: a call of one of them with no arguments, in a file's text: the type check runs only where one is written
 CALLED = re.compile(rf"\.(?:{'|'.join(sorted(DICT_METHODS))})\(\s*\)")
-_NO_ATTRIBUTE = re.compile(r'^"(?P<cls>\w+)" has no attribute "(?P<attr>\w+)"')
+_LACKS = re.compile(r'^"(?P<cls>\w+)" has no attribute "(?P<attr>\w+)"')
 
 
 def dataclass_names(trees: dict[str, ast.Module]) -> set[str]:
     """The names of the classes the project's modules (``trees``) make dataclasses (``@dataclass``,
-    ``@dataclasses.dataclass``, ``@dataclass(frozen=True)``)."""
-    names = set()
+    ``@dataclasses.dataclass``, ``@dataclass(frozen=True)``), but for a name another class of the project has."""
+    names: set[str] = set()
+    others: set[str] = set()
     for tree in trees.values():
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and any(_is_dataclass(d) for d in node.decorator_list):
-                names.add(node.name)
-    return names
+            if isinstance(node, ast.ClassDef):
+                (names if any(_is_dataclass(d) for d in node.decorator_list) else others).add(node.name)
+    return names - others  # mypy names a class by its name alone: one of that name is not a dataclass
 
 
 def _is_dataclass(decorator: ast.expr) -> bool:
+    """Whether ``decorator`` is the standard library's ``dataclass`` (``@attr.dataclass`` makes an attrs class,
+    which ``asdict`` refuses)."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return (isinstance(target, ast.Name) and target.id == "dataclass") or (
-        isinstance(target, ast.Attribute) and target.attr == "dataclass"
-    )
+    return ast.unparse(target) in ("dataclass", "dataclasses.dataclass")
 
 
 Place = tuple[int, int]  # (line, column in characters, from 0) where an expression begins
 
 
-def dict_method_places(root: Path, files: list[str], check: list[str], dataclasses: set[str]) -> dict[str, set[Place]]:
+def dict_method_places(
+    root: Path, files: list[str], check: list[str], dataclasses: set[str], foreign: dict[str, set[str]]
+) -> dict[str, set[Place]]:
     """Per file of ``check``, where mypy (run on all of ``files``) finds one of :data:`DICT_METHODS` read from a
-    dataclass of ``dataclasses`` that does not define it: the place of the object it is read from. (mypy names
-    one such place per line and message: a second call on the line is found once the first is repaired.)"""
+    dataclass of ``dataclasses`` that does not define it: the place of the object it is read from. A class named
+    as a name the file imports from outside the project (``foreign``, per file) is not the project's: mypy
+    names a class by its name alone. (mypy names one such place per line and message: a second call on the
+    line is found once the first is repaired.)"""
     found: dict[str, set[Place]] = {}
     for item in mypy_errors(root, files) if dataclasses else []:
-        m = _NO_ATTRIBUTE.match(str(item.get("message", "")))
+        m = _LACKS.match(str(item.get("message", "")))
         rel = str(item["file"])
-        ours = m is not None and m["cls"] in dataclasses and m["attr"] in DICT_METHODS
+        ours = m is not None and m["cls"] in dataclasses - foreign.get(rel, set()) and m["attr"] in DICT_METHODS
         if ours and item.get("code") == "attr-defined" and rel in check:
             found.setdefault(rel, set()).add((int(str(item.get("line") or 0)), int(str(item.get("column") or 0))))
     return found

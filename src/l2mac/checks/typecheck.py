@@ -59,8 +59,10 @@ _MAYBE_NONE = re.compile(r'\| None\b|\bNone \||Optional\[|"None"')
 #: mypy's own blind spots: an overloaded method passed as a function (``max(counts, key=counts.get)``, idiomatic
 #: and correct)
 _FALSE_ALARMS = re.compile(r"incompatible type overloaded function")
-#: in a function without annotations: a value whose type mypy joined to ``object`` (``{"id": 1, "tags": []}``)
+#: a value whose type mypy joined to ``object`` (``{"id": 1, "tags": []}``), which it does in a function without
+#: annotations and for the attributes such a function sets (an unannotated ``__init__``'s)
 _JOINED = re.compile(r'"object"')
+_LACKED = re.compile(r'has no attribute "(?P<attr>\w+)"')
 
 
 @dataclass(frozen=True)
@@ -144,18 +146,23 @@ def type_issues(root: Path, files: list[str], check: list[str]) -> list[CodeIssu
         return []
     lines: dict[tuple[str, str], list[int]] = {}  # one issue per message and file, its other lines listed
     untyped: dict[str, frozenset[int]] = {}  # per file: the lines inside functions without annotations
+    outside: frozenset[str] | None = None  # the attributes set on objects from outside their class, once asked
     for item in mypy_errors(root, files):
         rel = str(item["file"])
         if item.get("code") not in BLOCKING_CODES or rel not in wanted:
             continue
         message = str(item.get("message", ""))
-        if _MAYBE_NONE.search(message) or _FALSE_ALARMS.search(message):
+        if _MAYBE_NONE.search(message) or _FALSE_ALARMS.search(message) or _JOINED.search(message):
             continue  # Optional narrowing under another code: seen blocking a step on ElementTree's .find().text
         line = int(str(item.get("line") or 0))
-        if line in untyped.setdefault(rel, _untyped_lines(root / rel)) and (
-            item.get("code") not in UNTYPED_CODES or _JOINED.search(message)
-        ):
+        if rel not in untyped:
+            untyped[rel] = _untyped_lines(root / rel)
+        if line in untyped[rel] and item.get("code") not in UNTYPED_CODES:
             continue
+        if (lacked := _LACKED.search(message)) and outside is None:
+            outside = set_on_objects(root, files)
+        if lacked and outside is not None and lacked["attr"] in outside:
+            continue  # an attribute the project sets on an object from outside its class (``app.db = ...``)
         at = lines.setdefault((rel, message), [])
         if line not in at:
             at.append(line)
@@ -164,6 +171,22 @@ def type_issues(root: Path, files: list[str], check: list[str]) -> list[CodeIssu
         more = f" (also line{'s' if len(at) > 2 else ''} {', '.join(map(str, at[1:]))})" if len(at) > 1 else ""
         issues.append(CodeIssue(rel, at[0], "type", explain(message + more) + defined_elsewhere(root, files, message)))
     return issues
+
+
+def set_on_objects(root: Path, files: list[str]) -> frozenset[str]:
+    """The attributes ``files`` set on an object from outside its class (``app.db = connect()``,
+    ``node.visited = True``): Python allows it, mypy reports each use as missing."""
+    names = set()
+    for rel in files:
+        try:
+            tree = ast.parse((root / rel).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for n in ast.walk(tree):
+            own = isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and not own:
+                names.add(n.attr)
+    return frozenset(names)
 
 
 def _untyped_lines(path: Path) -> frozenset[int]:

@@ -177,17 +177,21 @@ def _a_client_call(node: ast.expr) -> bool:
 
 
 def main_through_factory(source: str) -> tuple[str, list[str]]:
-    """``source`` with a ``__main__`` block that sets up the module's app by hand made to call the factory that
-    does it: ``app.config["DB_PATH"] = Path("notes.db")`` becomes ``create_app(Path("notes.db"))`` where
-    ``create_app(db_path)`` sets ``app.config["DB_PATH"] = db_path`` (and whatever else it does: the setup
-    ``app.run()`` would otherwise skip) and returns the module's app. Seen on the notes API run in-process at
-    c1bae50: the README's ``python -m notes.app`` served an app whose database was never created. Returns the
-    calls made."""
+    """``source`` with a ``__main__`` block that runs the module's app without its factory's setup made to call
+    that factory: where ``create_app(db_path)`` sets ``app.config["DB_PATH"] = db_path`` (and does whatever else
+    ``app.run()`` would otherwise skip) and returns the module's app, a block statement
+    ``app.config["DB_PATH"] = Path("notes.db")`` becomes ``create_app(Path("notes.db"))``; a block that sets
+    nothing, in a module that sets the key itself at top level, calls ``create_app`` on that value first. Seen on
+    the notes API: in-process at c1bae50 the block set the key itself, at f4c5bc8 the module did; either way the
+    README's ``python -m notes.app`` served an app whose database was never created. A block that changes the
+    configuration another way, or a module that calls the factory itself, is left as it is. Returns the calls
+    made."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return source, []
     mains = [n for n in tree.body if isinstance(n, ast.If) and is_main_guard(n)]
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     for fn, app in _returning_the_modules_app(tree) if mains else ():
         params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
         required = params[: len(params) - len(fn.args.defaults)]
@@ -199,29 +203,22 @@ def main_through_factory(source: str) -> tuple[str, list[str]]:
             if key is not None and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name):
                 keys[key] = stmt.value.id
         at_top = _given(source, tree.body, keys, app)  # what the module sets for every importer (and the block)
+        made_at_top = any(fn.name in free_reads(n) for n in tree.body if not isinstance(n, defs) and n not in mains)
         for main in mains:
             given = _given(source, main.body, keys, app)
-            if not given and set(required) <= set(at_top) and _reads(main, app) and fn.name not in free_reads(main):
-                # the module sets the keys itself, and the block runs the app without the factory's setup: the
-                # block calls the factory first, on those values. Seen on the notes API at f4c5bc8: the README's
-                # ``python -m notes.app`` answered every request "no such table: notes".
-                values = [at_top[p][1] for p in required]
-                first = main.body[0]
-                lines = source.splitlines()
-                if all(values) and not _shares_a_line(lines, first):
-                    indent = lines[first.lineno - 1][: first.col_offset]
-                    call = f"{fn.name}({', '.join(values)})"
-                    lines[first.lineno - 1 : first.lineno - 1] = [indent + call]
-                    return "\n".join(lines) + "\n", [call]
+            values = {p: value for p, (_, value) in {**at_top, **given}.items()}
+            if set(required) - set(values) or not all(values[p] for p in required) or fn.name in free_reads(main):
                 continue
-            values = [given[p][1] for p in required if p in given]
-            if set(required) - set(given) or fn.name in free_reads(main) or not all(values):
+            if not given and (made_at_top or not _reads(main, app) or _changes_config(main, app)):
                 continue
-            call = f"{fn.name}({', '.join(values)})"
+            call = f"{fn.name}({', '.join(values[p] for p in required)})"
             lines = source.splitlines()
             statements = sorted((s for s, _ in given.values()), key=lambda s: s.lineno, reverse=True)
-            if any(_shares_a_line(lines, stmt) for stmt in statements):
+            if any(_shares_a_line(lines, stmt) for stmt in statements or main.body[:1]):
                 continue
+            if not statements:  # the block calls the factory first, on what the module sets
+                first = main.body[0]
+                lines[first.lineno - 1 : first.lineno - 1] = [lines[first.lineno - 1][: first.col_offset] + call]
             for stmt in statements:  # the call takes the place of the last: every value it reads is made
                 indent = lines[stmt.lineno - 1][: stmt.col_offset]
                 replacement = [indent + call] if stmt is statements[0] else []
@@ -239,6 +236,17 @@ def _given(source: str, body: list[ast.stmt], keys: dict[str, str], app: str) ->
         if key in keys and isinstance(stmt, ast.Assign):
             given[keys[key]] = (stmt, ast.get_source_segment(source, stmt.value) or "")
     return given
+
+
+def _changes_config(node: ast.AST, app: str) -> bool:
+    """Whether ``node`` sets a key of ``app.config`` anywhere in it, or calls one of its methods."""
+    for n in ast.walk(node):
+        if _config_method(n, app):
+            return True
+        owner = n.value if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) else None
+        if isinstance(owner, ast.Attribute) and owner.attr == "config" and ast.unparse(owner.value) == app:
+            return True
+    return False
 
 
 def _reads(node: ast.AST, name: str) -> bool:
