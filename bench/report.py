@@ -328,17 +328,19 @@ def runs_section() -> list[str]:
     lines = [
         "## Runs of the README's command (project level)",
         "",
-        "| date | task | model | steps passed | own tests | dependencies installed | install time | wall time "
+        "| date | l2mac | task | model | steps passed | own tests | dependencies installed | install time | wall time "
         "| status | command |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes: list[str] = []
     for path in files:
         r = json.loads(path.read_text(encoding="utf-8"))
         rep, steps, t, env = r["report"], r["report"]["steps"], r["report"]["tests"], r["report"]["environment"]
-        notes += [f"- {r['task']}: {n}" for n in r.get("notes", [])]
+        version = r.get("l2mac", "")  # "0.1.0 (<commit>)": the commit says which code ran
+        commit = version[version.find("(") + 1 : version.find(")")] if "(" in version else version or "?"
+        notes += [f"- {r['task']} ({commit}): {n}" for n in r.get("notes", [])]
         lines.append(
-            f"| {path.name[:10]} | {r['task']} | {rep['model']} | {steps['passed']} of {steps['planned']} | "
+            f"| {path.name[:10]} | {commit} | {r['task']} | {rep['model']} | {steps['passed']} of {steps['planned']} | "
             f"{t['status']} ({t['passed']} passed, {t['failed']} failed, {t.get('errors', 0)} errors) | "
             f"{', '.join(env['dependencies']) or 'none'} | {env['install_s']} s | {rep['wall_time_s']} s | "
             f"{rep['status']} | `{r['command']}` |"
