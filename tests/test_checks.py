@@ -384,11 +384,13 @@ def test_functions_without_annotations_are_checked_for_missing_attributes_and_wr
     )
     issues = [i for i in find_code_issues(tmp_path, write(tmp_path, {"calc.py": source})) if i.kind == "type"]
     assert [(i.line, i.message.split(":")[0]) for i in issues] == [
-        (18, 'Module has no attribute "factorial"'),
+        (18, 'Module "itertools" has no attribute "factorial"'),
         (18, '"Calc" has no attribute "sum_all"'),
         (21, 'Missing positional argument "x" in call to "add"'),
         (25, 'Incompatible return value type (got "int", expected "str")'),  # annotated: every blocking code
     ]
+    # the module is named (mypy leaves it out for the standard library's), and where the name is
+    assert issues[0].message.endswith("`factorial` is in the standard library as math.factorial.")
 
 
 def test_what_mypy_infers_from_an_unannotated_init_or_from_attributes_set_outside_is_not_reported(

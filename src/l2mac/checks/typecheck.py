@@ -20,6 +20,7 @@ none that passed.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import re
@@ -163,14 +164,49 @@ def type_issues(root: Path, files: list[str], check: list[str]) -> list[CodeIssu
             outside = set_on_objects(root, files)
         if lacked and outside is not None and lacked["attr"] in outside:
             continue  # an attribute the project sets on an object from outside its class (``app.db = ...``)
+        message = _module_named(message, root / rel, line)
         at = lines.setdefault((rel, message), [])
         if line not in at:
             at.append(line)
     issues: list[CodeIssue] = []
     for (rel, message), at in lines.items():
         more = f" (also line{'s' if len(at) > 2 else ''} {', '.join(map(str, at[1:]))})" if len(at) > 1 else ""
-        issues.append(CodeIssue(rel, at[0], "type", explain(message + more) + defined_elsewhere(root, files, message)))
+        elsewhere = defined_elsewhere(root, files, message) or in_the_standard_library(message)
+        issues.append(CodeIssue(rel, at[0], "type", explain(message + more) + elsewhere))
     return issues
+
+
+_UNNAMED_MODULE = re.compile(r'^Module has no attribute "(?P<attr>\w+)"')
+#: the standard library's modules where a small model looks for a function in the wrong one (``itertools.factorial``)
+STANDARD_MODULES = (
+    "math", "statistics", "itertools", "functools", "operator", "collections", "heapq", "bisect", "string", "re",
+    "json", "os", "os.path", "shutil", "pathlib", "datetime", "time", "calendar", "random", "decimal", "fractions",
+    "copy", "textwrap", "hashlib", "base64", "csv", "typing", "dataclasses", "sys", "urllib.parse",
+)  # fmt: skip
+
+
+def _module_named(message: str, path: Path, line: int) -> str:
+    """mypy's ``Module has no attribute "x"`` (its words for ``module.x`` on a module of the standard library)
+    with the module named, as the source line has it: ``Module "itertools" has no attribute "factorial"``."""
+    if not (m := _UNNAMED_MODULE.match(message)):
+        return message
+    try:
+        text = path.read_text(encoding="utf-8").splitlines()[line - 1]
+    except (OSError, UnicodeError, IndexError):
+        return message
+    used = re.search(rf"\b(?P<mod>[A-Za-z_][\w.]*)\.{re.escape(m['attr'])}\b", text)
+    return f'Module "{used["mod"]}"' + message[len("Module") :] if used else message
+
+
+def in_the_standard_library(message: str) -> str:
+    """For mypy's "Module m has no attribute n": the modules of :data:`STANDARD_MODULES` that do define n."""
+    if not (found := _NO_ATTRIBUTE.search(message)):
+        return ""
+    name, homes = found["attr"], []
+    for module in STANDARD_MODULES:
+        if module != found["mod"] and hasattr(importlib.import_module(module), name):
+            homes.append(f"{module}.{name}")
+    return f" `{name}` is in the standard library as {', '.join(homes[:3])}." if homes else ""
 
 
 def set_on_objects(root: Path, files: list[str]) -> frozenset[str]:
