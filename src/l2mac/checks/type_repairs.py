@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from l2mac.checks.autofix import import_line
+from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.typecheck import mypy_errors
 
 #: the methods a model calls on an object to have it as a dict: pandas' to_dict, pydantic's dict and model_dump
@@ -88,7 +89,8 @@ def asdict_calls(source: str, places: set[Place]) -> tuple[str, list[str]]:
     if not calls:
         return source, []
     imported = _imports_asdict(tree)
-    bound = _module_names(tree)
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    bound = defined_at_top_level(tree) | {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}
     name = "asdict" if imported or "asdict" not in bound else "dataclasses.asdict"
     text = source.encode()
     starts = [0]
@@ -130,16 +132,3 @@ def _imports_asdict(tree: ast.Module) -> bool:
         and any(a.name == "asdict" and not a.asname for a in n.names)
         for n in tree.body
     )
-
-
-def _module_names(tree: ast.Module) -> set[str]:
-    """The names the module binds at its top level (imports, definitions, assignments)."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return names
