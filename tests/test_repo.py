@@ -8,15 +8,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_soa import Team
 
 from l2mac.errors import ConfigError, WorkspaceError
 from l2mac.models.scripted import ScriptedModel, call
 from l2mac.repo.map import rank, repository_map
 from l2mac.repo.protected import refusal
 from l2mac.repo.worktree import open_worktree
+from l2mac.run import run_l2mac
 from l2mac.store import FileStore
 
-from conftest import run_scripted
+from conftest import make_settings, run_scripted
 
 CORE = "def add(a, b):\n    return a + b\n"
 LEGACY = "def old():\n    return undefined_name\n"  # a lint error the repository already has
@@ -171,8 +173,8 @@ def test_a_folder_that_is_not_a_repository_gets_a_clear_error(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="not in a git repository"):
         open_worktree(tmp_path, "Add subtract", tmp_path / "ws")
     repo = make_repo(tmp_path)
-    with pytest.raises(ConfigError, match="soa comes later"):
-        run_scripted(tmp_path, [], "Add subtract", repo=repo, strategy="soa")
+    with pytest.raises(ConfigError, match=r"a book \(with the l2mac strategy\)"):
+        run_scripted(tmp_path, [], "Add a chapter", repo=repo, strategy="soa", domain="book")
     assert git(repo, "branch", "--list", "l2mac/*") == ""
 
 
@@ -234,9 +236,7 @@ def test_a_change_interrupted_mid_step_resumes_on_its_branch_and_keeps_what_it_l
     """Ctrl-C while the model computes its answer after the step's files were written: the resumed run replays
     the journal from the base commit, finishes the change on the same branch, and the files the interrupted
     run left stay reachable (a ref of their own); the user's repository is untouched throughout."""
-    from l2mac.run import resume_l2mac, run_l2mac
-
-    from conftest import make_settings
+    from l2mac.run import resume_l2mac
 
     repo = make_repo(tmp_path)
     before = fingerprint(repo)
@@ -314,3 +314,70 @@ def test_a_repositorys_tests_run_with_its_own_pytest_options(tmp_path: Path) -> 
     store.write_text("tests/test_x.py", "def test_ok():\n    pass\n\n\ndef test_broken():\n    assert False\n")
     assert ToolEnv(store=store, runner=SubprocessRunner(), own_pytest_options=True).test_run().ok
     assert not ToolEnv(store=store, runner=SubprocessRunner()).test_run().ok  # a generated project: without them
+
+
+SUBTRACT_STUB = 'def subtract(a: float, b: float) -> float:\n    """a minus b."""\n    ...\n'
+SUBTRACT_DONE = 'def subtract(a: float, b: float) -> float:\n    """a minus b."""\n    return a - b\n'
+VARIADIC_STUB = 'def add(*xs: float) -> float:\n    """The sum of any number of numbers."""\n    ...\n'
+VARIADIC_TEST = "from calc.core import add\n\n\ndef test_add_many():\n    assert add(1, 2, 3) == 6\n"
+VARIADIC_THREE = (
+    'def add(*xs: float) -> float:\n    """The sum of any number of numbers."""\n    return xs[0] + xs[1] + xs[2]\n'
+)
+VARIADIC = 'def add(*xs: float) -> float:\n    """The sum of any number of numbers."""\n    return sum(xs)\n'
+
+
+def run_team_on(tmp_path: Path, repo: Path, task: str, answers: dict) -> tuple:
+    team = Team(answers)
+    settings = make_settings(tmp_path, strategy="soa", repo=repo, project_name=None, protocol="tools")
+    return run_l2mac(task, settings, model=team.model), team
+
+
+def test_soa_changes_a_repository_by_adding_stubs_that_agents_implement_on_a_branch(tmp_path: Path) -> None:
+    """The lead sees the map and sends only what she adds; it is merged into the module, her stub goes to an
+    agent, her tests to a file of their own; the repository's failing test and lint error hold nothing, and the
+    user's work is untouched."""
+    repo = make_repo(tmp_path)
+    before = fingerprint(repo)
+    answers = {
+        "lead": [
+            ("write_skeleton", {"modules": [{"path": "calc/core.py", "code": SUBTRACT_STUB}], "tests": SUBTRACT_TEST})
+        ],
+        "subtract": [("write_function", {"code": SUBTRACT_DONE})],
+    }
+    result, team = run_team_on(tmp_path, repo, "Add a subtract function", answers)
+    assert result.ok, result.report
+    lead = team.asked["lead"][0]
+    assert "calc/core.py" in lead and "def add(a, b)" in lead and "do-not-read" not in lead  # the map, no secret
+    change = result.report.change
+    assert change is not None and change.branch == "l2mac/add-a-subtract-function"
+    core = git(repo, "show", f"{change.branch}:calc/core.py")
+    assert core.startswith(CORE) and "return a - b" in core  # the module kept whole, the function added
+    assert git(repo, "show", f"{change.branch}:tests/test_core_subtract.py") == SUBTRACT_TEST
+    assert git(repo, "show", f"{change.branch}:calc/legacy.py") == LEGACY
+    assert change.after is not None and (change.after.tests_passed, change.after.tests_failing) == (2, 1)
+    assert change.broken == [] and [o.passed for o in result.outcomes] == [True, True]
+    assert fingerprint(repo) == before
+
+
+def test_soa_rewrites_a_function_the_repository_has_and_is_held_by_a_test_it_breaks(tmp_path: Path) -> None:
+    """The lead's stub of an existing function goes to an agent shown the function as it is. Its first version
+    passes the lead's test but breaks a test that passed before the change: the failure goes back to it; one
+    that never repairs it leaves the lead failed, naming the broken test."""
+    repo = make_repo(tmp_path)
+    lead = [("write_skeleton", {"modules": [{"path": "calc/core.py", "code": VARIADIC_STUB}], "tests": VARIADIC_TEST})]
+    answers = {
+        "lead": list(lead),
+        "add": [("write_function", {"code": VARIADIC_THREE}), ("write_function", {"code": VARIADIC})],
+    }
+    result, team = run_team_on(tmp_path, repo, "Let add take any number of numbers", answers)
+    assert result.ok, result.report
+    first, repair = team.asked["add"]
+    assert "The function as the repository has it now" in first and "return a + b" in first
+    assert "Your lead's tests fail" in repair and "IndexError" in repair
+    assert result.report.change is not None and result.report.change.broken == []
+
+    stubborn = {"lead": list(lead), "add": [("write_function", {"code": VARIADIC_THREE})] * 3}
+    held, _ = run_team_on(tmp_path / "again", make_repo(tmp_path / "again"), "Let add take any number", stubborn)
+    assert not held.outcomes[0].passed
+    assert "tests that passed before the change fail: tests/test_core.py::test_add" in held.outcomes[0].reason
+    assert held.report.change is not None and held.report.change.broken == ["tests/test_core.py::test_add"]

@@ -200,6 +200,8 @@ def build_report(
     passed = sum(o.passed for o in outcomes)
     steps_ok = passed == planned_steps and planned_steps > 0
     tests_ok = tests.status in ("passed", "not_run") or (tests.status == "no_tests" and not tests_required)
+    if change is not None:  # a repository's own failing tests are not the change's: it answers for what it broke
+        tests_ok = not change.broken
     status: RunStatus = "stopped" if stopped else ("passed" if steps_ok and tests_ok else "failed")
     return RunReport(
         status=status,

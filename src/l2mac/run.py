@@ -115,8 +115,10 @@ async def arun_l2mac(
     rs = settings.run
     program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
     if rs.repo is not None:
-        if rs.strategy != "l2mac" or rs.domain not in ("codebase", "book"):
-            raise ConfigError("--repo changes a codebase or a book with the l2mac strategy; soa comes later")
+        if rs.domain not in ("codebase", "book") or (rs.strategy == "soa" and rs.domain != "codebase"):
+            raise ConfigError(
+                "--repo changes a codebase (with the l2mac or soa strategy) or a book (with the l2mac strategy)"
+            )
         worktree = open_worktree(rs.repo, task, rs.workspace, allow_dirty=rs.allow_dirty)
         start = _Start(worktree.path, program, worktree=worktree)
         try:
@@ -251,6 +253,7 @@ async def _execute_with(
     )
     protocol = protocol_named(protocol_for(rs.protocol, info))
     strategy = strategy_for(rs, protocol)
+    change, passing = _change_before(start.worktree, env, rs.run_tests and domain.tests)
     ctx = RunContext(
         task=task,
         domain=domain,
@@ -267,8 +270,8 @@ async def _execute_with(
         repository=repository_map(store.snapshot(), task, int(budget.limit * CHARS_PER_TOKEN * 0.4))
         if start.worktree
         else "",
+        passing_before=passing,
     )
-    change, passing = _change_before(start.worktree, env, rs.run_tests and domain.tests)
     if change is not None:
         record.log("repository_before", **change.model_dump(mode="json"))
     emit(RunStarted(store.root.name, str(store.root), info.label, strategy.name, note, env.runner.isolation))

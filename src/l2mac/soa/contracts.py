@@ -98,6 +98,28 @@ def stubs(source: str, module: str) -> list[Contract]:
     return found
 
 
+def current_code(source: str, contract: Contract) -> str | None:
+    """The code of ``contract``'s function as ``source`` has it with a body (a method, dedented); None when
+    ``source`` has no such function, or has it as a stub."""
+    scope = _scope(_parse(source, contract.module), contract.owner)
+    node = next((n for n in scope or [] if isinstance(n, _DEFS) and n.name == contract.name), None)
+    if node is None or is_stub_shaped(node):
+        return None
+    return textwrap.dedent("\n".join(source.splitlines()[slice(*definition_span(node))]))
+
+
+def changed_in(old: str, new: str, snippet: str, module: str) -> list[Contract]:
+    """The contracts of a change to an existing module: ``old`` as it was, ``new`` with the lead's ``snippet``
+    merged into it. Each stub ``new`` has that ``old`` did not, and each stub of ``snippet`` for a function
+    ``old`` has with a body (the merge keeps that body; an agent rewrites it to the stub's signature and
+    docstring). The module's own stubs (an interface's, say) are not the change's."""
+    before = {c.key for c in stubs(old, module)}
+    added = [c for c in stubs(new, module) if c.key not in before]
+    taken = {c.key for c in added}
+    rewritten = [c for c in stubs(snippet, module) if c.key not in taken and current_code(old, c) is not None]
+    return added + rewritten
+
+
 def _once(name: str, cls: ast.ClassDef) -> bool:
     """Whether ``cls`` defines ``name`` once: a property's getter and setter share a name, and are left to the
     lead (one agent could not own one of them)."""

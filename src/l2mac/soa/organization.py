@@ -35,8 +35,8 @@ from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import named_files, names_for_file
 from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
 from l2mac.checks.layout import is_test_file
-from l2mac.checks.repairs import repair_written
-from l2mac.checks.tests import run_tests
+from l2mac.checks.repairs import merge_definitions, repair_written
+from l2mac.checks.tests import TestRun
 from l2mac.control.protocol import StepProtocol, cut_off
 from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
@@ -49,6 +49,8 @@ from l2mac.soa.contracts import (
     Contract,
     ContractError,
     changed_contract,
+    changed_in,
+    current_code,
     outline,
     put_function,
     replace_signature,
@@ -90,9 +92,13 @@ class Organization:
         log: Callable[..., None] = lambda *a, **k: None,
         protocol: StepProtocol = TOOL_CALLS,
         recover: bool = True,
+        repository: str = "",
+        passing_before: frozenset[str] = frozenset(),
     ) -> None:
         self.client, self.env, self.limits = client, env, limits
         self.protocol, self.recover = protocol, recover
+        # a change to a repository l2mac did not write: its map, and its tests that passed before the change
+        self.repository, self.passing_before = repository, passing_before
         self.emit, self.log = emit, log
         self.agents: list[Agent] = []
         self.prompts = _prompts()
@@ -200,10 +206,13 @@ class Organization:
         """The root: design the module and its tests (or, when the task gives the modules' skeletons, write them
         as given and their tests), delegate its stubs, then test and repair."""
         self._set(agent, AgentState.WRITING)
-        given = given_design(self.task)
-        design = await self._given(agent, given) if given else None
-        if design is None:  # no skeleton given, or no tests of it came: she designs the modules and their tests
-            design = await self._design(agent, self.render("mother_task", task=self.task))
+        if self.repository:  # a change: she adds to the repository's modules, never rewrites them
+            design = await self._change(agent, self.render("change_task", task=self.task, repository=self.repository))
+        else:
+            given = given_design(self.task)
+            design = await self._given(agent, given) if given else None
+            if design is None:  # no skeleton given, or no tests of it came: she designs the modules and tests
+                design = await self._design(agent, self.render("mother_task", task=self.task))
         if design is None:
             self._set(agent, AgentState.FAILED, "no usable skeleton")
             return
@@ -243,6 +252,55 @@ class Organization:
             return contracts, test_file
         return None
 
+    async def _change(self, agent: Agent, user: str) -> tuple[list[Contract], str] | None:
+        """The lead of a change to a repository sends only the definitions she adds or changes: each is merged
+        into its module (a new module is written whole), so the repository's code stays as it was. The
+        contracts are her new stubs, and her stubs of functions the repository has (an agent rewrites each);
+        her tests go to a test file of their own, never over one of the repository's."""
+        history: list[ModelMessage] = []
+        for _ in range(self.limits.attempts):
+            call, history = await self._ask(agent, "change_system", user, [WRITE_SKELETON], history)
+            try:
+                args = SkeletonArgs.model_validate(_args(call, "write_skeleton"))
+                merged = {m.path: self._merged(m.path, m.code) for m in args.modules}
+            except (ValidationError, ContractError, ValueError) as e:
+                user = self.render("rejected_code", error=_short(e))
+                continue
+            contracts = [c for _, found in merged.values() for c in found]
+            for path, (text, _) in merged.items():
+                self._write(agent, path, text)
+            test_file = self._new_test_file(next(iter(merged)), contracts)
+            self._write(agent, test_file, args.tests)
+            if needs := with_requirements(self.env.store.root, args.dependencies):
+                self._write(agent, REQUIREMENTS, needs)
+            self._fix_files([*merged, test_file])
+            agent.owns = ", ".join(merged)
+            self._lead_files = [*merged, test_file]
+            return contracts, test_file
+        return None
+
+    def _merged(self, path: str, code: str) -> tuple[str, list[Contract]]:
+        """``path`` with the lead's ``code`` for it, and the contracts that come of it."""
+        store = self.env.store
+        if not store.exists(path) or not path.endswith(".py"):
+            return code, stubs(code, path) if path.endswith(".py") else []
+        old = store.read_text(path)
+        new = merge_definitions(old, code, add_new=True) or old  # the same text when it only stubs what is there
+        contracts = changed_in(old, new, code, path)
+        if new == old and not contracts and code.strip() != old.strip():
+            raise ValueError(self.render("change_not_merged", path=path, lines=len(old.splitlines())).strip())
+        return new, contracts
+
+    def _new_test_file(self, module: str, contracts: list[Contract]) -> str:
+        """The lead's test file of a change: named for its module and first contract, and not one the
+        repository has."""
+        first = contracts[0] if contracts else None
+        path = test_path_for(module, first.name if first else None, first.owner if first else None)
+        stem, n = path.removesuffix(".py"), 2
+        while self.env.store.exists(path):
+            path, n = f"{stem}_{n}.py", n + 1
+        return path
+
     async def _given(self, agent: Agent, given: dict[str, str]) -> tuple[list[Contract], str] | None:
         """The modules the task gives, written as given: their stubs are the contracts (interfaces first; seen on
         ClassEval, a 1.5B lead asked to design rewrote the given class whole, its methods implemented in one
@@ -275,14 +333,29 @@ class Organization:
     async def _redesign(self, lead: Agent, report: str) -> bool:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
         are wrong): she rewrites her modules and tests seeing the failure; new stubs get agents."""
-        files = "\n\n".join(fenced_file(p, self._read(lead, p)) for p in self._lead_files if self.env.store.exists(p))
         self._set(lead, AgentState.WRITING, "repairing her own code or tests")
-        design = await self._design(lead, self.render("mother_repair", task=self.task, files=files, report=report))
+        if self.repository:  # her modules are the repository's: shown as outlines, and sent back as changes
+            files = self._lead_outlines(lead)
+            user = self.render("change_repair", repository=self.repository, task=self.task, files=files, report=report)
+            design = await self._change(lead, user)
+        else:
+            files = "\n\n".join(
+                fenced_file(p, self._read(lead, p)) for p in self._lead_files if self.env.store.exists(p)
+            )
+            design = await self._design(lead, self.render("mother_repair", task=self.task, files=files, report=report))
         if design is None:
             return False
         owned = {a.contract.key for a in self.agents if a.contract is not None}
         await self._delegate(lead, [c for c in design[0] if c.key not in owned])
         return True
+
+    def _lead_outlines(self, lead: Agent) -> str:
+        """A change's lead files as she sees them again: her test file whole, the modules as outlines."""
+        shown = []
+        for path in (p for p in self._lead_files if self.env.store.exists(p)):
+            text = self._read(lead, path)
+            shown.append(fenced_file(path, text if is_test_file(path) or not path.endswith(".py") else outline(text)))
+        return "\n\n".join(shown)
 
     async def _delegate(self, mother: Agent, contracts: list[Contract]) -> None:
         """One agent per contract, working concurrently; constructors first, as the attributes they set are what
@@ -352,8 +425,11 @@ class Organization:
         assert agent.contract is not None
         self._set(agent, AgentState.WRITING)
         leaf = not self._can_spawn(agent.depth + 1, 1)
+        # a function the repository has, which the change rewrites: the agent is shown it as it is
+        current = current_code(self.env.store.read_text(agent.contract.module), agent.contract)
+        extra = self.render("changed_function", current=current) if current else ""
         try:
-            helpers, tests = await self._implement(agent, agent.contract, leaf=leaf)
+            helpers, tests = await self._implement(agent, agent.contract, leaf=leaf, extra=extra)
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
             return
@@ -408,19 +484,19 @@ class Organization:
 
     async def _test_and_repair(self, mother: Agent, test_file: str) -> None:
         """Run the mother's tests; send failures down to the children they involve; repeat a bounded number of
-        times. The mother is done when its tests pass."""
+        times. The mother is done when her tests pass (and, in a repository, every test that passed before the
+        change still does)."""
+        broken: list[str] = []
         for round_ in range(self.limits.repair_rounds + 1):
             self._set(mother, AgentState.TESTING)
             await asyncio.to_thread(self.env.sync)  # the lead's dependencies, installed into the project's .venv
-            env, started = self.env, time.monotonic()
-            outcome = await asyncio.to_thread(
-                partial(run_tests, python=env.python), env.runner, env.store.root, env.test_timeout_s, [test_file]
-            )
+            started = time.monotonic()
+            outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file)
             seconds = round(time.monotonic() - started, 3)
             failing = outcome.failed + outcome.errors
-            self.log("checks", agent=mother.id, ok=outcome.ok, seconds=seconds, tests_passed=outcome.passed,
-                     tests_failing=failing)  # fmt: skip
-            if outcome.ok:
+            self.log("checks", agent=mother.id, ok=ok, seconds=seconds, tests_passed=outcome.passed,
+                     tests_failing=failing, broken=broken)  # fmt: skip
+            if ok:
                 self._set(mother, AgentState.DONE, outcome.headline())
                 return
             if round_ == self.limits.repair_rounds:
@@ -433,7 +509,25 @@ class Organization:
                 continue
             self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
             await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
-        self._set(mother, AgentState.FAILED, f"its tests still fail after {self.limits.repair_rounds} repair rounds")
+        note = f"its tests still fail after {self.limits.repair_rounds} repair rounds"
+        if broken:
+            note += f"; {len(broken)} tests that passed before the change fail: {', '.join(broken[:5])}"
+        self._set(mother, AgentState.FAILED, note)
+
+    def _run_tests(self, test_file: str) -> tuple[TestRun, bool, list[str]]:
+        """The mother's tests: the run, whether it passes, and the tests it broke. In a repository her tests run
+        with those of the repository that passed before the change: she passes when her own tests do and every
+        one of those still does (a test that failed before is not hers to fix)."""
+        if not self.passing_before:
+            run = self.env.test_run(targets=[test_file])
+            return run, run.ok, []
+        others = sorted({t.split("::")[0] for t in self.passing_before} - {test_file})
+        run = self.env.test_run(targets=[test_file, *others], each=True)
+        passing, failing = run.passing_and_failing()
+        own = [t for t in passing | failing if t == test_file or t.startswith(test_file + "::")]
+        broken = sorted(self.passing_before - passing)
+        ok = run.status != "timeout" and bool(own) and not (set(own) & failing) and not broken
+        return run, ok, broken
 
     async def _repair(self, agent: Agent, report: str) -> None:
         assert agent.contract is not None

@@ -38,6 +38,8 @@ class RunContext:
     program: PromptProgram | None = None  # a prompt program the user gave, instead of planning one
     #: the task is a change to a repository l2mac did not write: its map, ranked by relevance to the change
     repository: str = ""
+    #: and its tests that passed before the change (a change is held by the tests it breaks, not the others)
+    passing_before: frozenset[str] = frozenset()
 
 
 @dataclass

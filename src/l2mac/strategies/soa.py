@@ -32,6 +32,8 @@ class SoAStrategy:
             log=ctx.record.log,
             protocol=ctx.protocol,
             recover=ctx.recoveries,
+            repository=ctx.repository,
+            passing_before=ctx.passing_before,
         )
         stopped: str | None = None
         try:
