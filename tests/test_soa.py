@@ -610,3 +610,41 @@ def test_the_text_protocol_repairs_agents_files_as_the_l2mac_strategy_does(tmp_p
     assert "from typing import List" in result.files["tests/test_ops.py"]
     log = (result.workspace / ".l2mac" / "log.jsonl").read_text()
     assert '"recovery": "missing_imports_added"' in log
+
+
+OPS_SPEC = """# Architecture
+```
+├── calc
+│   ├── __init__.py
+│   └── ops.py
+└── examples
+    └── demo.py
+```
+
+`calc/ops.py`:
+- add(a, b): the sum of a and b.
+- mul(a, b): the product of a and b.
+"""
+OPS_TESTS = "from calc.ops import add, mul\n\n\ndef test_ops():\n    assert add(2, 3) == 5 and mul(2, 3) == 6\n"
+
+
+def test_a_specification_that_lists_each_files_functions_is_the_design_and_the_lead_writes_only_the_tests(
+    tmp_path: Path,
+) -> None:
+    """Interfaces first, from a specification that lists each file's functions with what they do (DevBench's
+    architecture documents): seen at ed77b4b, a 1.5B lead asked to design from such a PRD wrote the PRD back, or
+    was cut off, in each of three repositories. The interfaces are the stubs; the lead writes their tests."""
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": OPS_TESTS})],
+            "add": [("write_function", {"code": "def add(a, b):\n    return a + b\n"})],
+            "mul": [("write_function", {"code": "def mul(a, b):\n    return a * b\n"})],
+        }
+    )
+    result = run_l2mac(OPS_SPEC, make_settings(tmp_path, strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    assert len(team.asked["lead"]) == 1 and "Write tests/test_ops.py." in team.asked["lead"][0]
+    assert [o.title for o in result.outcomes][1:] == ["agent 1: calc/ops.py:add", "agent 2: calc/ops.py:mul"]
+    assert result.files["calc/__init__.py"] == "" and "return a * b" in result.files["calc/ops.py"]
+    assert 'def add(a, b):\n    """the sum of a and b."""' in team.asked["add"][0]  # its contract, from the spec
+    assert "examples/demo.py" not in result.files  # an example uses the rest: not part of the design

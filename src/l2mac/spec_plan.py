@@ -67,6 +67,19 @@ def spec_plan(task: str, *, tests: bool = True) -> list[Instruction]:
     return steps
 
 
+def specified_skeletons(task: str) -> dict[str, str]:
+    """The modules a specification gives as interfaces (each file's functions and classes listed with what they
+    do; :func:`l2mac.outline.interface`), as stubs by path, with the package markers its tree names: the
+    interfaces to write first. ``{}`` unless every code file it describes has one, but those that use the rest
+    (entry points, examples), which are not given."""
+    specs = [s for s in outline.code_files(task) if not _uses_the_rest(s.path)]
+    given = {s.path: outline.interface(s.description) if s.description else None for s in specs}
+    if not given or not all(given.values()):
+        return {}
+    markers = [p for p in outline.tree_paths(task) if p.endswith("/__init__.py")]
+    return {**dict.fromkeys(markers, ""), **{p: code for p, code in given.items() if code is not None}}
+
+
 def one_skeleton_file(task: str) -> str | None:
     """The one code file a task asks for when it gives that file's skeleton ("implement the class below in
     shapes.py", a fenced block of classes and functions to complete) and names no other code file: that task is

@@ -69,6 +69,7 @@ from l2mac.soa.tools import (
     SkeletonArgs,
     TestsArgs,
 )
+from l2mac.spec_plan import specified_skeletons
 from l2mac.tools import Tool, ToolEnv, parse_arguments
 
 
@@ -237,9 +238,7 @@ class Organization:
                 contracts = [c for m in args.modules for c in stubs(m.code, m.path)]
                 for m in args.modules:
                     self._write(agent, m.path, m.code)
-                test_file = test_path_for(
-                    next((m.path for m in args.modules if not m.path.endswith("__init__.py")), args.modules[0].path)
-                )
+                test_file = _tests_of([m.path for m in args.modules])
                 self._write(agent, test_file, args.tests)
                 if needs := with_requirements(self.env.store.root, args.dependencies):  # the .venv installs these
                     self._write(agent, REQUIREMENTS, needs)
@@ -308,7 +307,7 @@ class Organization:
         for path, code in given.items():
             self._write(agent, path, code)
         contracts = [c for path, code in given.items() for c in stubs(code, path)]
-        test_file = test_path_for(next(iter(given)))
+        test_file = _tests_of(list(given))
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
         user = self.render("tests_task", task=self.task, files=files, test_file=test_file)
         history: list[ModelMessage] = []
@@ -549,11 +548,21 @@ _WHAT = {
 
 
 def given_design(task: str) -> dict[str, str]:
-    """The modules a task gives whole as skeletons, by path: each Python file it names whose skeleton (its
-    functions or methods as stubs) it gives; none unless it gives one for every code file it names."""
+    """The modules a task gives as skeletons, by path: each Python file it names whose skeleton (its functions
+    or methods as stubs) it gives, when it gives one for every code file it names; else the interfaces a
+    specification lists for each file it describes (DevBench's architecture documents). Seen on DevBench at
+    ed77b4b: a 1.5B lead asked to design a project from its PRD and architecture wrote the PRD back, or was
+    cut off at its answer limit, three times in each of the three repositories."""
     code = [p for p in named_files(task) if p.endswith(".py") and not is_test_file(p)]
     given = {p: given_skeleton(task, names_for_file(task, p), p) for p in code}
-    return {p: s for p, s in given.items() if s is not None} if code and all(given.values()) else {}
+    if code and all(given.values()):
+        return {p: s for p, s in given.items() if s is not None}
+    return specified_skeletons(task)
+
+
+def _tests_of(modules: list[str]) -> str:
+    """The lead's test file: named for her first module that is not a package marker."""
+    return test_path_for(next((p for p in modules if not p.endswith("__init__.py")), modules[0]))
 
 
 def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:
