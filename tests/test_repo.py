@@ -381,3 +381,57 @@ def test_soa_rewrites_a_function_the_repository_has_and_is_held_by_a_test_it_bre
     assert not held.outcomes[0].passed
     assert "tests that passed before the change fail: tests/test_core.py::test_add" in held.outcomes[0].reason
     assert held.report.change is not None and held.report.change.broken == ["tests/test_core.py::test_add"]
+
+
+def test_soa_lead_who_repairs_her_own_tests_keeps_one_test_file_named_apart_from_the_repositorys(
+    tmp_path: Path,
+) -> None:
+    """She writes subtract herself (no stub: no agent) with a wrong test; the failure is hers, and her answer
+    again (the function sent back as it is, the test corrected) goes to the same test file, whose name is not
+    the repository's tests/test_core.py (pytest refuses two test modules of one name)."""
+    repo = make_repo(tmp_path)
+    wrong = SUBTRACT_TEST.replace("== 2", "== 3")
+    design = {"modules": [{"path": "calc/core.py", "code": SUBTRACT_DONE}], "tests": wrong}
+    again = {"modules": [{"path": "calc/core.py", "code": SUBTRACT_DONE}], "tests": SUBTRACT_TEST}
+    result, team = run_team_on(
+        tmp_path, repo, "Add a subtract function", {"lead": [("write_skeleton", design), ("write_skeleton", again)]}
+    )
+    assert result.ok, result.report
+    repair = team.asked["lead"][1]
+    assert "Your tests fail" in repair and "tests/test_core_2.py" in repair and "def add(a, b):" in repair
+    change = result.report.change
+    assert change is not None and git(repo, "show", f"{change.branch}:tests/test_core_2.py") == SUBTRACT_TEST
+    tests = [p for p in git(repo, "ls-tree", "-r", "--name-only", change.branch).split() if p.startswith("tests/")]
+    assert tests == ["tests/test_core.py", "tests/test_core_2.py", "tests/test_old.py"]
+    assert git(repo, "show", f"{change.branch}:calc/core.py").count("def subtract") == 1
+
+
+def test_soa_lead_may_not_write_the_repositorys_other_files_or_its_secrets_and_answers_again(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    good = {"path": "calc/core.py", "code": SUBTRACT_STUB}
+    readme = {"modules": [good, {"path": "README.md", "code": "subtract added\n"}], "tests": SUBTRACT_TEST}
+    secret = {"modules": [good, {"path": ".env", "code": "API_TOKEN=x\n"}], "tests": SUBTRACT_TEST}
+    answers = {
+        "lead": [
+            ("write_skeleton", readme),
+            ("write_skeleton", secret),
+            ("write_skeleton", {"modules": [good], "tests": SUBTRACT_TEST}),
+        ],
+        "subtract": [("write_function", {"code": SUBTRACT_DONE})],
+    }
+    result, team = run_team_on(tmp_path, repo, "Add a subtract function", answers)
+    assert result.ok, result.report
+    assert "README.md is the repository's" in team.asked["lead"][1] and "secrets" in team.asked["lead"][2]
+    change = result.report.change
+    assert change is not None and git(repo, "show", f"{change.branch}:README.md") == "# calc\n\nAdds numbers.\n"
+
+
+def test_a_change_contracts_are_new_stubs_and_stubs_that_change_a_function_not_ones_copied_back() -> None:
+    from l2mac.soa.contracts import changed_in
+
+    old = 'class Calc:\n    def add(self, a, b):\n        """a + b."""\n        return a + b\n'
+    copied = 'class Calc:\n    def add(self, a, b):\n        """a + b."""\n        ...\n\n    def sub(self, a, b):\n        """a - b."""\n        ...\n'
+    new = old + '\n    def sub(self, a, b):\n        """a - b."""\n        ...\n'
+    assert [c.label for c in changed_in(old, new, copied, "calc.py")] == ["calc.py:Calc.sub"]
+    changed = copied.replace('"""a + b."""', '"""The sum of a and b, rounded."""')
+    assert [c.label for c in changed_in(old, new, changed, "calc.py")] == ["calc.py:Calc.sub", "calc.py:Calc.add"]

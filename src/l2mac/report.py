@@ -200,8 +200,9 @@ def build_report(
     passed = sum(o.passed for o in outcomes)
     steps_ok = passed == planned_steps and planned_steps > 0
     tests_ok = tests.status in ("passed", "not_run") or (tests.status == "no_tests" and not tests_required)
-    if change is not None:  # a repository's own failing tests are not the change's: it answers for what it broke
-        tests_ok = not change.broken
+    if change is not None:  # a repository's own failing tests are not the change's: it answers for what it broke,
+        after = change.after  # and for the failing tests it added (counted: more fail than before)
+        tests_ok = not change.broken and (after is None or after.tests_failing <= change.before.tests_failing)
     status: RunStatus = "stopped" if stopped else ("passed" if steps_ok and tests_ok else "failed")
     return RunReport(
         status=status,

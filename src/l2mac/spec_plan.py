@@ -38,8 +38,8 @@ def spec_plan(task: str, *, tests: bool = True) -> list[Instruction]:
     """The plan the specification in ``task`` gives: ``[]`` unless it describes each of its code files but those
     that use the rest (entry points, examples, scripts), which then come last."""
     specs = outline.code_files(task)
-    described = _ordered([s for s in specs if s.description])
-    if not described or any(not s.description and not _uses_the_rest(s.path) for s in specs):
+    described = _ordered(_described(specs))
+    if not described:
         return []
     tree = outline.tree_paths(task)
     markers = [p for p in tree if p.endswith("/__init__.py")]
@@ -72,8 +72,8 @@ def specified_skeletons(task: str) -> dict[str, str]:
     do; :func:`l2mac.outline.interface`), as stubs by path, with the package markers its tree names: the
     interfaces to write first. ``{}`` unless every code file it describes has one, but those that use the rest
     (entry points, examples), which are not given."""
-    specs = [s for s in outline.code_files(task) if not _uses_the_rest(s.path)]
-    given = {s.path: outline.interface(s.description) if s.description else None for s in specs}
+    specs = [s for s in _described(outline.code_files(task)) if not _uses_the_rest(s.path)]
+    given = {s.path: outline.interface(s.description) for s in specs}
     if not given or not all(given.values()):
         return {}
     markers = [p for p in outline.tree_paths(task) if p.endswith("/__init__.py")]
@@ -121,6 +121,14 @@ def _is_skeleton(code: str, module: str) -> bool:
         if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
     return any(stubs)
+
+
+def _described(specs: list[outline.SpecFile]) -> list[outline.SpecFile]:
+    """The code files a specification describes, when it describes every one but those that use the rest;
+    else ``[]`` (the specification does not give the plan)."""
+    if any(not s.description and not _uses_the_rest(s.path) for s in specs):
+        return []
+    return [s for s in specs if s.description]
 
 
 def _uses_the_rest(path: str) -> bool:

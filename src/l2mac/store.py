@@ -129,6 +129,11 @@ class FileStore:
     def exists(self, path: str) -> bool:
         return self.resolve(path).is_file()
 
+    def check_writable(self, path: str) -> None:
+        """Raise WorkspaceError (with the reason) when ``path`` may not be written: outside the project, or a
+        file the guard keeps (a repository's secrets, its lockfile)."""
+        self._allowed(self.resolve(path), write=True)
+
     def is_project_file(self, path: str) -> bool:
         """Whether ``path`` (as the model gave it) is a project file. A path outside the workspace is not: it is
         refused when written, with an answer to the model, rather than raising here."""

@@ -111,13 +111,23 @@ def current_code(source: str, contract: Contract) -> str | None:
 def changed_in(old: str, new: str, snippet: str, module: str) -> list[Contract]:
     """The contracts of a change to an existing module: ``old`` as it was, ``new`` with the lead's ``snippet``
     merged into it. Each stub ``new`` has that ``old`` did not, and each stub of ``snippet`` for a function
-    ``old`` has with a body (the merge keeps that body; an agent rewrites it to the stub's signature and
-    docstring). The module's own stubs (an interface's, say) are not the change's."""
+    ``old`` has with a body whose signature or docstring it changes (the merge keeps that body; an agent
+    rewrites it to the stub's). The module's own stubs (an interface's, say) are not the change's."""
     before = {c.key for c in stubs(old, module)}
     added = [c for c in stubs(new, module) if c.key not in before]
     taken = {c.key for c in added}
-    rewritten = [c for c in stubs(snippet, module) if c.key not in taken and current_code(old, c) is not None]
+    rewritten = [c for c in stubs(snippet, module) if c.key not in taken and _rewrites(old, c)]
     return added + rewritten
+
+
+def _rewrites(old: str, stub: Contract) -> bool:
+    """Whether a stub of a function ``old`` has with a body asks for a change: its signature or docstring
+    differs (a lead shown the module's outline copies its functions back as stubs, unchanged)."""
+    if current_code(old, stub) is None:
+        return False
+    scope = _scope(_parse(old, stub.module), stub.owner) or []
+    node = next(n for n in scope if isinstance(n, _DEFS) and n.name == stub.name)
+    return (signature_of(node), ast.get_docstring(node) or "") != (stub.signature, stub.docstring)
 
 
 def _once(name: str, cls: ast.ClassDef) -> bool:

@@ -41,6 +41,7 @@ from l2mac.control.protocol import StepProtocol, cut_off
 from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
+from l2mac.errors import WorkspaceError
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.fenced import fenced_file
 from l2mac.models.client import ModelClient
@@ -106,6 +107,7 @@ class Organization:
         self._slots = asyncio.Semaphore(limits.concurrency)
         self._locks: dict[str, asyncio.Lock] = {}
         self._lead_files: list[str] = []
+        self._test_files: list[str] = []  # the test files the lead and her agents were given
         self.task = ""
 
     # -- bookkeeping ---------------------------------------------------------------------------------------
@@ -238,7 +240,11 @@ class Organization:
                 contracts = [c for m in args.modules for c in stubs(m.code, m.path)]
                 for m in args.modules:
                     self._write(agent, m.path, m.code)
-                test_file = _tests_of([m.path for m in args.modules])
+                test_file = (
+                    self._lead_files[-1]
+                    if self._lead_files
+                    else self._test_path(_first_module([m.path for m in args.modules]))
+                )
                 self._write(agent, test_file, args.tests)
                 if needs := with_requirements(self.env.store.root, args.dependencies):  # the .venv installs these
                     self._write(agent, REQUIREMENTS, needs)
@@ -253,51 +259,70 @@ class Organization:
 
     async def _change(self, agent: Agent, user: str) -> tuple[list[Contract], str] | None:
         """The lead of a change to a repository sends only the definitions she adds or changes: each is merged
-        into its module (a new module is written whole), so the repository's code stays as it was. The
-        contracts are her new stubs, and her stubs of functions the repository has (an agent rewrites each);
-        her tests go to a test file of their own, never over one of the repository's."""
+        into its module (a new module is written whole), so the repository's code stays as it was; its other
+        files are not hers to write. The contracts are her new stubs, and her stubs of functions the repository
+        has that change their signature or docstring (an agent rewrites each); her tests go to a test file of
+        their own, never over one of the repository's, and stay there when she answers again."""
         history: list[ModelMessage] = []
         for _ in range(self.limits.attempts):
             call, history = await self._ask(agent, "change_system", user, [WRITE_SKELETON], history)
             try:
                 args = SkeletonArgs.model_validate(_args(call, "write_skeleton"))
                 merged = {m.path: self._merged(m.path, m.code) for m in args.modules}
-            except (ValidationError, ContractError, ValueError) as e:
+            except (ValidationError, ContractError, ValueError, WorkspaceError) as e:
                 user = self.render("rejected_code", error=_short(e))
                 continue
             contracts = [c for _, found in merged.values() for c in found]
             for path, (text, _) in merged.items():
                 self._write(agent, path, text)
-            test_file = self._new_test_file(next(iter(merged)), contracts)
+            modules = [p for p in merged if p.endswith(".py")] or list(merged)
+            test_file = next((p for p in self._lead_files if is_test_file(p)), None)
+            if test_file is None:  # her first answer: a test file named for what she changes, free in the tree
+                first = contracts[0] if contracts else None
+                test_file = self._test_path(_first_module(modules), first.name if first else None)
             self._write(agent, test_file, args.tests)
             if needs := with_requirements(self.env.store.root, args.dependencies):
                 self._write(agent, REQUIREMENTS, needs)
-            self._fix_files([*merged, test_file])
-            agent.owns = ", ".join(merged)
-            self._lead_files = [*merged, test_file]
+            self._fix_files([*modules, test_file])
+            agent.owns = ", ".join(modules)
+            self._lead_files = [*modules, test_file]
             return contracts, test_file
         return None
 
     def _merged(self, path: str, code: str) -> tuple[str, list[Contract]]:
-        """``path`` with the lead's ``code`` for it, and the contracts that come of it."""
+        """``path`` with the lead's ``code`` for it, and the contracts that come of it. A Python module the
+        repository has takes her definitions by name (:func:`merge_definitions`); one without any definitions
+        takes them after its code; one she sends back as it is stays so. Raises ValueError for what cannot be
+        merged, and WorkspaceError for a path that may not be written."""
         store = self.env.store
-        if not store.exists(path) or not path.endswith(".py"):
+        store.check_writable(path)
+        if not store.exists(path):
             return code, stubs(code, path) if path.endswith(".py") else []
         old = store.read_text(path)
-        new = merge_definitions(old, code, add_new=True) or old  # the same text when it only stubs what is there
-        contracts = changed_in(old, new, code, path)
-        if new == old and not contracts and code.strip() != old.strip():
+        if not path.endswith(".py"):
+            raise ValueError(f"{path} is the repository's: change its Python modules, not its other files")
+        if not code.strip() or code.strip() == old.strip():  # a package marker, or the module sent back
+            return old, []
+        new = merge_definitions(old, code, add_new=True)
+        if new is None and _names(code) <= _names(old):  # only what the module has, stubs for bodies: kept
+            new = old
+        elif new is None and not _names(old):  # a module of imports and statements only: they go after them
+            _parse_or_reject(code, path)
+            new = old.rstrip("\n") + ("\n\n\n" if old.strip() else "") + code
+        if new is None:
             raise ValueError(self.render("change_not_merged", path=path, lines=len(old.splitlines())).strip())
-        return new, contracts
+        return new, changed_in(old, new, code, path)
 
-    def _new_test_file(self, module: str, contracts: list[Contract]) -> str:
-        """The lead's test file of a change: named for its module and first contract, and not one the
-        repository has."""
-        first = contracts[0] if contracts else None
-        path = test_path_for(module, first.name if first else None, first.owner if first else None)
+    def _test_path(self, module: str, function: str | None = None, owner: str | None = None) -> str:
+        """A new test file for ``module`` (and a function of it): :func:`test_path_for`'s name, numbered when
+        the project has a file of that name anywhere (pytest refuses two test modules of one name) or an agent
+        already took it."""
+        path = test_path_for(module, function, owner)
         stem, n = path.removesuffix(".py"), 2
-        while self.env.store.exists(path):
+        taken = {p.rsplit("/", 1)[-1] for p in [*self.env.store.list_files(), *self._test_files]}
+        while path.rsplit("/", 1)[-1] in taken:
             path, n = f"{stem}_{n}.py", n + 1
+        self._test_files.append(path)
         return path
 
     async def _given(self, agent: Agent, given: dict[str, str]) -> tuple[list[Contract], str] | None:
@@ -307,7 +332,7 @@ class Organization:
         for path, code in given.items():
             self._write(agent, path, code)
         contracts = [c for path, code in given.items() for c in stubs(code, path)]
-        test_file = _tests_of(list(given))
+        test_file = self._test_path(_first_module(list(given)))
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
         user = self.render("tests_task", task=self.task, files=files, test_file=test_file)
         history: list[ModelMessage] = []
@@ -424,10 +449,10 @@ class Organization:
         assert agent.contract is not None
         self._set(agent, AgentState.WRITING)
         leaf = not self._can_spawn(agent.depth + 1, 1)
-        # a function the repository has, which the change rewrites: the agent is shown it as it is
-        current = current_code(self.env.store.read_text(agent.contract.module), agent.contract)
-        extra = self.render("changed_function", current=current) if current else ""
         try:
+            # a function the repository has, which the change rewrites: the agent is shown it as it is
+            current = current_code(self.env.store.read_text(agent.contract.module), agent.contract)
+            extra = self.render("changed_function", current=current) if current else ""
             helpers, tests = await self._implement(agent, agent.contract, leaf=leaf, extra=extra)
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
@@ -437,7 +462,7 @@ class Organization:
             return
         # it split its function: it is a mother now, with its own tests run once its children are done
         contract = agent.contract
-        test_file = test_path_for(contract.module, contract.name, contract.owner) if tests.strip() else None
+        test_file = self._test_path(contract.module, contract.name, contract.owner) if tests.strip() else None
         if test_file:
             self._write(agent, test_file, tests)
             self._fix_files([test_file])
@@ -490,7 +515,7 @@ class Organization:
             self._set(mother, AgentState.TESTING)
             await asyncio.to_thread(self.env.sync)  # the lead's dependencies, installed into the project's .venv
             started = time.monotonic()
-            outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file)
+            outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file, mother.parent is None)
             seconds = round(time.monotonic() - started, 3)
             failing = outcome.failed + outcome.errors
             self.log("checks", agent=mother.id, ok=ok, seconds=seconds, tests_passed=outcome.passed,
@@ -513,20 +538,22 @@ class Organization:
             note += f"; {len(broken)} tests that passed before the change fail: {', '.join(broken[:5])}"
         self._set(mother, AgentState.FAILED, note)
 
-    def _run_tests(self, test_file: str) -> tuple[TestRun, bool, list[str]]:
-        """The mother's tests: the run, whether it passes, and the tests it broke. In a repository her tests run
-        with those of the repository that passed before the change: she passes when her own tests do and every
-        one of those still does (a test that failed before is not hers to fix)."""
-        if not self.passing_before:
+    def _run_tests(self, test_file: str, lead: bool) -> tuple[TestRun, bool, list[str]]:
+        """A mother's tests: the run, whether it passes, and the tests it broke. In a repository the lead's
+        tests run with those of the repository that passed before the change: she passes when her own tests do
+        and every one of those still does (a test that failed before is not hers to fix). An agent that split
+        its function runs only its own tests: the lead's run, after every agent, is the one that sees it all."""
+        if not (self.passing_before and lead):
             run = self.env.test_run(targets=[test_file])
             return run, run.ok, []
         others = sorted({t.split("::")[0] for t in self.passing_before} - {test_file})
         run = self.env.test_run(targets=[test_file, *others], each=True)
+        if run.status == "timeout":  # nothing is known to be broken: the run did not finish
+            return run, False, []
         passing, failing = run.passing_and_failing()
         own = [t for t in passing | failing if t == test_file or t.startswith(test_file + "::")]
         broken = sorted(self.passing_before - passing)
-        ok = run.status != "timeout" and bool(own) and not (set(own) & failing) and not broken
-        return run, ok, broken
+        return run, bool(own) and not (set(own) & failing) and not broken, broken
 
     async def _repair(self, agent: Agent, report: str) -> None:
         assert agent.contract is not None
@@ -560,9 +587,25 @@ def given_design(task: str) -> dict[str, str]:
     return specified_skeletons(task)
 
 
-def _tests_of(modules: list[str]) -> str:
-    """The lead's test file: named for her first module that is not a package marker."""
-    return test_path_for(next((p for p in modules if not p.endswith("__init__.py")), modules[0]))
+def _first_module(modules: list[str]) -> str:
+    """The module a lead's test file is named for: her first that is not a package marker."""
+    return next((p for p in modules if not p.endswith("__init__.py")), modules[0])
+
+
+def _names(code: str) -> set[str]:
+    """The functions and classes ``code`` defines at its top level (none when it does not parse)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _parse_or_reject(code: str, path: str) -> None:
+    try:
+        ast.parse(code)
+    except SyntaxError as e:
+        raise ValueError(f"your code for {path} does not parse: {e.msg} (line {e.lineno})") from e
 
 
 def _args(call: ToolCallPart | None, expected: str) -> dict[str, Any]:
