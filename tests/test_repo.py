@@ -430,8 +430,9 @@ def test_a_change_contracts_are_new_stubs_and_stubs_that_change_a_function_not_o
     from l2mac.soa.contracts import changed_in
 
     old = 'class Calc:\n    def add(self, a, b):\n        """a + b."""\n        return a + b\n'
-    copied = 'class Calc:\n    def add(self, a, b):\n        """a + b."""\n        ...\n\n    def sub(self, a, b):\n        """a - b."""\n        ...\n'
-    new = old + '\n    def sub(self, a, b):\n        """a - b."""\n        ...\n'
+    sub = '\n    def sub(self, a, b):\n        """a - b."""\n        ...\n'
+    copied = 'class Calc:\n    def add(self, a, b):\n        """a + b."""\n        ...\n' + sub
+    new = old + sub
     assert [c.label for c in changed_in(old, new, copied, "calc.py")] == ["calc.py:Calc.sub"]
     changed = copied.replace('"""a + b."""', '"""The sum of a and b, rounded."""')
     assert [c.label for c in changed_in(old, new, changed, "calc.py")] == ["calc.py:Calc.sub", "calc.py:Calc.add"]
