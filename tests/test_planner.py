@@ -699,3 +699,23 @@ def test_a_file_alone_in_a_folder_the_plan_has_nothing_else_in_is_the_planned_fi
     program, _ = plan_with([call("submit_plan", {"steps": [s.model_dump() for s in nested]})])
     assert "pkg/plugins/__init__.py and tests/e2e/conftest.py" in program.steps[1].instruction  # under its own
     assert "docs/README.md and README.md" in program.steps[2].instruction  # never a file at the root
+
+
+def test_a_changes_plan_drops_steps_that_make_as_new_a_file_the_repository_has() -> None:
+    """Seen on python-slugify: one step per file of the map, each "Create a new file named `special.py` in the
+    `slugify` directory"; written as new, each would replace the repository's file."""
+    from l2mac.plan_rules import not_recreating
+
+    def step(title: str, instruction: str) -> Instruction:
+        return Instruction(title=title, instruction=instruction)
+
+    existing = ["slugify/__init__.py", "slugify/special.py", "tests/test_legacy.py", "README.md"]
+    steps = [
+        step("Add slugify_filename", "Create a new file named `slugify_filename.py` in the `slugify` directory."),
+        step("Add it to special.py", "Create a new file named `special.py` in the `slugify` directory, and add:"),
+        step("Tests", "Create a new file tests/test_legacy.py with tests of slugify_filename."),
+        step("Export it", "Add slugify_filename to slugify/__init__.py's imports."),  # a change, not a new file
+    ]
+    assert [s.title for s in not_recreating(steps, existing)] == ["Add slugify_filename", "Export it"]
+    only = [steps[1]]
+    assert not_recreating(only, existing) == only  # all the planner gave: kept

@@ -131,6 +131,34 @@ _NAMES_THE_TOOL = re.compile(rf"\b{SUBMIT_PLAN}\b")
 _CALLABLE = re.compile(r"\b[A-Za-z_]\w*\(")
 
 
+#: a step that says it makes a new file: "Create a new file named `special.py` in the `slugify` directory"
+_CREATES = re.compile(
+    r"\b(?:create|add|make|write)s?\s+(?:a\s+)?new\s+(?:python\s+)?(?:file|module)\s+(?:named\s+|called\s+)?"
+    r"[`'\"]?(?P<name>[\w./-]+\.\w+)[`'\"]?(?:\s+(?:in|under)\s+(?:the\s+)?[`'\"]?(?P<folder>[\w./-]+?)/?[`'\"]?"
+    r"\s+(?:directory|folder|package))?",
+    re.IGNORECASE,
+)
+
+
+def not_recreating(steps: list[Instruction], existing: list[str]) -> list[Instruction]:
+    """A change's plan without the steps that make as new a file the repository has: such a step is the
+    planner walking the repository's map, not the change (seen on python-slugify: "Add slugify_filename function
+    to special.py: Create a new file named `special.py` in the `slugify` directory", and nine more like it, one
+    per file of the map), and written as new it would replace the file. Unchanged when every step is one: then
+    the planner's steps are all it gives."""
+    kept = [s for s in steps if not _recreates(s, existing)]
+    return kept or steps
+
+
+def _recreates(step: Instruction, existing: list[str]) -> bool:
+    for m in _CREATES.finditer(step.instruction):
+        name, folder = m["name"], m["folder"]
+        path = f"{folder.strip('/')}/{name}" if folder and "/" not in name else name
+        if any(outline.same_file(e, path) for e in existing):
+            return True
+    return False
+
+
 def repair(steps: list[Instruction]) -> list[Instruction]:
     """A plan as it can run: no step whose work is submitting the plan (seen as a last step "Submit plan" of a
     plan answered in prose), no test required of a step that mentions files but neither a code file nor a

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import json_repair
@@ -24,6 +25,7 @@ from l2mac.plan_rules import (
     echoes,
     fit_steps,
     follow_spec,
+    not_recreating,
     one_folder,
     repair,
     tests_with_their_code,
@@ -138,11 +140,12 @@ async def make_plan(
     from_spec: bool = True,
     readme: bool = False,
     repository: str = "",
+    existing: Sequence[str] = (),
 ) -> PromptProgram:
     """The task's prompt program: the specification's files when it describes them (``from_spec``), else the
     model's plan, checked and repaired; with ``readme``, a model's plan of code that writes no README gets a last
     step writing one, when the step limit leaves room. With ``repository`` (the map of the repository the task
-    changes), the plan is of that change."""
+    changes, and ``existing``, its files), the plan is of that change."""
     limit = max_steps or DEFAULT_MAX_STEPS
     if limit == 1:  # a one-step plan is the task itself: asked to restate it, a small model drops details or fails
         return task_as_one_step(task, domain, "a one-step plan")
@@ -184,7 +187,7 @@ async def make_plan(
     if domain.python_checks:  # a plan of code: no setup-only steps, and the specified files' steps
         planned = without_setup(dedupe(steps))
         steps = follow_spec(tests_with_their_code(planned) if domain.tests else planned, task, tests=domain.tests)
-        steps = steps if repository else one_folder(steps, task)
+        steps = not_recreating(steps, list(existing)) if repository else one_folder(steps, task)
     steps = repair(carry_task_details(fit_steps(dedupe(steps), limit), task))
     if readme and domain.python_checks and "readme_step" in domain.prompts:  # after the task's code is placed
         steps = with_readme(steps, limit, domain.render("readme_step").strip())

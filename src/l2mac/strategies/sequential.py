@@ -69,6 +69,7 @@ class SequentialStrategy:
                 from_spec=self.plan_from_spec and not ctx.repository,
                 readme=self.readme and not ctx.repository,
                 repository=ctx.repository,
+                existing=ctx.toolbox.env.store.list_files() if ctx.repository else (),
             )
             await self._run_program(ctx, result.program, result)
         except (BudgetExceeded, ProviderError) as e:
