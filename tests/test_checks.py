@@ -625,6 +625,21 @@ def test_a_name_the_projects_other_files_import_one_way_is_imported_that_way(tmp
     assert store.read_text("tests/test_h.py").startswith("from scipy import ndimage as nd\nimport numpy as np\n")
 
 
+def test_a_private_helper_is_imported_from_its_module_into_a_neighbour_in_its_package_only(tmp_path: Path) -> None:
+    # Seen on python-slugify: slugify/slugify_filename.py, added beside slugify/slugify.py, called its private
+    # helpers _transliterate and _replace_disallowed_unicode without importing them
+    store = FileStore(tmp_path)
+    store.write_text("pkg/__init__.py", "")
+    store.write_text("pkg/core.py", "def _clean(text):\n    return text.strip()\n")
+    uses = "def tidy(text):\n    return _clean(text)\n"
+    store.write_text("pkg/extra.py", uses)
+    store.write_text("app.py", uses)  # outside the package: a private name is not its to import
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    repair_written(store, check, ["pkg/extra.py", "app.py"], lambda r, **f: None)
+    assert store.read_text("pkg/extra.py").startswith("from pkg.core import _clean\n")
+    assert store.read_text("app.py") == uses
+
+
 def test_a_database_opened_at_a_folder_or_without_its_table_gets_a_hint(tmp_path: Path) -> None:
     # Seen on issue 20's notes API: tests passed tmp_path itself as the database path, and called add_note
     # before any table existed; the code was right, and three attempts changed nothing.

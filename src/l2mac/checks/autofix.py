@@ -111,8 +111,9 @@ def undefined_names(issues: list[CodeIssue]) -> dict[str, set[str]]:
     return out
 
 
-def project_definitions(trees: dict[str, ast.Module]) -> dict[str, str]:
-    """Public top-level names defined by exactly one non-test module of the project: name -> dotted module."""
+def project_definitions(trees: dict[str, ast.Module], *, private: bool = False) -> dict[str, str]:
+    """Public top-level names defined by exactly one non-test module of the project: name -> dotted module
+    (with ``private``, the names starting with ``_`` too)."""
     seen: dict[str, set[str]] = {}
     for rel, tree in trees.items():
         if not rel.endswith(".py") or is_test_file(rel):
@@ -121,7 +122,7 @@ def project_definitions(trees: dict[str, ast.Module]) -> dict[str, str]:
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and module:
                 seen.setdefault(node.name, set()).add(module)
-    return {n: next(iter(m)) for n, m in seen.items() if len(m) == 1 and not n.startswith("_")}
+    return {n: next(iter(m)) for n, m in seen.items() if len(m) == 1 and (private or not n.startswith("_"))}
 
 
 def add_imports(

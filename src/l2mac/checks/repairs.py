@@ -361,12 +361,14 @@ def _add_missing_imports(
     store: FileStore, undefined: dict[str, set[str]], trees: dict[str, ast.Module], log: Log
 ) -> list[str]:
     """Imports added for undefined names whose module is certain (the standard library's, or the one project
-    module that defines the name, unless that module imports this one)."""
+    module that defines the name, unless that module imports this one). A private name (``_transliterate``) is
+    imported only into a module of the same package: seen on python-slugify, a function added in a new module
+    of the package used the helpers of its neighbour slugify/slugify.py, undefined."""
     if not undefined:
         return []
     if not trees:
         trees.update(project_trees(store))
-    project = project_definitions(trees)
+    project = project_definitions(trees, private=True)
     ours = {module_name(rel).split(".")[0] for rel in trees}  # the project's own modules: never by this way
     imported = {n: line for n, line in project_imports(trees).items() if line.split()[1].split(".")[0] not in ours}
     notes: list[str] = []
@@ -374,7 +376,12 @@ def _add_missing_imports(
         own = module_name(path)
         # never import from a module that imports this one: that makes a circular import (seen in the demo)
         importers = {module_name(rel) for rel, tree in trees.items() if own in imported_modules(tree, module_name(rel))}
-        safe = {n: m for n, m in project.items() if m not in importers}
+        package = own.rpartition(".")[0]
+        safe = {
+            n: m
+            for n, m in project.items()
+            if m not in importers and (not n.startswith("_") or (package and m.rpartition(".")[0] == package))
+        }
         fix = partial(add_imports, names=names, project=safe, own_module=own, imported=imported)
         if added := rewrite(store, path, fix):
             notes.append(f"Added the missing imports to {path}: {'; '.join(added)}")
