@@ -640,6 +640,26 @@ def test_a_private_helper_is_imported_from_its_module_into_a_neighbour_in_its_pa
     assert store.read_text("app.py") == uses
 
 
+def test_a_function_imported_from_a_package_that_gives_only_its_submodule_comes_from_the_submodule(
+    tmp_path: Path,
+) -> None:
+    # Seen on python-slugify: "from slugify import slugify_filename" beside slugify/slugify_filename.py, which the
+    # package does not export: the name was the submodule, and "'module' object is not callable"
+    store = FileStore(tmp_path)
+    store.write_text("pkg/__init__.py", "from .core import *\n")
+    store.write_text("pkg/core.py", "__all__ = ['base']\n\n\ndef base(x):\n    return x\n")
+    store.write_text("pkg/tidy.py", "def tidy(x):\n    return x.strip()\n")
+    store.write_text("pkg/tools.py", "def helper(x):\n    return x\n")
+    calls = "from pkg import base, tidy\n\n\ndef test_tidy():\n    assert tidy(base(' a ')) == 'a'\n"
+    as_module = "from pkg import tools\n\n\ndef test_helper():\n    assert tools.helper(1) == 1\n"
+    store.write_text("tests/test_tidy.py", calls)
+    store.write_text("tests/test_tools.py", as_module)
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    repair_written(store, check, ["tests/test_tidy.py", "tests/test_tools.py"], lambda r, **f: None)
+    assert store.read_text("tests/test_tidy.py").startswith("from pkg import base\nfrom pkg.tidy import tidy\n")
+    assert store.read_text("tests/test_tools.py") == as_module  # used as the module it is
+
+
 def test_a_database_opened_at_a_folder_or_without_its_table_gets_a_hint(tmp_path: Path) -> None:
     # Seen on issue 20's notes API: tests passed tmp_path itself as the database path, and called add_note
     # before any table existed; the code was right, and three attempts changed nothing.

@@ -364,6 +364,46 @@ def expand_star_imports(source: str, modules: dict[str, ast.Module]) -> tuple[st
     return "\n".join(lines) + "\n", list(reversed(changed))
 
 
+def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[str, list[str]]:
+    """``source`` with each ``from pkg import name`` that gets the submodule ``pkg.name`` where the file calls
+    ``name(...)`` and that submodule defines a function or class ``name`` made ``from pkg.name import name``.
+    The package gives the submodule when its ``__init__`` binds no such name (seen on python-slugify: a test's
+    ``from slugify import slugify_filename`` beside slugify/slugify_filename.py, "'module' object is not
+    callable"). A file that uses the name as a module (``name.x``) is left alone. ``modules`` are the project's
+    modules by dotted name. Returns the imports changed."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    as_module = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    lines = source.splitlines()
+    changed: list[str] = []
+    for node in sorted(tree.body, key=lambda n: -n.lineno):  # bottom-up, so earlier line numbers hold
+        if not (isinstance(node, ast.ImportFrom) and not node.level and node.module in modules):
+            continue
+        package = modules[node.module]
+        moved = [
+            a
+            for a in node.names
+            if (sub := modules.get(f"{node.module}.{a.name}")) is not None
+            and a.asname is None
+            and a.name in called - as_module
+            and a.name in defined_at_top_level(sub)
+            and a.name not in _bound_names(package) | defined_at_top_level(package)
+        ]
+        if not moved:
+            continue
+        kept = [ast.unparse(ast.alias(a.name, a.asname)) for a in node.names if a not in moved]
+        new = [f"from {node.module} import {', '.join(kept)}"] if kept else []
+        new += [f"from {node.module}.{a.name} import {a.name}" for a in moved]
+        lines[node.lineno - 1 : node.end_lineno or node.lineno] = new
+        changed += [f"{node.module}.{a.name}.{a.name}" for a in moved]
+    if not changed:
+        return source, []
+    return "\n".join(lines) + "\n", sorted(changed)
+
+
 def call_hidden_functions(source: str, module: str, owners: dict[str, list[str]]) -> tuple[str, list[str]]:
     """``source`` (module ``module``) with each function that calls itself with arguments it cannot take, where
     another project module defines a function of its name (see :func:`l2mac.checks.shape.hidden_calls`), made

@@ -20,6 +20,7 @@ from l2mac.checks.autofix import (
     drop_shadowed_imports,
     expand_star_imports,
     fixtures_as_parameters,
+    functions_not_modules,
     import_line,
     keep_arguments,
     project_definitions,
@@ -255,6 +256,15 @@ def _repair_copies(store: FileStore, paths: list[str], trees: dict[str, ast.Modu
                 "hides which names are missing"
             )
             log("star_imports_expanded", path=path, imports=expanded)
+    for path in paths:
+        modules = {module_name(rel): tree for rel, tree in trees.items() if not is_test_file(rel)}
+        if functions := rewrite(store, path, partial(functions_not_modules, modules=modules)):
+            trees[path] = ast.parse(store.read_text(path))
+            notes.append(
+                f"Made {path} import {', '.join(functions)} from its module: the package does not export it, so "
+                "its name there is the submodule, which cannot be called"
+            )
+            log("functions_imported_from_their_modules", path=path, names=functions)
     return notes
 
 
