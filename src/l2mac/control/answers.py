@@ -102,7 +102,7 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
             if new >= old * FRAGMENT_SHARE:  # a long file sent whole, or its definitions sent back unchanged
                 current = store.read_text(f["path"])
                 python = f["path"].endswith(".py") and _definitions_only(f["content"])
-                unchanged = python and _defined(f["content"]) <= _defined(current)
+                unchanged = python and top_level_definitions(f["content"]) <= top_level_definitions(current)
                 # sent back as it was, the file stays as it is and is read as sent: seen on ClassEval_19 at
                 # 1ed18fc, a test file of 104 lines sent back twice, each answer read as no file, and the step
                 # failed on "tests/test_solution.py was never written"
@@ -123,7 +123,7 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
     return whole, notes
 
 
-def _defined(source: str) -> set[str]:
+def top_level_definitions(source: str) -> set[str]:
     """The names ``source`` defines at its top level (none when it does not parse)."""
     try:
         tree = ast.parse(source)

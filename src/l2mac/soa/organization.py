@@ -37,6 +37,7 @@ from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
+from l2mac.control.answers import top_level_definitions
 from l2mac.control.protocol import StepProtocol, cut_off
 from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
@@ -310,9 +311,10 @@ class Organization:
         if not code.strip() or code.strip() == old.strip():  # a package marker, or the module sent back
             return old, []
         new = merge_definitions(old, code, add_new=True)
-        if new is None and _names(code) <= _names(old):  # only what the module has, stubs for bodies: kept
+        sent, has = top_level_definitions(code), top_level_definitions(old)
+        if new is None and sent <= has:  # only what the module has, stubs for bodies: kept
             new = old
-        elif new is None and not _names(old):  # a module of imports and statements only: they go after them
+        elif new is None and not has:  # a module of imports and statements only: they go after them
             _parse_or_reject(code, path)
             new = old.rstrip("\n") + ("\n\n\n" if old.strip() else "") + code
         if new is None:
@@ -596,15 +598,6 @@ def given_design(task: str) -> dict[str, str]:
 def _first_module(modules: list[str]) -> str:
     """The module a lead's test file is named for: her first that is not a package marker."""
     return next((p for p in modules if not p.endswith("__init__.py")), modules[0])
-
-
-def _names(code: str) -> set[str]:
-    """The functions and classes ``code`` defines at its top level (none when it does not parse)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return set()
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
 def _parse_or_reject(code: str, path: str) -> None:
