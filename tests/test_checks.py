@@ -634,10 +634,12 @@ def test_a_private_helper_is_imported_from_its_module_into_a_neighbour_in_its_pa
     uses = "def tidy(text):\n    return _clean(text)\n"
     store.write_text("pkg/extra.py", uses)
     store.write_text("app.py", uses)  # outside the package: a private name is not its to import
+    store.write_text("util.py", "def _fmt(x):\n    return x\n")
+    store.write_text("main.py", "def show(x):\n    return _fmt(x)\n")  # two top-level modules: no package
     check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
-    repair_written(store, check, ["pkg/extra.py", "app.py"], lambda r, **f: None)
+    repair_written(store, check, ["pkg/extra.py", "app.py", "main.py"], lambda r, **f: None)
     assert store.read_text("pkg/extra.py").startswith("from pkg.core import _clean\n")
-    assert store.read_text("app.py") == uses
+    assert store.read_text("app.py") == uses and "import" not in store.read_text("main.py")
 
 
 def test_a_function_imported_from_a_package_that_gives_only_its_submodule_comes_from_the_submodule(
@@ -646,8 +648,8 @@ def test_a_function_imported_from_a_package_that_gives_only_its_submodule_comes_
     # Seen on python-slugify: "from slugify import slugify_filename" beside slugify/slugify_filename.py, which the
     # package does not export: the name was the submodule, and "'module' object is not callable"
     store = FileStore(tmp_path)
-    store.write_text("pkg/__init__.py", "from .core import *\n")
-    store.write_text("pkg/core.py", "__all__ = ['base']\n\n\ndef base(x):\n    return x\n")
+    store.write_text("pkg/__init__.py", "from .core import base\n")
+    store.write_text("pkg/core.py", "def base(x):\n    return x\n")
     store.write_text("pkg/tidy.py", "def tidy(x):\n    return x.strip()\n")
     store.write_text("pkg/tools.py", "def helper(x):\n    return x\n")
     calls = "from pkg import base, tidy\n\n\ndef test_tidy():\n    assert tidy(base(' a ')) == 'a'\n"
@@ -658,6 +660,10 @@ def test_a_function_imported_from_a_package_that_gives_only_its_submodule_comes_
     repair_written(store, check, ["tests/test_tidy.py", "tests/test_tools.py"], lambda r, **f: None)
     assert store.read_text("tests/test_tidy.py").startswith("from pkg import base\nfrom pkg.tidy import tidy\n")
     assert store.read_text("tests/test_tools.py") == as_module  # used as the module it is
+    store.write_text("pkg/__init__.py", "from .core import *\n")  # what it brings is not followed: left alone
+    store.write_text("tests/test_tidy.py", calls)
+    repair_written(store, check, ["tests/test_tidy.py"], lambda r, **f: None)
+    assert store.read_text("tests/test_tidy.py") == calls
 
 
 def test_a_database_opened_at_a_folder_or_without_its_table_gets_a_hint(tmp_path: Path) -> None:

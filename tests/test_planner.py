@@ -719,3 +719,10 @@ def test_a_changes_plan_drops_steps_that_make_as_new_a_file_the_repository_has()
     assert [s.title for s in not_recreating(steps, existing)] == ["Add slugify_filename", "Export it"]
     only = [steps[1]]
     assert not_recreating(only, existing) == only  # all the planner gave: kept
+    new = [  # a folder's own package marker or conftest, a file in a new package, a file the step says not to make
+        step("Fixtures", "Create a new file named `conftest.py` in the `tests` directory."),
+        step("Package", "Create a new file `__init__.py` to make slugify/ext a package."),
+        step("Module", "Create a new file named special.py in the new `slugify/ext` package."),
+        step("Not new", "Do not create a new file named special.py; add it to slugify/special.py."),
+    ]
+    assert not_recreating(new, [*existing, "conftest.py"]) == new

@@ -134,27 +134,38 @@ _CALLABLE = re.compile(r"\b[A-Za-z_]\w*\(")
 #: a step that says it makes a new file: "Create a new file named `special.py` in the `slugify` directory"
 _CREATES = re.compile(
     r"\b(?:create|add|make|write)s?\s+(?:a\s+)?new\s+(?:python\s+)?(?:file|module)\s+(?:named\s+|called\s+)?"
-    r"[`'\"]?(?P<name>[\w./-]+\.\w+)[`'\"]?(?:\s+(?:in|under)\s+(?:the\s+)?[`'\"]?(?P<folder>[\w./-]+?)/?[`'\"]?"
-    r"\s+(?:directory|folder|package))?",
+    r"[`'\"]?(?P<name>[\w./-]+\.\w+)[`'\"]?(?:\s+(?:in|under)\s+(?:the\s+)?(?P<new>new\s+)?[`'\"]?"
+    r"(?P<folder>[\w./-]+?)/?[`'\"]?\s+(?:directory|folder|package))?",
     re.IGNORECASE,
 )
+#: words before it that say the step does not: "do not create a new file named special.py"
+_NOT_BEFORE = re.compile(r"\b(?:not|never|don't|without|instead of)\s+$", re.IGNORECASE)
+#: files every folder may have its own of: a bare name is never one of the repository's
+_PER_FOLDER = ("__init__.py", "conftest.py")
 
 
 def not_recreating(steps: list[Instruction], existing: list[str]) -> list[Instruction]:
     """A change's plan without the steps that make as new a file the repository has: such a step is the
     planner walking the repository's map, not the change (seen on python-slugify: "Add slugify_filename function
     to special.py: Create a new file named `special.py` in the `slugify` directory", and nine more like it, one
-    per file of the map), and written as new it would replace the file. Unchanged when every step is one: then
-    the planner's steps are all it gives."""
+    per file of the map), and written as new it would replace the file. A file is the repository's when the
+    step places it (a path, or a name in a folder) where the repository has one, or names it bare and the
+    repository has exactly one file of that name (never a package marker or a conftest.py, which any folder
+    may get). Unchanged when every step is one: then the planner's steps are all it gives."""
     kept = [s for s in steps if not _recreates(s, existing)]
     return kept or steps
 
 
 def _recreates(step: Instruction, existing: list[str]) -> bool:
     for m in _CREATES.finditer(step.instruction):
+        if m["new"] or _NOT_BEFORE.search(step.instruction[max(0, m.start() - 20) : m.start()]):
+            continue
         name, folder = m["name"], m["folder"]
-        path = f"{folder.strip('/')}/{name}" if folder and "/" not in name else name
-        if any(outline.same_file(e, path) for e in existing):
+        if folder or "/" in name:
+            path = f"{folder.strip('/')}/{name}" if folder and "/" not in name else name
+            if any(e == path or e == f"src/{path}" for e in existing):
+                return True
+        elif name not in _PER_FOLDER and sum(e.rsplit("/", 1)[-1] == name for e in existing) == 1:
             return True
     return False
 

@@ -367,10 +367,11 @@ def expand_star_imports(source: str, modules: dict[str, ast.Module]) -> tuple[st
 def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[str, list[str]]:
     """``source`` with each ``from pkg import name`` that gets the submodule ``pkg.name`` where the file calls
     ``name(...)`` and that submodule defines a function or class ``name`` made ``from pkg.name import name``.
-    The package gives the submodule when its ``__init__`` binds no such name (seen on python-slugify: a test's
-    ``from slugify import slugify_filename`` beside slugify/slugify_filename.py, "'module' object is not
-    callable"). A file that uses the name as a module (``name.x``) is left alone. ``modules`` are the project's
-    modules by dotted name. Returns the imports changed."""
+    The package gives the submodule when its ``__init__`` binds no such name and star-imports nothing (what a
+    star import brings is not followed here) (seen on python-slugify: a test's ``from slugify import
+    slugify_filename`` beside slugify/slugify_filename.py, "'module' object is not callable"). A file that uses
+    the name as a module (``name.x``) is left alone, and so is an import sharing its line with another
+    statement. ``modules`` are the project's modules by dotted name. Returns the imports changed."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -383,6 +384,11 @@ def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[
         if not (isinstance(node, ast.ImportFrom) and not node.level and node.module in modules):
             continue
         package = modules[node.module]
+        stars = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in package.body)
+        shared = any(n is not node and n.lineno <= (node.end_lineno or node.lineno) and
+                     (n.end_lineno or n.lineno) >= node.lineno for n in tree.body)  # fmt: skip
+        if stars or shared:
+            continue
         moved = [
             a
             for a in node.names
@@ -390,7 +396,7 @@ def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[
             and a.asname is None
             and a.name in called - as_module
             and a.name in defined_at_top_level(sub)
-            and a.name not in _bound_names(package) | defined_at_top_level(package)
+            and a.name not in _binds(package)
         ]
         if not moved:
             continue
@@ -402,6 +408,18 @@ def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[
     if not changed:
         return source, []
     return "\n".join(lines) + "\n", sorted(changed)
+
+
+def _binds(tree: ast.Module) -> set[str]:
+    """Every name a module's top level binds: its definitions, assignments and imports (whatever its __all__)."""
+    imported = {
+        (a.asname or a.name).split(".")[0]
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+        if a.name != "*"
+    }
+    return defined_at_top_level(tree) | imported
 
 
 def call_hidden_functions(source: str, module: str, owners: dict[str, list[str]]) -> tuple[str, list[str]]:

@@ -11,20 +11,25 @@ import ast
 import copy
 import re
 
+from l2mac.checks.python import top_level_definitions
 
-def unwrap_namespace_classes(source: str, wanted: set[str]) -> tuple[str, list[str]]:
+
+def unwrap_namespace_classes(source: str, wanted: set[str], elsewhere: str = "") -> tuple[str, list[str]]:
     """``source`` with each class that only hosts functions the task names as module-level functions turned back
     into those functions (comments inside them are not kept); returns the source and the classes unwrapped.
 
     A class is unwrapped only when
     it is not itself among ``wanted`` (the names the step gives the file), holds nothing but such methods (and
     a docstring), at least one of them is wanted and not defined at the module's top level, and the file uses
-    the class only to call them (``Global_functions.main()`` becomes ``main()``); anything else is left."""
+    the class only to call them (``Global_functions.main()`` becomes ``main()``); anything else is left. When
+    ``elsewhere`` (the project's other files) names the class, it stays too, as those functions under their
+    old names (``get_args = staticmethod(get_args)``), for the code that calls them through it (seen: a lead's
+    tests calling ``Global_functions().main(...)``)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return source, []
-    top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    top = top_level_definitions(tree)
     lines = source.splitlines()
     done: list[str] = []
     for cls in reversed([n for n in tree.body if isinstance(n, ast.ClassDef)]):
@@ -37,6 +42,10 @@ def unwrap_namespace_classes(source: str, wanted: set[str]) -> tuple[str, list[s
         if re.search(rf"\b{re.escape(cls.name)}\b", calls.sub("", rest)):
             continue  # made, subclassed or passed around: a class after all
         hoisted = "\n\n\n".join(ast.unparse(f) for f in functions)
+        if re.search(rf"\b{re.escape(cls.name)}\b", elsewhere):  # another file calls them through the class
+            hoisted += f"\n\n\nclass {cls.name}:\n" + "".join(
+                f"    {f.name} = staticmethod({f.name})\n" for f in functions
+            )
         start = (cls.decorator_list[0].lineno if cls.decorator_list else cls.lineno) - 1
         lines[start : cls.end_lineno] = hoisted.splitlines()
         lines = calls.sub(r"\1", "\n".join(lines)).splitlines()

@@ -96,6 +96,15 @@ def _module_names(files: Iterable[str]) -> tuple[set[str], set[str]]:
     return modules, packages
 
 
+def top_level_definitions(source: str | ast.Module) -> set[str]:
+    """The functions and classes ``source`` defines at its top level (none when it does not parse)."""
+    try:
+        tree = ast.parse(source) if isinstance(source, str) else source
+    except SyntaxError:
+        return set()
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
 def defined_at_top_level(tree: ast.Module) -> set[str]:
     """The names a module's own top-level code binds: definitions and assignments, not imports."""
     out: set[str] = set()

@@ -70,8 +70,10 @@ def repair_written(
     notes = _repair_fixtures(store, paths, log)
     if README in paths and store.exists(README):
         notes += _readme_commands(store, log)
+    others = python_files(store) if instruction else {}
     for path in [p for p in python if instruction and not is_test_file(p)]:
         wanted = set(names_for_file(instruction, path))
+        elsewhere = "\n".join(text for p, text in others.items() if p != path)
         skeleton = given_skeleton(instruction, sorted(wanted), path)
         if skeleton and (restored := rewrite(store, path, partial(given_heads, skeleton=skeleton))):
             notes.append(
@@ -79,7 +81,7 @@ def repair_written(
                 "and tests call them as given, so change their bodies, never their heads"
             )
             log("given_heads_restored", path=path, functions=restored)
-        if unwrapped := rewrite(store, path, partial(unwrap_namespace_classes, wanted=wanted)):
+        if unwrapped := rewrite(store, path, partial(unwrap_namespace_classes, wanted=wanted, elsewhere=elsewhere)):
             notes.append(
                 f"Made the functions of {', '.join(unwrapped)} in {path} module-level functions, as the task names "
                 "them (a class that only hosts functions is a diagram's way of listing them)"

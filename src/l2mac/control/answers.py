@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import definition_span, merge_definitions, python_files
 from l2mac.errors import WorkspaceError
 from l2mac.fenced import unnamed_blocks
@@ -121,15 +122,6 @@ def split_fragments(store: FileStore, files: list[File]) -> tuple[list[File], li
         else:
             whole.append(f)
     return whole, notes
-
-
-def top_level_definitions(source: str) -> set[str]:
-    """The names ``source`` defines at its top level (none when it does not parse)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
 def _definitions_only(source: str) -> bool:

@@ -35,9 +35,9 @@ from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import named_files, names_for_file
 from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
 from l2mac.checks.layout import is_test_file
+from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
-from l2mac.control.answers import top_level_definitions
 from l2mac.control.protocol import StepProtocol, cut_off
 from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
