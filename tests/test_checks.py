@@ -660,8 +660,13 @@ def test_a_function_imported_from_a_package_that_gives_only_its_submodule_comes_
     repair_written(store, check, ["tests/test_tidy.py", "tests/test_tools.py"], lambda r, **f: None)
     assert store.read_text("tests/test_tidy.py").startswith("from pkg import base\nfrom pkg.tidy import tidy\n")
     assert store.read_text("tests/test_tools.py") == as_module  # used as the module it is
-    store.write_text("pkg/__init__.py", "from .core import *\n")  # what it brings is not followed: left alone
+    # python-slugify's own layout: the package star-imports its modules; what they bring is bound, the rest not
+    store.write_text("pkg/__init__.py", "from .core import *\n")
     store.write_text("tests/test_tidy.py", calls)
+    repair_written(store, check, ["tests/test_tidy.py"], lambda r, **f: None)
+    assert store.read_text("tests/test_tidy.py").startswith("from pkg import base\nfrom pkg.tidy import tidy\n")
+    store.write_text("pkg/core.py", "def base(x):\n    return x\n\n\ndef tidy(x):\n    return x\n")
+    store.write_text("tests/test_tidy.py", calls)  # now the package's tidy is core's: left alone
     repair_written(store, check, ["tests/test_tidy.py"], lambda r, **f: None)
     assert store.read_text("tests/test_tidy.py") == calls
 

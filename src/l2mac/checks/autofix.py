@@ -367,11 +367,12 @@ def expand_star_imports(source: str, modules: dict[str, ast.Module]) -> tuple[st
 def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[str, list[str]]:
     """``source`` with each ``from pkg import name`` that gets the submodule ``pkg.name`` where the file calls
     ``name(...)`` and that submodule defines a function or class ``name`` made ``from pkg.name import name``.
-    The package gives the submodule when its ``__init__`` binds no such name and star-imports nothing (what a
-    star import brings is not followed here) (seen on python-slugify: a test's ``from slugify import
-    slugify_filename`` beside slugify/slugify_filename.py, "'module' object is not callable"). A file that uses
-    the name as a module (``name.x``) is left alone, and so is an import sharing its line with another
-    statement. ``modules`` are the project's modules by dotted name. Returns the imports changed."""
+    The package gives the submodule when its ``__init__`` binds no such name, itself or through its star imports
+    of project modules (seen on python-slugify: a test's ``from slugify import slugify_filename`` beside
+    slugify/slugify_filename.py, "'module' object is not callable"). A file that uses the name as a module
+    (``name.x``) is left alone, and so is an import sharing its line with another statement, and a package that
+    star-imports a module not the project's. ``modules`` are the project's modules by dotted name. Returns the
+    imports changed."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -383,11 +384,10 @@ def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[
     for node in sorted(tree.body, key=lambda n: -n.lineno):  # bottom-up, so earlier line numbers hold
         if not (isinstance(node, ast.ImportFrom) and not node.level and node.module in modules):
             continue
-        package = modules[node.module]
-        stars = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in package.body)
+        bound = _binds(modules[node.module], node.module, modules)
         shared = any(n is not node and n.lineno <= (node.end_lineno or node.lineno) and
                      (n.end_lineno or n.lineno) >= node.lineno for n in tree.body)  # fmt: skip
-        if stars or shared:
+        if bound is None or shared:
             continue
         moved = [
             a
@@ -396,7 +396,7 @@ def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[
             and a.asname is None
             and a.name in called - as_module
             and a.name in defined_at_top_level(sub)
-            and a.name not in _binds(package)
+            and a.name not in bound
         ]
         if not moved:
             continue
@@ -410,16 +410,22 @@ def functions_not_modules(source: str, modules: dict[str, ast.Module]) -> tuple[
     return "\n".join(lines) + "\n", sorted(changed)
 
 
-def _binds(tree: ast.Module) -> set[str]:
-    """Every name a module's top level binds: its definitions, assignments and imports (whatever its __all__)."""
-    imported = {
-        (a.asname or a.name).split(".")[0]
-        for n in tree.body
-        if isinstance(n, (ast.Import, ast.ImportFrom))
-        for a in n.names
-        if a.name != "*"
-    }
-    return defined_at_top_level(tree) | imported
+def _binds(package: ast.Module, name: str, modules: dict[str, ast.Module]) -> set[str] | None:
+    """Every name the package ``name``'s ``__init__`` binds: its definitions, assignments and imports (whatever
+    its ``__all__``), with what its star imports of the project's modules bring; None when it star-imports a
+    module that is not the project's (what that brings is not known)."""
+    bound = set(defined_at_top_level(package))
+    for node in package.body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        bound |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            base = name.split(".")[: len(name.split(".")) - node.level + 1] if node.level else []
+            source = ".".join([*base, *([node.module] if node.module else [])])
+            if source not in modules:
+                return None
+            bound |= _bound_names(modules[source])
+    return bound
 
 
 def call_hidden_functions(source: str, module: str, owners: dict[str, list[str]]) -> tuple[str, list[str]]:
