@@ -697,3 +697,73 @@ def test_a_leads_design_is_held_to_the_task_as_a_step_is_and_a_class_hosting_its
     code = result.files["tool.py"]
     assert "return 'hello ' + get_args(argv).name" in code  # module-level, as the task names them
     assert "class Global_functions:\n    get_args = staticmethod(get_args)" in code  # the tests call it so too
+
+
+COUNTER = '''class Counter:
+    """A count that starts at zero."""
+
+    def __init__(self):
+        """An empty count."""
+        ...
+
+    def bump(self, n: int) -> int:
+        """Add n to the count and return the count.
+        >>> c = Counter()
+        >>> c.bump(2)
+        2
+        """
+        ...
+'''
+COUNTER_INIT = 'def __init__(self):\n    """An empty count."""\n    self.count = 0\n'
+BUMP = '''def bump(self, n: int) -> int:
+    """Add n to the count and return the count.
+    >>> c = Counter()
+    >>> c.bump(2)
+    2
+    """
+    self.count += n
+    return self.count
+'''
+BUMP_OFF_BY_ONE = BUMP.replace("return self.count", "return self.count + 1")
+COUNTER_TASK = f"Implement the class below in counter.py. Test it in tests/test_counter.py.\n\n```python\n{COUNTER}```"
+
+
+def test_an_agents_function_is_held_to_the_tasks_own_examples_before_the_leads_tests(tmp_path: Path) -> None:
+    """The task's examples (a given docstring's doctests) are right by definition: an answer that fails them is
+    answered with what they showed, before any test of the lead's runs."""
+    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests})],
+            "__init__": [("write_function", {"code": COUNTER_INIT})],
+            "bump": [("write_function", {"code": BUMP_OFF_BY_ONE}), ("write_function", {"code": BUMP})],
+        }
+    )
+    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    told = team.asked["bump"][1]
+    assert "fails the task's own examples" in told and "c.bump(2)" in told and "Got:\n    3" in told, told
+    assert "return self.count\n" in result.files["counter.py"]
+    assert len(team.asked["lead"]) == 1  # her tests ran once, on the corrected function
+
+
+def test_a_wrong_test_of_the_leads_never_bends_a_function_that_passes_the_tasks_examples(tmp_path: Path) -> None:
+    """Seen on ClassEval: an agent told its function fails the lead's test rewrites it to fit, whether the test
+    or the function is wrong. Told that its function passes the task's examples, an agent that still rewrites
+    it to fail them is answered with them, and its function as it passed them is kept."""
+    wrong = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(2) == 3\n"
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": wrong})],
+            "__init__": [("write_function", {"code": COUNTER_INIT})],
+            "bump": [("write_function", {"code": BUMP})] + [("write_function", {"code": BUMP_OFF_BY_ONE})] * 6,
+        }
+    )
+    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa"), model=team.model)
+    repair = team.asked["bump"][1]
+    assert "Your lead's tests fail" in repair and "passes the task's own examples" in repair, repair
+    assert "fails the task's own examples" in team.asked["bump"][2]
+    assert len(team.asked["bump"]) == 7  # its first answer, then 3 in each of the 2 repair rounds
+    code = result.files["counter.py"]
+    assert "return self.count\n" in code and "self.count + 1" not in code  # the function that passed them, kept
+    assert not result.outcomes[0].passed  # the lead's wrong test still fails: that is recorded, not hidden

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import re
 import textwrap
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from pydantic_ai.messages import (
 from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import named_files, names_for_file
 from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
+from l2mac.checks.examples import Example, run_examples, task_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import merge_definitions, repair_written
@@ -109,6 +111,8 @@ class Organization:
         self._locks: dict[str, asyncio.Lock] = {}
         self._lead_files: list[str] = []
         self._test_files: list[str] = []  # the test files the lead and her agents were given
+        self._examples: list[Example] = []  # the task's own examples (docstrings' doctests, stated calls)
+        self._reports: dict[tuple[str, str | None, str], str] = {}  # per contract: its examples' last failures
         self.task = ""
 
     # -- bookkeeping ---------------------------------------------------------------------------------------
@@ -206,6 +210,7 @@ class Organization:
     # -- the run -------------------------------------------------------------------------------------------
     async def run(self, task: str) -> list[Agent]:
         self.task = task
+        self._examples = task_examples("", task)
         root = self._new("the task", 0, None)
         await self._mother(root)
         return self.agents
@@ -407,11 +412,23 @@ class Organization:
         self, agent: Agent, contract: Contract, *, leaf: bool, extra: str = ""
     ) -> tuple[list[Contract], str]:
         """One agent writes one function; returns the helper stubs it delegated (none when ``leaf``) and the tests
-        of its function it wrote with them (it is then a mother and owns those tests)."""
+        of its function it wrote with them (it is then a mother and owns those tests).
+
+        The task's own examples of the function (its given docstring's doctests, or calls the task states) are
+        its first check, as a step's are in the l2mac strategy: an answer that fails them is answered with what
+        they showed, and after the last answer the function that failed the fewest is kept. A function the agent
+        rewrites (a repair) counts as its own first answer, so a test of the lead's that contradicts the task's
+        examples never bends a function that passes them. Seen on ClassEval at 7ad634d: ``remove(6, 2)`` kept
+        returning 2 against its docstring's 4 (13 of 21 tests, where one call passed all 21)."""
         history: list[ModelMessage] = []
         extra = "\n".join(x for x in (extra, self.render("no_more_agents") if leaf else "") if x)
         # a change request first: an answer that asks for one is not also read as the function
         tools = [*([REQUEST_CHANGE] if agent.parent is not None else []), WRITE_FUNCTION]
+        examples = self._examples_of(contract)
+        best = await self._held(contract, examples) if examples else None  # (examples failed, code)
+        if best is not None and best[0] == 0:  # a rewrite of a function that passes them: they decide
+            extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
+        written: int | None = None  # examples the last written answer fails
         for _ in range(self.limits.attempts):
             async with self._lock(contract.module):
                 module_now = self._read(agent, contract.module)
@@ -432,11 +449,7 @@ class Organization:
                 code = answer.code
                 async with self._lock(contract.module):
                     source = self.env.store.read_text(contract.module)
-                    siblings = {
-                        a.contract.name
-                        for a in self.agents
-                        if a.contract and a.contract.owner == contract.owner and a.contract.module == contract.module
-                    } - {contract.name}
+                    siblings = self._siblings(contract)
                     merged = put_function(source, contract, code, siblings)
                     after = stubs(merged, contract.module)
                     if any(s.key == contract.key for s in after):
@@ -448,10 +461,69 @@ class Organization:
                         raise ContractError("no agents are left to delegate to: implement every helper fully")
                     self._write(agent, contract.module, merged)
                     self._fix_files([contract.module])
-                return helpers, answer.tests if helpers else ""
             except (ValidationError, ContractError, ValueError, OSError) as e:
                 extra = self.render("rejected_code", error=_short(e))
-        raise ContractError(f"{contract.name}: no usable function after {self.limits.attempts} answers")
+                continue
+            # a function it split runs its helpers, which their agents have not written yet
+            shown = await self._held(contract, examples) if examples and not helpers else None
+            if shown is None or shown[0] == 0:
+                return helpers, answer.tests if helpers else ""
+            written = shown[0]
+            if best is None or shown[0] <= best[0]:  # a tie goes to the later answer: it saw more
+                best = shown
+            self.log("examples_failed", id=agent.id, owns=agent.owns, failed=shown[0])
+            extra = self.render("examples_failed", name=contract.name, report=self._example_report(contract))
+        if written is None:
+            raise ContractError(f"{contract.name}: no usable function after {self.limits.attempts} answers")
+        if best is not None and best[0] < written:
+            await self._restore(agent, contract, best[1])
+        return [], ""
+
+    def _siblings(self, contract: Contract) -> set[str]:
+        """The other agents' functions of ``contract``'s class (or module's top level)."""
+        return {
+            a.contract.name
+            for a in self.agents
+            if a.contract and a.contract.owner == contract.owner and a.contract.module == contract.module
+        } - {contract.name}
+
+    def _examples_of(self, contract: Contract) -> list[Example]:
+        """The task's own examples of ``contract``'s function."""
+        name = f"{contract.owner}.{contract.name}" if contract.owner else contract.name
+        return [e for e in self._examples if e.name == name]
+
+    async def _held(self, contract: Contract, examples: list[Example]) -> tuple[int, str] | None:
+        """How many of ``examples`` the function as its module has it fails, and its code; None when it is a stub,
+        or when every example also calls a function another agent has not written yet (its failure would be
+        theirs). Run in the module's lock, so no agent writes it meanwhile."""
+        async with self._lock(contract.module):
+            source = self.env.store.read_text(contract.module)
+            code = current_code(source, contract)
+            pending = {s.name for s in stubs(source, contract.module)} - {contract.name}
+            ready = [e for e in examples if not any(re.search(rf"\b{re.escape(n)}\(", e.text) for n in pending)]
+            if code is None or not ready:
+                return None
+            env = self.env
+            run = await asyncio.to_thread(run_examples, ready, env.store, env.runner, env.python, env.test_timeout_s)
+        if run is None:
+            return None
+        self._reports[contract.key] = run.failures()
+        return len(run.failed), code
+
+    def _example_report(self, contract: Contract) -> str:
+        return self._reports.get(contract.key, "")[-2000:]
+
+    async def _restore(self, agent: Agent, contract: Contract, code: str) -> None:
+        """Put back ``agent``'s answer that failed the fewest of the task's examples."""
+        async with self._lock(contract.module):
+            source = self.env.store.read_text(contract.module)
+            try:
+                restored = put_function(source, contract, code, self._siblings(contract))
+            except ContractError as e:
+                self.log("examples_best_not_restored", id=agent.id, reason=str(e))
+                return
+            self._write(agent, contract.module, restored)
+        self._repaired("examples_best_kept", id=agent.id, owns=agent.owns)
 
     async def _child(self, agent: Agent) -> None:
         assert agent.contract is not None
