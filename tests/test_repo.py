@@ -173,9 +173,12 @@ def test_a_folder_that_is_not_a_repository_gets_a_clear_error(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="not in a git repository"):
         open_worktree(tmp_path, "Add subtract", tmp_path / "ws")
     repo = make_repo(tmp_path)
-    with pytest.raises(ConfigError, match=r"a book \(with the l2mac strategy\)"):
+    with pytest.raises(ConfigError, match=r"soa builds codebases .* the book domain with --strategy l2mac"):
         run_scripted(tmp_path, [], "Add a chapter", repo=repo, strategy="soa", domain="book")
     assert git(repo, "branch", "--list", "l2mac/*") == ""
+    with pytest.raises(ConfigError, match="soa builds codebases"):  # nor a new book: soa's prompts are code's
+        run_scripted(tmp_path, [], "A short novel", strategy="soa", domain="book")
+    assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").iterdir())
 
 
 def test_secrets_are_neither_listed_read_nor_written_and_lockfiles_not_written(tmp_path: Path) -> None:

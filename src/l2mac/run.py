@@ -114,8 +114,13 @@ async def arun_l2mac(
     settings = settings or load_settings()
     rs = settings.run
     program = load_prompt_program(rs.prompt_program, task) if rs.prompt_program else None
+    if rs.strategy == "soa" and rs.domain != "codebase":  # its agents own functions, its prompts are code's
+        raise ConfigError(
+            f"--strategy soa builds codebases (its agents own functions); write the {rs.domain} domain with "
+            "--strategy l2mac"
+        )
     if rs.repo is not None:
-        if rs.domain not in ("codebase", "book") or (rs.strategy == "soa" and rs.domain != "codebase"):
+        if rs.domain not in ("codebase", "book"):
             raise ConfigError(
                 "--repo changes a codebase (with the l2mac or soa strategy) or a book (with the l2mac strategy)"
             )
