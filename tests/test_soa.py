@@ -767,3 +767,23 @@ def test_a_wrong_test_of_the_leads_never_bends_a_function_that_passes_the_tasks_
     code = result.files["counter.py"]
     assert "return self.count\n" in code and "self.count + 1" not in code  # the function that passed them, kept
     assert not result.outcomes[0].passed  # the lead's wrong test still fails: that is recorded, not hidden
+
+
+def test_a_repair_round_that_ends_further_from_passing_is_undone(tmp_path: Path) -> None:
+    """Never worse than the first draft: a failing test that names two functions sends both back, and a repair
+    can bend the one that was right. When the lead's last round passes fewer of her tests than an earlier one,
+    her modules are put back as they were then, and that is said in her outcome."""
+    tests = TESTS.replace("mean([1.0, 2.0, 6.0])", "mean([mul(1.0, 2.0), 4.0])")
+    mean_wrong = 'def mean(xs: list[float]) -> float:\n    """The arithmetic mean of xs; 0.0 for an empty list."""\n    return 0.0\n'
+    team = Team(
+        {
+            "lead": [("write_skeleton", {**SKELETON, "tests": tests})],
+            "mul": [("write_function", {"code": MUL})] + [("write_function", {"code": MUL_WRONG})] * 2,
+            "mean": [("write_function", {"code": mean_wrong})] * 3,
+        }
+    )
+    result = run_team(tmp_path, team)
+    assert len(team.asked["mul"]) == 3  # both functions were sent back in each of the 2 repair rounds
+    assert "return a * b\n" in result.files["calc/ops.py"]  # as at round 1, where test_ops passed
+    lead = result.outcomes[0]
+    assert not lead.passed and "put back as they were at round 1" in lead.reason, lead.reason

@@ -15,7 +15,7 @@ import re
 import textwrap
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from importlib import resources
 from typing import Any
@@ -589,8 +589,15 @@ class Organization:
     async def _test_and_repair(self, mother: Agent, test_file: str) -> None:
         """Run the mother's tests; send failures down to the children they involve; repeat a bounded number of
         times. The mother is done when her tests pass (and, in a repository, every test that passed before the
-        change still does)."""
+        change still does).
+
+        Never worse than the first draft: the lead's rounds are ranked by the task's own examples failed, then the
+        tests that passed before the change broken, then her tests passed; when the last round ranks below an
+        earlier one (a repair bent right code to a wrong test), the modules are put back as they were then. A
+        round after she rewrote her tests starts the ranking afresh: its tests are not the same."""
         broken: list[str] = []
+        lead = mother.parent is None
+        best: _Round | None = None
         for round_ in range(self.limits.repair_rounds + 1):
             self._set(mother, AgentState.TESTING)
             await asyncio.to_thread(self.env.sync)  # the lead's dependencies, installed into the project's .venv
@@ -603,20 +610,43 @@ class Organization:
             if ok:
                 self._set(mother, AgentState.DONE, outcome.headline())
                 return
+            now = await self._round(round_, outcome, broken, test_file) if lead else None
+            if now is not None and (best is None or now.rank >= best.rank):  # a tie: the later saw more
+                best = now
             if round_ == self.limits.repair_rounds:
                 break
             involved = involved_in(self.agents, mother, outcome.output)
-            if not involved and mother.parent is None:  # the failure is in the lead's own code or tests
+            if not involved and lead:  # the failure is in the lead's own code or tests
                 self.log("lead_repairs", mother=mother.id, round=round_ + 1)
                 if not await self._redesign(mother, outcome.output[-3000:]):
                     break
+                best = None  # her tests are new: the earlier rounds' counts are of other tests
                 continue
             self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
             await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
         note = f"its tests still fail after {self.limits.repair_rounds} repair rounds"
+        if best is not None and now is not None and best.rank > now.rank:
+            for path, text in best.modules.items():
+                self._write(mother, path, text)
+            self._repaired("best_round_kept", agent=mother.id, round=best.number, rank=list(best.rank))
+            note += f"; its modules were put back as they were at round {best.number + 1}, the closest to passing"
+            broken = best.broken
         if broken:
             note += f"; {len(broken)} tests that passed before the change fail: {', '.join(broken[:5])}"
         self._set(mother, AgentState.FAILED, note)
+
+    async def _round(self, number: int, outcome: TestRun, broken: list[str], test_file: str) -> _Round | None:
+        """The lead's round as it ranks, with her modules as they are; None when her test file is gone."""
+        store = self.env.store
+        if not store.exists(test_file):
+            return None
+        env = self.env
+        run = await asyncio.to_thread(run_examples, self._examples, store, env.runner, env.python, env.test_timeout_s)
+        failed = len(run.failed) if run is not None else 0
+        modules = {a.contract.module for a in self.agents if a.contract is not None}
+        modules |= {p for p in self._lead_files if p.endswith(".py") and not is_test_file(p)}
+        texts = {p: store.read_text(p) for p in sorted(modules) if store.exists(p)}
+        return _Round(number, (-failed, -len(broken), outcome.passed), texts, broken)
 
     def _run_tests(self, test_file: str, lead: bool) -> tuple[TestRun, bool, list[str]]:
         """A mother's tests: the run, whether it passes, and the tests it broke. In a repository the lead's
@@ -644,6 +674,16 @@ class Organization:
             self._set(agent, AgentState.DONE, "repaired")
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One of the lead's test rounds: its number, its rank (higher is closer to passing), her modules' texts."""
+
+    number: int
+    rank: tuple[int, int, int]
+    modules: dict[str, str]
+    broken: list[str]
 
 
 _WHAT = {
