@@ -787,3 +787,31 @@ def test_a_repair_round_that_ends_further_from_passing_is_undone(tmp_path: Path)
     assert "return a * b\n" in result.files["calc/ops.py"]  # as at round 1, where test_ops passed
     lead = result.outcomes[0]
     assert not lead.passed and "put back as they were at round 1" in lead.reason, lead.reason
+
+
+def test_the_leads_own_function_is_held_to_the_tasks_examples_and_her_rewrite_keeps_the_agents_work(
+    tmp_path: Path,
+) -> None:
+    """Seen on python-slugify at 31e8df1: the lead wrote the requested function herself, and it dropped what the
+    request's own example keeps. Her functions (no agent's) are held to the task's examples as an agent's are:
+    she writes her modules again seeing what they showed. A rewrite that sends an agent's function back as its
+    stub keeps the agent's function (no agent is made for a function one already owns)."""
+    add_wrong = OPS.replace("return a + b", "return a - b")
+    tests = "from calc.ops import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+    first = {"modules": [{"path": "calc/__init__.py", "code": ""}, {"path": "calc/ops.py", "code": add_wrong}],
+             "tests": tests}  # fmt: skip
+    again = {
+        "modules": [{"path": "calc/__init__.py", "code": ""}, {"path": "calc/ops.py", "code": OPS}],
+        "tests": tests,
+    }
+    team = Team(
+        {"lead": [("write_skeleton", first), ("write_skeleton", again)], "mul": [("write_function", {"code": MUL})]}
+    )
+    task = "A small calculator package calc with tests: add(2, 3) == 5, and mul(a, b) multiplies."
+    result = run_l2mac(task, make_settings(tmp_path, strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    told = team.asked["lead"][1]
+    assert "fail the task's own examples" in told and "add(2, 3) == 5" in told, told
+    code = result.files["calc/ops.py"]
+    assert "return a + b" in code and "return a * b" in code  # hers corrected, the agent's kept
+    assert len(team.asked["mul"]) == 1

@@ -371,6 +371,7 @@ class Organization:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
         are wrong): she rewrites her modules and tests seeing the failure; new stubs get agents."""
         self._set(lead, AgentState.WRITING, "repairing her own code or tests")
+        written = self._agents_functions()
         if self.repository:  # her modules are the repository's: shown as outlines, and sent back as changes
             files = self._lead_outlines(lead)
             user = self.render("change_repair", repository=self.repository, task=self.task, files=files, report=report)
@@ -382,9 +383,38 @@ class Organization:
             design = await self._design(lead, self.render("mother_repair", task=self.task, files=files, report=report))
         if design is None:
             return False
+        self._keep_agents_functions(lead, written)
         owned = {a.contract.key for a in self.agents if a.contract is not None}
         await self._delegate(lead, [c for c in design[0] if c.key not in owned])
         return True
+
+    def _agents_functions(self) -> list[tuple[Contract, str]]:
+        """Each agent's function as its module has it, with a body."""
+        found = []
+        for contract in (a.contract for a in self.agents if a.contract is not None):
+            try:
+                code = current_code(self.env.store.read_text(contract.module), contract)
+            except (ContractError, OSError):
+                continue
+            if code is not None:
+                found.append((contract, code))
+        return found
+
+    def _keep_agents_functions(self, lead: Agent, written: list[tuple[Contract, str]]) -> None:
+        """Put back each agent's function that the lead's rewrite of her modules made a stub again: no agent is
+        made for a function one already owns, so it would stay a stub (a small model asked to write its modules
+        again, complete, often sends the design it began with)."""
+        store = self.env.store
+        for contract, code in written:
+            try:
+                source = store.read_text(contract.module)
+                if current_code(source, contract) is not None:
+                    continue
+                kept = put_function(source, contract, code, self._siblings(contract))
+            except (ContractError, OSError):
+                continue
+            self._write(lead, contract.module, kept)
+            self._repaired("agents_function_kept", owns=contract.label)
 
     def _lead_outlines(self, lead: Agent) -> str:
         """A change's lead files as she sees them again: her test file whole, the modules as outlines."""
@@ -594,7 +624,12 @@ class Organization:
         Never worse than the first draft: the lead's rounds are ranked by the task's own examples failed, then the
         tests that passed before the change broken, then her tests passed; when the last round ranks below an
         earlier one (a repair bent right code to a wrong test), the modules are put back as they were then. A
-        round after she rewrote her tests starts the ranking afresh: its tests are not the same."""
+        round after she rewrote her tests starts the ranking afresh: its tests are not the same.
+
+        The lead's own functions (those no agent owns: she implemented them, or the repository has them) are held
+        to the task's examples of them as an agent's are: while one fails them she is not done, and she rewrites
+        her code seeing what they showed. Seen on python-slugify at 31e8df1: the lead wrote slugify_filename
+        herself, and it dropped the extension the request's own example keeps."""
         broken: list[str] = []
         lead = mother.parent is None
         best: _Round | None = None
@@ -602,12 +637,13 @@ class Organization:
             self._set(mother, AgentState.TESTING)
             await asyncio.to_thread(self.env.sync)  # the lead's dependencies, installed into the project's .venv
             started = time.monotonic()
-            outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file, mother.parent is None)
+            outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file, lead)
             seconds = round(time.monotonic() - started, 3)
             failing = outcome.failed + outcome.errors
+            mine = await asyncio.to_thread(self._own_examples_failing) if lead else ""
             self.log("checks", agent=mother.id, ok=ok, seconds=seconds, tests_passed=outcome.passed,
-                     tests_failing=failing, broken=broken)  # fmt: skip
-            if ok:
+                     tests_failing=failing, broken=broken, own_examples_ok=not mine)  # fmt: skip
+            if ok and not mine:
                 self._set(mother, AgentState.DONE, outcome.headline())
                 return
             now = await self._round(round_, outcome, broken, test_file) if lead else None
@@ -615,16 +651,22 @@ class Organization:
                 best = now
             if round_ == self.limits.repair_rounds:
                 break
-            involved = involved_in(self.agents, mother, outcome.output)
-            if not involved and lead:  # the failure is in the lead's own code or tests
+            involved = [] if ok else involved_in(self.agents, mother, outcome.output)
+            if mine or (not involved and lead):  # the failure is in the lead's own code or tests
                 self.log("lead_repairs", mother=mother.id, round=round_ + 1)
-                if not await self._redesign(mother, outcome.output[-3000:]):
+                said = [
+                    outcome.output[-3000:] if not ok else "",
+                    self.render("own_examples", report=mine) if mine else "",
+                ]
+                if not await self._redesign(mother, "\n\n".join(x for x in said if x)):
                     break
                 best = None  # her tests are new: the earlier rounds' counts are of other tests
                 continue
             self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
             await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
         note = f"its tests still fail after {self.limits.repair_rounds} repair rounds"
+        if ok:
+            note = f"the task's own examples of her functions still fail after {self.limits.repair_rounds} rounds"
         if best is not None and now is not None and best.rank > now.rank:
             for path, text in best.modules.items():
                 self._write(mother, path, text)
@@ -634,6 +676,15 @@ class Organization:
         if broken:
             note += f"; {len(broken)} tests that passed before the change fail: {', '.join(broken[:5])}"
         self._set(mother, AgentState.FAILED, note)
+
+    def _own_examples_failing(self) -> str:
+        """What the task's examples of the functions no agent owns showed, where they fail; empty when they pass."""
+        owned = {f"{a.contract.owner}.{a.contract.name}" if a.contract.owner else a.contract.name
+                 for a in self.agents if a.contract is not None}  # fmt: skip
+        examples = [e for e in self._examples if e.name not in owned]
+        env = self.env
+        run = run_examples(examples, env.store, env.runner, env.python, env.test_timeout_s)
+        return run.failures()[-2000:] if run is not None and run.failed else ""
 
     async def _round(self, number: int, outcome: TestRun, broken: list[str], test_file: str) -> _Round | None:
         """The lead's round as it ranks, with her modules as they are; None when her test file is gone."""
