@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from l2mac.checks.demands import is_stub_definition, is_stub_shaped
@@ -331,3 +331,34 @@ def test_path_for(module: str, function: str | None = None, owner: str | None = 
     stem = module.rsplit("/", 1)[-1].removesuffix(".py")
     names = [n.strip("_").lower() for n in (owner, function) if n]
     return f"tests/test_{'_'.join([stem, *names])}.py"
+
+
+#: a call by name in code or an example's text: ``f(`` or ``obj.f(``
+_CALLED = re.compile(r"(\w+)\(")
+
+
+def reached_stubs(sources: Mapping[str, str], texts: Iterable[str], own: str) -> set[str]:
+    """The stub functions (by name) that ``texts`` (code, or an example's doctest) call, directly or through the
+    functions of ``sources`` they call, ``own`` aside: what must be written before they can run."""
+    calls: dict[str, set[str]] = {}
+    stubbed: set[str] = set()
+    for source in sources.values():
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, _DEFS):
+                called = {c.func.id if isinstance(c.func, ast.Name) else c.func.attr for c in ast.walk(node)
+                          if isinstance(c, ast.Call) and isinstance(c.func, (ast.Name, ast.Attribute))}  # fmt: skip
+                calls.setdefault(node.name, set()).update(called)
+                if is_stub_shaped(node):
+                    stubbed.add(node.name)
+    todo = {name for text in texts for name in _CALLED.findall(text)}
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo |= calls.get(name, set())
+    return (seen & stubbed) - {own}

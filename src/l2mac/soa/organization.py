@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import re
 import textwrap
 import time
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from l2mac.soa.contracts import (
     current_code,
     outline,
     put_function,
+    reached_stubs,
     replace_signature,
     stubs,
     test_path_for,
@@ -439,7 +439,7 @@ class Organization:
         await asyncio.gather(*(self._child(c) for c in children if c not in first))
 
     async def _implement(
-        self, agent: Agent, contract: Contract, *, leaf: bool, extra: str = ""
+        self, agent: Agent, contract: Contract, *, leaf: bool, extra: str = "", repair: bool = False
     ) -> tuple[list[Contract], str]:
         """One agent writes one function; returns the helper stubs it delegated (none when ``leaf``) and the tests
         of its function it wrote with them (it is then a mother and owns those tests).
@@ -456,9 +456,10 @@ class Organization:
         tools = [*([REQUEST_CHANGE] if agent.parent is not None else []), WRITE_FUNCTION]
         examples = self._examples_of(contract)
         best = await self._held(contract, examples) if examples else None  # (examples failed, code)
-        if best is not None and best[0] == 0:  # a rewrite of a function that passes them: they decide
+        if repair and best is not None and best[0] == 0:  # a repair of a function that passes them: they decide
             extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
         written: int | None = None  # examples the last written answer fails
+        told = ""  # what the examples showed it last
         for _ in range(self.limits.attempts):
             async with self._lock(contract.module):
                 module_now = self._read(agent, contract.module)
@@ -472,7 +473,9 @@ class Organization:
             )
             call, history = await self._ask(agent, "child_system", user, tools, history)
             if call is not None and call.tool_name == "request_contract_change":
-                contract, extra = await self._change_contract(agent, contract, call)
+                changed, extra = await self._change_contract(agent, contract, call)
+                if changed != contract:  # the examples' verdict on the old signature says nothing of the new
+                    contract, best, written = changed, None, None
                 continue
             try:
                 answer = FunctionArgs.model_validate(_args(call, "write_function"))
@@ -502,7 +505,11 @@ class Organization:
             if best is None or shown[0] <= best[0]:  # a tie goes to the later answer: it saw more
                 best = shown
             self.log("examples_failed", id=agent.id, owns=agent.owns, failed=shown[0])
-            extra = self.render("examples_failed", name=contract.name, report=self._example_report(contract))
+            report = self._example_report(contract)
+            if report == told:  # its rewrite fails them just the same: asking again would not tell it more
+                break
+            told = report
+            extra = self.render("examples_failed", name=contract.name, report=report)
         if written is None:
             raise ContractError(f"{contract.name}: no usable function after {self.limits.attempts} answers")
         if best is not None and best[0] < written:
@@ -524,14 +531,17 @@ class Organization:
 
     async def _held(self, contract: Contract, examples: list[Example]) -> tuple[int, str] | None:
         """How many of ``examples`` the function as its module has it fails, and its code; None when it is a stub,
-        or when every example also calls a function another agent has not written yet (its failure would be
-        theirs). Run in the module's lock, so no agent writes it meanwhile."""
+        or when every example reaches a function no agent has written yet, through its own calls or the
+        function's (its failure would be theirs). Run in the module's lock, so no agent writes it meanwhile."""
+        store = self.env.store
         async with self._lock(contract.module):
-            source = self.env.store.read_text(contract.module)
-            code = current_code(source, contract)
-            pending = {s.name for s in stubs(source, contract.module)} - {contract.name}
-            ready = [e for e in examples if not any(re.search(rf"\b{re.escape(n)}\(", e.text) for n in pending)]
-            if code is None or not ready:
+            modules = {a.contract.module for a in self.agents if a.contract is not None} | {contract.module}
+            sources = {m: store.read_text(m) for m in sorted(modules) if store.exists(m)}
+            code = current_code(sources[contract.module], contract)
+            if code is None:
+                return None
+            ready = [e for e in examples if not reached_stubs(sources, [code, e.text], contract.name)]
+            if not ready:
                 return None
             env = self.env
             run = await asyncio.to_thread(run_examples, ready, env.store, env.runner, env.python, env.test_timeout_s)
@@ -621,10 +631,11 @@ class Organization:
         times. The mother is done when her tests pass (and, in a repository, every test that passed before the
         change still does).
 
-        Never worse than the first draft: the lead's rounds are ranked by the task's own examples failed, then the
-        tests that passed before the change broken, then her tests passed; when the last round ranks below an
-        earlier one (a repair bent right code to a wrong test), the modules are put back as they were then. A
-        round after she rewrote her tests starts the ranking afresh: its tests are not the same.
+        Never worse than an earlier round of the same tests: the lead's rounds (round 1 is the first draft) are
+        ranked by whether the run finished, the task's own examples passed (a function still a stub passes
+        none), the tests that passed before the change broken, then her tests passed; when the last round ranks
+        below an earlier one (a repair bent right code to a wrong test), the modules are put back as they were
+        then. A round after she rewrote her tests starts the ranking afresh: its tests are not the same.
 
         The lead's own functions (those no agent owns: she implemented them, or the repository has them) are held
         to the task's examples of them as an agent's are: while one fails them she is not done, and she rewrites
@@ -670,7 +681,7 @@ class Organization:
         if best is not None and now is not None and best.rank > now.rank:
             for path, text in best.modules.items():
                 self._write(mother, path, text)
-            self._repaired("best_round_kept", agent=mother.id, round=best.number, rank=list(best.rank))
+            self._repaired("best_round_kept", agent=mother.id, round=best.number + 1, rank=list(best.rank))
             note += f"; its modules were put back as they were at round {best.number + 1}, the closest to passing"
             broken = best.broken
         if broken:
@@ -693,11 +704,12 @@ class Organization:
             return None
         env = self.env
         run = await asyncio.to_thread(run_examples, self._examples, store, env.runner, env.python, env.test_timeout_s)
-        failed = len(run.failed) if run is not None else 0
+        passed = run.tried - len(run.failed) if run is not None else 0  # a function still a stub passes none
         modules = {a.contract.module for a in self.agents if a.contract is not None}
         modules |= {p for p in self._lead_files if p.endswith(".py") and not is_test_file(p)}
         texts = {p: store.read_text(p) for p in sorted(modules) if store.exists(p)}
-        return _Round(number, (-failed, -len(broken), outcome.passed), texts, broken)
+        finished = outcome.status != "timeout"  # a run that hung ranks below any that finished
+        return _Round(number, (finished, passed, -len(broken), outcome.passed), texts, broken)
 
     def _run_tests(self, test_file: str, lead: bool) -> tuple[TestRun, bool, list[str]]:
         """A mother's tests: the run, whether it passes, and the tests it broke. In a repository the lead's
@@ -721,7 +733,7 @@ class Organization:
         self._set(agent, AgentState.WRITING, "repairing")
         try:
             extra = self.render("repair", name=agent.contract.name, report=report[-3000:])
-            await self._implement(agent, agent.contract, leaf=True, extra=extra)
+            await self._implement(agent, agent.contract, leaf=True, extra=extra, repair=True)
             self._set(agent, AgentState.DONE, "repaired")
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
@@ -732,7 +744,7 @@ class _Round:
     """One of the lead's test rounds: its number, its rank (higher is closer to passing), her modules' texts."""
 
     number: int
-    rank: tuple[int, int, int]
+    rank: tuple[bool, int, int, int]
     modules: dict[str, str]
     broken: list[str]
 
