@@ -892,3 +892,36 @@ def test_a_round_with_a_function_still_a_stub_never_ranks_above_one_where_it_is_
     )
     assert "return a * b + 1" in result.files["calc/ops.py"]  # written, if wrong: never a stub again
     assert "put back" not in result.outcomes[0].reason
+
+
+def test_a_methods_docstring_stays_as_its_stub_has_it_however_the_answer_indents_it() -> None:
+    """The contract freezes the docstring. Seen on ClassEval: agents copied it from their prompt, where the
+    method is shown alone, and every line after the first landed four columns off (or at column 0)."""
+    source = '''class Account:
+    """Money."""
+
+    def deposit(self, amount):
+        """Deposit amount; return the balance.
+        If amount is negative, raise a ValueError("Invalid amount").
+        >>> Account().deposit(3)
+        3
+        """
+        ...
+'''
+    contract = stubs(source, "bank.py")[0]
+    answer = '''def deposit(self, amount):
+    """Deposit amount; return the balance.
+    If amount is negative, raise a ValueError("Invalid amount").
+    >>> Account().deposit(3)
+    3
+    """
+    if amount < 0:
+        raise ValueError("Invalid amount")
+    self.balance = getattr(self, "balance", 0) + amount
+    return self.balance
+'''
+    merged = put_function(source, contract, answer)
+    assert source.split("...")[0] in merged, merged  # the docstring verbatim, the body moved into the class
+    assert '        if amount < 0:\n            raise ValueError("Invalid amount")' in merged
+    bare = put_function(source, contract, "def deposit(self, amount):\n    return amount\n")  # it left it out
+    assert bare == source.replace("        ...\n", "        return amount\n")

@@ -201,8 +201,12 @@ def put_function(source: str, contract: Contract, code: str, siblings: Collectio
     a, b = definition_span(old)
     gap = [""] if contract.owner is not None else ["", ""]  # methods are one blank line apart
     block: list[str] = []
+    stub_doc = _docstring_lines(lines, old)
     for node in [target, *helpers]:
-        block += [*_moved(text(node), node, old.col_offset), *gap]
+        moved = _moved(text(node), node, old.col_offset)
+        if node is target and stub_doc is not None:
+            moved = _docstring_kept(moved, node, stub_doc)
+        block += [*moved, *gap]
     if old.decorator_list and not target.decorator_list:  # kept: the contract's (a small model leaves them out)
         block[:0] = lines[a : old.lineno - 1]
     if outside:  # after the class, at the module's level
@@ -221,6 +225,40 @@ def put_function(source: str, contract: Contract, code: str, siblings: Collectio
     }:
         raise ContractError(f"{contract.name} could not be put in its place: write it again, indented as a method")
     return merged
+
+
+def _docstring(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Expr | None:
+    first = fn.body[0] if fn.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return first
+    return None
+
+
+def _docstring_lines(lines: list[str], fn: ast.stmt) -> list[str] | None:
+    """The lines of ``fn``'s docstring as ``lines`` (its module) has them; None when it has none, or when the
+    docstring shares a line with the ``def``."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    doc = _docstring(fn)
+    if doc is None or doc.lineno == fn.lineno or doc.end_lineno is None:
+        return None
+    return lines[doc.lineno - 1 : doc.end_lineno]
+
+
+def _docstring_kept(moved: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, doc_lines: list[str]) -> list[str]:
+    """``moved`` (``fn``'s lines, moved into place) with the docstring its stub has, as the module has it: the
+    contract freezes the docstring, and a model copying it from its prompt re-indents its lines (seen on
+    ClassEval: every method's docstring after the first line four columns off, or at column 0). A function
+    without one gets it."""
+    first = definition_span(fn)[0] + 1
+    doc = _docstring(fn)
+    if doc is None:
+        body = fn.body[0]
+        start = min([body.lineno, *(d.lineno for d in getattr(body, "decorator_list", []))])
+        return moved if start == fn.lineno else [*moved[: start - first], *doc_lines, *moved[start - first :]]
+    if doc.lineno == fn.lineno or doc.end_lineno is None:
+        return moved
+    return [*moved[: doc.lineno - first], *doc_lines, *moved[doc.end_lineno - first + 1 :]]
 
 
 def _takes_self(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
