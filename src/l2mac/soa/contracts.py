@@ -201,11 +201,13 @@ def put_function(source: str, contract: Contract, code: str, siblings: Collectio
     a, b = definition_span(old)
     gap = [""] if contract.owner is not None else ["", ""]  # methods are one blank line apart
     block: list[str] = []
-    stub_doc = _docstring_lines(lines, old)
+    # the stub's docstring, where it is the contract's (a change's stub may give a function a new one, which the
+    # module does not have yet)
+    stub_doc = _docstring_lines(lines, old) if ast.get_docstring(old) == contract.docstring else None
     for node in [target, *helpers]:
         moved = _moved(text(node), node, old.col_offset)
         if node is target and stub_doc is not None:
-            moved = _docstring_kept(moved, node, stub_doc)
+            moved = _docstring_kept(moved, node, code_lines, stub_doc, old.col_offset)
         block += [*moved, *gap]
     if old.decorator_list and not target.decorator_list:  # kept: the contract's (a small model leaves them out)
         block[:0] = lines[a : old.lineno - 1]
@@ -236,29 +238,44 @@ def _docstring(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Expr | None:
 
 def _docstring_lines(lines: list[str], fn: ast.stmt) -> list[str] | None:
     """The lines of ``fn``'s docstring as ``lines`` (its module) has them; None when it has none, or when the
-    docstring shares a line with the ``def``."""
+    docstring begins on a line with other code (the ``def``'s, or a signature's last)."""
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     doc = _docstring(fn)
-    if doc is None or doc.lineno == fn.lineno or doc.end_lineno is None:
+    if doc is None or doc.end_lineno is None or lines[doc.lineno - 1][: doc.col_offset].strip():
         return None
     return lines[doc.lineno - 1 : doc.end_lineno]
 
 
-def _docstring_kept(moved: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, doc_lines: list[str]) -> list[str]:
-    """``moved`` (``fn``'s lines, moved into place) with the docstring its stub has, as the module has it: the
-    contract freezes the docstring, and a model copying it from its prompt re-indents its lines (seen on
-    ClassEval: every method's docstring after the first line four columns off, or at column 0). A function
-    without one gets it."""
+def _docstring_kept(
+    moved: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, code: list[str], doc_lines: list[str], column: int
+) -> list[str]:
+    """``moved`` (``fn``'s lines, from the answer ``code``, moved to ``column``) with the docstring its stub has
+    (``doc_lines``), indented as the answer's body: the contract freezes the docstring, and a model copying it
+    from its prompt re-indents its lines (seen on ClassEval: every method's docstring after the first line four
+    columns off, or at column 0). A function without one gets it, unless its body shares a line with its
+    header. Unchanged where the result would not parse."""
     first = definition_span(fn)[0] + 1
     doc = _docstring(fn)
-    if doc is None:
-        body = fn.body[0]
-        start = min([body.lineno, *(d.lineno for d in getattr(body, "decorator_list", []))])
-        return moved if start == fn.lineno else [*moved[: start - first], *doc_lines, *moved[start - first :]]
-    if doc.lineno == fn.lineno or doc.end_lineno is None:
+    body = fn.body[0]
+    start = min([body.lineno, *(d.lineno for d in getattr(body, "decorator_list", []))])
+    if code[start - 1][: body.col_offset].strip() or (doc is not None and doc.end_lineno is None):
+        return moved  # the body (or its docstring) begins on the header's line
+    at = start - first
+    end = at if doc is None else (doc.end_lineno or doc.lineno) - first + 1
+    line = moved[at]
+    indent, stub_indent = (
+        line[: len(line) - len(line.lstrip())],
+        doc_lines[0][: len(doc_lines[0]) - len(doc_lines[0].lstrip())],
+    )
+    kept = [indent + x[len(stub_indent) :] if x.startswith(stub_indent) else x for x in doc_lines]
+    result = [*moved[:at], *kept, *moved[end:]]
+    try:
+        text = "\n".join(result)
+        ast.parse(text if column == 0 else "class _:\n" + text)
+    except SyntaxError:
         return moved
-    return [*moved[: doc.lineno - first], *doc_lines, *moved[doc.end_lineno - first + 1 :]]
+    return result
 
 
 def _takes_self(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -375,11 +392,11 @@ def test_path_for(module: str, function: str | None = None, owner: str | None = 
 _CALLED = re.compile(r"(\w+)\(")
 
 
-def reached_stubs(sources: Mapping[str, str], texts: Iterable[str], own: str) -> set[str]:
-    """The stub functions (by name) that ``texts`` (code, or an example's doctest) call, directly or through the
-    functions of ``sources`` they call, ``own`` aside: what must be written before they can run."""
+def reached_stubs(sources: Mapping[str, str], texts: Iterable[str], pending: Collection[str]) -> set[str]:
+    """Which of the ``pending`` functions (by name: those no agent has written yet) ``texts`` (code, or an
+    example's doctest) call, directly or through the functions of ``sources`` they call: what must be written
+    before they can run."""
     calls: dict[str, set[str]] = {}
-    stubbed: set[str] = set()
     for source in sources.values():
         try:
             tree = ast.parse(source)
@@ -390,8 +407,6 @@ def reached_stubs(sources: Mapping[str, str], texts: Iterable[str], own: str) ->
                 called = {c.func.id if isinstance(c.func, ast.Name) else c.func.attr for c in ast.walk(node)
                           if isinstance(c, ast.Call) and isinstance(c.func, (ast.Name, ast.Attribute))}  # fmt: skip
                 calls.setdefault(node.name, set()).update(called)
-                if is_stub_shaped(node):
-                    stubbed.add(node.name)
     todo = {name for text in texts for name in _CALLED.findall(text)}
     seen: set[str] = set()
     while todo:
@@ -399,4 +414,4 @@ def reached_stubs(sources: Mapping[str, str], texts: Iterable[str], own: str) ->
         if name not in seen:
             seen.add(name)
             todo |= calls.get(name, set())
-    return (seen & stubbed) - {own}
+    return seen & set(pending)

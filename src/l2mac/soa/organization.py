@@ -384,7 +384,7 @@ class Organization:
         if design is None:
             return False
         self._keep_agents_functions(lead, written)
-        owned = {a.contract.key for a in self.agents if a.contract is not None}
+        owned = self._owned()
         await self._delegate(lead, [c for c in design[0] if c.key not in owned])
         return True
 
@@ -408,13 +408,23 @@ class Organization:
         for contract, code in written:
             try:
                 source = store.read_text(contract.module)
-                if current_code(source, contract) is not None:
+                stub = next((c for c in stubs(source, contract.module) if c.key == contract.key), None)
+                if stub is None:  # written, or gone
+                    continue
+                if (stub.signature, stub.docstring) != (contract.signature, contract.docstring):
+                    self._reassign(contract)  # her stub is a new contract: a new agent's
                     continue
                 kept = put_function(source, contract, code, self._siblings(contract))
             except (ContractError, OSError):
                 continue
             self._write(lead, contract.module, kept)
             self._repaired("agents_function_kept", owns=contract.label)
+
+    def _reassign(self, contract: Contract) -> None:
+        """The agent that owned ``contract`` gives it up (the lead changed it): a new agent is made for it."""
+        for agent in (a for a in self.agents if a.contract is not None and a.contract.key == contract.key):
+            agent.contract = None
+            self._set(agent, agent.state, "its lead changed its contract; a new agent owns it")
 
     def _lead_outlines(self, lead: Agent) -> str:
         """A change's lead files as she sees them again: her test file whole, the modules as outlines."""
@@ -540,7 +550,9 @@ class Organization:
             code = current_code(sources[contract.module], contract)
             if code is None:
                 return None
-            ready = [e for e in examples if not reached_stubs(sources, [code, e.text], contract.name)]
+            pending = {c.name for m, text in sources.items() for c in stubs(text, m) if c.key in self._owned()}
+            pending.discard(contract.name)
+            ready = [e for e in examples if not reached_stubs(sources, [code, e.text], pending)]
             if not ready:
                 return None
             env = self.env
@@ -549,6 +561,10 @@ class Organization:
             return None
         self._reports[contract.key] = run.failures()
         return len(run.failed), code
+
+    def _owned(self) -> set[tuple[str, str | None, str]]:
+        """The functions agents own, by contract key."""
+        return {a.contract.key for a in self.agents if a.contract is not None}
 
     def _example_report(self, contract: Contract) -> str:
         return self._reports.get(contract.key, "")[-2000:]
@@ -635,15 +651,21 @@ class Organization:
         ranked by whether the run finished, the task's own examples passed (a function still a stub passes
         none), the tests that passed before the change broken, then her tests passed; when the last round ranks
         below an earlier one (a repair bent right code to a wrong test), the modules are put back as they were
-        then. A round after she rewrote her tests starts the ranking afresh: its tests are not the same.
+        then. A round after she rewrote her tests starts the ranking afresh: its tests are not the same; but
+        when her tests passed at an earlier round, and the last does not pass them with no more examples passed,
+        her modules and test file are put back as they were at the last round that passed.
 
-        The lead's own functions (those no agent owns: she implemented them, or the repository has them) are held
-        to the task's examples of them as an agent's are: while one fails them she is not done, and she rewrites
-        her code seeing what they showed. Seen on python-slugify at 31e8df1: the lead wrote slugify_filename
-        herself, and it dropped the extension the request's own example keeps."""
+        The lead's own functions (those no agent owns: she implemented them, or the repository has them; not a
+        class's whose methods agents own) are held to the task's examples of them as an agent's are: while one
+        fails them she is not done. Her agents' failures are repaired first; then she rewrites her code seeing what
+        the examples showed, and is asked again only while what they show changes. Seen on python-slugify at
+        31e8df1: the lead wrote slugify_filename herself, and it dropped the extension the request's own example
+        keeps."""
         broken: list[str] = []
         lead = mother.parent is None
         best: _Round | None = None
+        passed: _Round | None = None  # the last round where her tests passed (her own functions' examples failed)
+        asked = ""  # what her own functions' examples showed, the last time she was asked to answer it
         for round_ in range(self.limits.repair_rounds + 1):
             self._set(mother, AgentState.TESTING)
             await asyncio.to_thread(self.env.sync)  # the lead's dependencies, installed into the project's .venv
@@ -660,11 +682,14 @@ class Organization:
             now = await self._round(round_, outcome, broken, test_file) if lead else None
             if now is not None and (best is None or now.rank >= best.rank):  # a tie: the later saw more
                 best = now
-            if round_ == self.limits.repair_rounds:
-                break
+            if ok and now is not None:
+                passed = now
+            if round_ == self.limits.repair_rounds or (ok and mine == asked):
+                break  # (her rewrite fails her examples just as before: asking again would not tell her more)
             involved = [] if ok else involved_in(self.agents, mother, outcome.output)
-            if mine or (not involved and lead):  # the failure is in the lead's own code or tests
+            if not involved:  # the failure is in the lead's own code, tests or examples (agents' come first)
                 self.log("lead_repairs", mother=mother.id, round=round_ + 1)
+                asked = mine
                 said = [
                     outcome.output[-3000:] if not ok else "",
                     self.render("own_examples", report=mine) if mine else "",
@@ -677,22 +702,28 @@ class Organization:
             await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
         note = f"its tests still fail after {self.limits.repair_rounds} repair rounds"
         if ok:
-            note = f"the task's own examples of her functions still fail after {self.limits.repair_rounds} rounds"
-        if best is not None and now is not None and best.rank > now.rank:
-            for path, text in best.modules.items():
+            note = "her tests pass, but the task's own examples of her functions fail"
+        kept = None
+        if passed is not None and now is not None and not ok and passed.rank[1] >= now.rank[1]:
+            kept = passed  # her tests all passed then (with the tests she had then), and no fewer examples
+        elif best is not None and now is not None and best.rank > now.rank:
+            kept = best
+        if kept is not None:
+            for path, text in kept.files.items():
                 self._write(mother, path, text)
-            self._repaired("best_round_kept", agent=mother.id, round=best.number + 1, rank=list(best.rank))
-            note += f"; its modules were put back as they were at round {best.number + 1}, the closest to passing"
-            broken = best.broken
+            self._repaired("best_round_kept", agent=mother.id, round=kept.number + 1, rank=list(kept.rank))
+            note += f"; its files were put back as they were at round {kept.number + 1}, the closest to passing"
+            broken = kept.broken
         if broken:
             note += f"; {len(broken)} tests that passed before the change fail: {', '.join(broken[:5])}"
         self._set(mother, AgentState.FAILED, note)
 
     def _own_examples_failing(self) -> str:
         """What the task's examples of the functions no agent owns showed, where they fail; empty when they pass."""
-        owned = {f"{a.contract.owner}.{a.contract.name}" if a.contract.owner else a.contract.name
-                 for a in self.agents if a.contract is not None}  # fmt: skip
-        examples = [e for e in self._examples if e.name not in owned]
+        contracts = [a.contract for a in self.agents if a.contract is not None]
+        owned = {f"{c.owner}.{c.name}" if c.owner else c.name for c in contracts}
+        classes = {c.owner for c in contracts if c.owner}  # a class docstring's examples run its agents' methods
+        examples = [e for e in self._examples if e.name not in owned and e.owner not in classes]
         env = self.env
         run = run_examples(examples, env.store, env.runner, env.python, env.test_timeout_s)
         return run.failures()[-2000:] if run is not None and run.failed else ""
@@ -707,7 +738,7 @@ class Organization:
         passed = run.tried - len(run.failed) if run is not None else 0  # a function still a stub passes none
         modules = {a.contract.module for a in self.agents if a.contract is not None}
         modules |= {p for p in self._lead_files if p.endswith(".py") and not is_test_file(p)}
-        texts = {p: store.read_text(p) for p in sorted(modules) if store.exists(p)}
+        texts = {p: store.read_text(p) for p in [*sorted(modules), test_file] if store.exists(p)}
         finished = outcome.status != "timeout"  # a run that hung ranks below any that finished
         return _Round(number, (finished, passed, -len(broken), outcome.passed), texts, broken)
 
@@ -741,11 +772,12 @@ class Organization:
 
 @dataclass(frozen=True)
 class _Round:
-    """One of the lead's test rounds: its number, its rank (higher is closer to passing), her modules' texts."""
+    """One of the lead's test rounds: its number, its rank (higher is closer to passing), the texts of her modules
+    and her test file."""
 
     number: int
     rank: tuple[bool, int, int, int]
-    modules: dict[str, str]
+    files: dict[str, str]
     broken: list[str]
 
 
