@@ -990,21 +990,3 @@ def test_the_stubs_docstring_is_put_back_only_where_it_is_the_contracts_and_at_t
     module = 'def f():\n    """Old."""\n    return 0\n'
     changed = Contract("m.py", "f", "def f():", "New.")
     assert '"""New."""' in put_function(module, changed, 'def f():\n    """New."""\n    return 1\n')
-
-
-def test_answers_sampled_apart_are_held_to_the_examples_when_the_first_fails_them(tmp_path: Path) -> None:
-    """A small model told its function fails an example often writes the same function again; answers sampled
-    apart from its first request (no history) are each held to the examples, and one that passes them is kept."""
-    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
-    team = Team(
-        {
-            "lead": [("write_tests", {"tests": tests})],
-            "__init__": [("write_function", {"code": COUNTER_INIT})],
-            "bump": [("write_function", {"code": code}) for code in (BUMP_OFF_BY_ONE, BUMP_OFF_BY_ONE, BUMP)],
-        }
-    )
-    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa", samples=2), model=team.model)
-    assert result.ok, result.report
-    assert len(team.asked["bump"]) == 3
-    assert all("fails the task's own examples" not in asked for asked in team.asked["bump"])  # asked apart
-    assert "return self.count\n" in result.files["counter.py"]

@@ -38,9 +38,6 @@ class AgentLimits:
     concurrency: int = 4
     repair_rounds: int = 2
     attempts: int = 3  # answers an agent may give before it fails
-    #: answers sampled apart (no history, a sampling temperature) when an agent's first answer fails the task's
-    #: examples of its function (0: off)
-    samples: int = 0
 
 
 def descends(agents: list[Agent], agent: Agent, ancestor: int) -> bool:

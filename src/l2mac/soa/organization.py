@@ -31,7 +31,6 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from l2mac.checks.agreement import SAMPLE_TEMPERATURE
 from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import named_files, names_for_file
 from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
@@ -155,7 +154,6 @@ class Organization:
         tools: list[Tool],
         history: list[ModelMessage],
         begun: str = "",
-        temperature: float | None = None,
     ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
         """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes.
         With ``begun`` (a file's path, opening fence and first lines) the answer is begun with it, and read whole."""
@@ -167,7 +165,7 @@ class Organization:
         asked = [*messages, ModelResponse(parts=[TextPart(begun)])] if begun else messages
         async with self._slots:
             response: ModelResponse = await self.client.request(
-                asked, offered, purpose=f"agent {agent.id}", allow_text=not offered, temperature=temperature
+                asked, offered, purpose=f"agent {agent.id}", allow_text=not offered
             )
         agent.calls += 1
         agent.tokens += response.usage.input_tokens + response.usage.output_tokens
@@ -472,7 +470,6 @@ class Organization:
             extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
         written: int | None = None  # examples the last written answer fails
         told = ""  # what the examples showed it last
-        first = ""  # its first request
         for _ in range(self.limits.attempts):
             async with self._lock(contract.module):
                 module_now = self._read(agent, contract.module)
@@ -484,7 +481,6 @@ class Organization:
                 contract=contract.text(),
                 extra=extra,
             )
-            first = first or user
             call, history = await self._ask(agent, "child_system", user, tools, history)
             if call is not None and call.tool_name == "request_contract_change":
                 changed, extra = await self._change_contract(agent, contract, call)
@@ -520,12 +516,6 @@ class Organization:
                 best = shown
             self.log("examples_failed", id=agent.id, owns=agent.owns, failed=shown[0])
             report = self._example_report(contract)
-            if not told and self.limits.samples:  # its first answer fails them: answers sampled apart may not
-                sampled = await self._samples(agent, contract, first, examples)
-                best = sampled if sampled is not None and sampled[0] < best[0] else best
-                await self._restore(agent, contract, best[1])  # the module holds the best so far
-                if best[0] == 0:
-                    return [], ""
             if report == told:  # its rewrite fails them just the same: asking again would not tell it more
                 break
             told = report
@@ -535,42 +525,6 @@ class Organization:
         if best is not None and best[0] < written:
             await self._restore(agent, contract, best[1])
         return [], ""
-
-    async def _samples(
-        self, agent: Agent, contract: Contract, user: str, examples: list[Example]
-    ) -> tuple[int, str] | None:
-        """``limits.samples`` answers to the agent's first request, asked apart (no history, at a sampling
-        temperature), each put in its module and held to ``examples``: the one that failed the fewest (examples
-        failed, code), or None when none was usable. Following CodeT's sampling, with the task's own examples
-        as the judge: a small model told its function fails an example often writes the same function again
-        (seen on ClassEval_1 at 95369cf: the cylinder's and sector's formulas), where one sampled anew may not."""
-        asks = [
-            self._ask(agent, "child_system", user, [WRITE_FUNCTION], [], temperature=SAMPLE_TEMPERATURE)
-            for _ in range(self.limits.samples)
-        ]
-        answers = await asyncio.gather(*asks) if self.client.parallel else [await ask for ask in asks]
-        found: tuple[int, str] | None = None
-        for call, _ in answers:
-            try:
-                code = FunctionArgs.model_validate(_args(call, "write_function")).code
-                async with self._lock(contract.module):
-                    source = self.env.store.read_text(contract.module)
-                    merged = put_function(source, contract, code, self._siblings(contract))
-                    before = {s.key for s in stubs(source, contract.module)}
-                    if any(s.key == contract.key or s.key not in before for s in stubs(merged, contract.module)):
-                        continue  # still a stub, or split: a sample is a whole function
-                    self._write(agent, contract.module, merged)
-                    self._fix_files([contract.module])
-            except (ValidationError, ContractError, ValueError, OSError):
-                continue
-            held = await self._held(contract, examples)
-            if held is not None and (found is None or held[0] < found[0]):
-                found = held
-            if found is not None and found[0] == 0:
-                break
-        self.log("examples_sampled", id=agent.id, owns=agent.owns, samples=len(answers),
-                 failed=found[0] if found is not None else None)  # fmt: skip
-        return found
 
     def _siblings(self, contract: Contract) -> set[str]:
         """The other agents' functions of ``contract``'s class (or module's top level)."""

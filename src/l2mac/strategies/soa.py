@@ -20,9 +20,7 @@ class SoAStrategy:
 
     @classmethod
     def from_settings(cls, rs: RunSettings, protocol: StepProtocol) -> SoAStrategy:
-        """The agents' limits the user set; samples, as the l2mac strategy's, the protocol's default unless set."""
-        samples = rs.samples if "samples" in rs.model_fields_set else protocol.samples
-        return cls(AgentLimits(rs.max_agents, rs.max_depth, rs.concurrency, samples=samples))
+        return cls(AgentLimits(rs.max_agents, rs.max_depth, rs.concurrency))
 
     async def run(self, ctx: RunContext) -> StrategyResult:
         """One outcome per agent, in creation order: the report counts agents as its steps."""
