@@ -40,9 +40,14 @@ class Contract:
         return self.module, self.owner, self.name
 
     @property
+    def qualname(self) -> str:
+        """``name``, or ``Class.name`` for a method (as the task's examples name them)."""
+        return f"{self.owner}.{self.name}" if self.owner else self.name
+
+    @property
     def label(self) -> str:
         """``module:name``, or ``module:Class.name`` for a method."""
-        return f"{self.module}:{self.owner + '.' if self.owner else ''}{self.name}"
+        return f"{self.module}:{self.qualname}"
 
     def text(self) -> str:
         """The function as a stub; a method inside its class."""

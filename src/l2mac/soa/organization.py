@@ -391,7 +391,7 @@ class Organization:
     def _agents_functions(self) -> list[tuple[Contract, str]]:
         """Each agent's function as its module has it, with a body."""
         found = []
-        for contract in (a.contract for a in self.agents if a.contract is not None):
+        for contract in self._contracts():
             try:
                 code = current_code(self.env.store.read_text(contract.module), contract)
             except (ContractError, OSError):
@@ -536,8 +536,7 @@ class Organization:
 
     def _examples_of(self, contract: Contract) -> list[Example]:
         """The task's own examples of ``contract``'s function."""
-        name = f"{contract.owner}.{contract.name}" if contract.owner else contract.name
-        return [e for e in self._examples if e.name == name]
+        return [e for e in self._examples if e.name == contract.qualname]
 
     async def _held(self, contract: Contract, examples: list[Example]) -> tuple[int, str] | None:
         """How many of ``examples`` the function as its module has it fails, and its code; None when it is a stub,
@@ -545,12 +544,12 @@ class Organization:
         function's (its failure would be theirs). Run in the module's lock, so no agent writes it meanwhile."""
         store = self.env.store
         async with self._lock(contract.module):
-            modules = {a.contract.module for a in self.agents if a.contract is not None} | {contract.module}
-            sources = {m: store.read_text(m) for m in sorted(modules) if store.exists(m)}
+            sources = {m: store.read_text(m) for m in sorted(self._modules() | {contract.module}) if store.exists(m)}
             code = current_code(sources[contract.module], contract)
             if code is None:
                 return None
-            pending = {c.name for m, text in sources.items() for c in stubs(text, m) if c.key in self._owned()}
+            owned = self._owned()
+            pending = {c.name for m, text in sources.items() for c in stubs(text, m) if c.key in owned}
             pending.discard(contract.name)
             ready = [e for e in examples if not reached_stubs(sources, [code, e.text], pending)]
             if not ready:
@@ -562,9 +561,17 @@ class Organization:
         self._reports[contract.key] = run.failures()
         return len(run.failed), code
 
+    def _contracts(self) -> list[Contract]:
+        """The functions agents own."""
+        return [a.contract for a in self.agents if a.contract is not None]
+
     def _owned(self) -> set[tuple[str, str | None, str]]:
         """The functions agents own, by contract key."""
-        return {a.contract.key for a in self.agents if a.contract is not None}
+        return {c.key for c in self._contracts()}
+
+    def _modules(self) -> set[str]:
+        """The modules that hold the functions agents own."""
+        return {c.module for c in self._contracts()}
 
     def _example_report(self, contract: Contract) -> str:
         return self._reports.get(contract.key, "")[-2000:]
@@ -720,8 +727,8 @@ class Organization:
 
     def _own_examples_failing(self) -> str:
         """What the task's examples of the functions no agent owns showed, where they fail; empty when they pass."""
-        contracts = [a.contract for a in self.agents if a.contract is not None]
-        owned = {f"{c.owner}.{c.name}" if c.owner else c.name for c in contracts}
+        contracts = self._contracts()
+        owned = {c.qualname for c in contracts}
         classes = {c.owner for c in contracts if c.owner}  # a class docstring's examples run its agents' methods
         examples = [e for e in self._examples if e.name not in owned and e.owner not in classes]
         env = self.env
@@ -736,8 +743,7 @@ class Organization:
         env = self.env
         run = await asyncio.to_thread(run_examples, self._examples, store, env.runner, env.python, env.test_timeout_s)
         passed = run.tried - len(run.failed) if run is not None else 0  # a function still a stub passes none
-        modules = {a.contract.module for a in self.agents if a.contract is not None}
-        modules |= {p for p in self._lead_files if p.endswith(".py") and not is_test_file(p)}
+        modules = self._modules() | {p for p in self._lead_files if p.endswith(".py") and not is_test_file(p)}
         texts = {p: store.read_text(p) for p in [*sorted(modules), test_file] if store.exists(p)}
         finished = outcome.status != "timeout"  # a run that hung ranks below any that finished
         return _Round(number, (finished, passed, -len(broken), outcome.passed), texts, broken)
