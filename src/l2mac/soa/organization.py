@@ -45,7 +45,7 @@ from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
 from l2mac.errors import WorkspaceError
 from l2mac.events import AgentChanged, EventSink, ignore
-from l2mac.fenced import fenced_file
+from l2mac.fenced import fenced_blocks, fenced_file
 from l2mac.models.client import ModelClient
 from l2mac.soa.agents import Agent, AgentLimits, AgentState, involved_in
 from l2mac.soa.contracts import (
@@ -113,6 +113,7 @@ class Organization:
         self._test_files: list[str] = []  # the test files the lead and her agents were given
         self._examples: list[Example] = []  # the task's own examples (docstrings' doctests, stated calls)
         self._reports: dict[tuple[str, str | None, str], str] = {}  # per contract: its examples' last failures
+        self._drafted: set[tuple[str, str | None, str]] = set()  # contracts whose function a first draft wrote
         self.task = ""
 
     # -- bookkeeping ---------------------------------------------------------------------------------------
@@ -155,9 +156,10 @@ class Organization:
         history: list[ModelMessage],
         begun: str = "",
     ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
-        """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes.
-        With ``begun`` (a file's path, opening fence and first lines) the answer is begun with it, and read whole."""
-        system = self.render(system_key + self.protocol.prompt_variant)
+        """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes
+        (with no tools, the answer is text in either protocol). With ``begun`` (a file's path, opening fence and
+        first lines) the answer is begun with it, and read whole."""
+        system = self.render(system_key + (self.protocol.prompt_variant if tools else ""))
         messages = history or [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
         if history:
             messages = [*history, ModelRequest(parts=[UserPromptPart(user)])]
@@ -230,6 +232,8 @@ class Organization:
             self._set(agent, AgentState.FAILED, "no usable skeleton")
             return
         contracts, test_file = design
+        if not self.repository:  # a change's agents are shown the function as the repository has it
+            await self._draft(agent, contracts)
         await self._delegate(agent, contracts)
         await self._test_and_repair(agent, test_file)
 
@@ -367,6 +371,41 @@ class Organization:
             return contracts, test_file
         return None
 
+    async def _draft(self, lead: Agent, contracts: list[Contract]) -> None:
+        """A first draft of each module with a stub the task's examples judge: the module completed in one answer,
+        as one call of the same model would complete it. Each drafted function that keeps its contract goes in;
+        its agent keeps it when it passes the function's examples (or none can judge it yet) and otherwise
+        writes it, the draft counting as its first answer (never worse than the first draft; a step's first
+        attempt as good as one call given the same information). Seen on ClassEval at 7ad634d: one call passed
+        whole classes (21 of 21 tests) whose methods soa's agents, each writing one alone, got wrong (13)."""
+        judged = sorted({c.module for c in contracts if self._examples_of(c)})
+        for module in judged:
+            source = self._read(lead, module)
+            user = self.render("draft_task", module=module, code=source)
+            _, history = await self._ask(lead, "draft_system", user, [], [])
+            answer = history[-1]
+            blocks = [b for _, b in fenced_blocks(answer.text or "")] if isinstance(answer, ModelResponse) else []
+            if not blocks:
+                self.log("draft_unusable", module=module)
+                continue
+            mine = [c for c in contracts if c.module == module]
+            async with self._lock(module):
+                for contract in mine:
+                    now = self.env.store.read_text(module)
+                    siblings = {c.name for c in mine if c.owner == contract.owner} - {contract.name}
+                    try:
+                        merged = put_function(now, contract, blocks[0], siblings)
+                    except (ContractError, ValueError):
+                        continue
+                    before = {s.key for s in stubs(now, module)}
+                    after = {s.key for s in stubs(merged, module)}
+                    if contract.key in after or after - before:  # still a stub, or new stubs of its own
+                        continue
+                    self._write(lead, module, merged)
+                    self._drafted.add(contract.key)
+            self._fix_files([module])
+            self.log("drafted", module=module, functions=sum(c.key in self._drafted for c in mine), of=len(mine))
+
     async def _redesign(self, lead: Agent, report: str) -> bool:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
         are wrong): she rewrites her modules and tests seeing the failure; new stubs get agents."""
@@ -466,6 +505,15 @@ class Organization:
         tools = [*([REQUEST_CHANGE] if agent.parent is not None else []), WRITE_FUNCTION]
         examples = self._examples_of(contract)
         best = await self._held(contract, examples) if examples else None  # (examples failed, code)
+        drafted = not repair and contract.key in self._drafted
+        if drafted and (best is None or best[0] == 0):  # the draft passes its examples, or none judges it yet
+            self._repaired("draft_kept", id=agent.id, owns=agent.owns, examples=best is not None)
+            return [], ""
+        if drafted and best is not None:  # the draft is its first answer, and what its examples showed
+            report = self._example_report(contract)
+            extra = "\n".join(
+                x for x in (extra, self.render("draft_failed", name=contract.name, report=report, draft=best[1])) if x
+            )
         if repair and best is not None and best[0] == 0:  # a repair of a function that passes them: they decide
             extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
         written: int | None = None  # examples the last written answer fails
