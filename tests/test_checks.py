@@ -642,6 +642,27 @@ def test_a_private_helper_is_imported_from_its_module_into_a_neighbour_in_its_pa
     assert store.read_text("app.py") == uses and "import" not in store.read_text("main.py")
 
 
+def test_a_name_several_modules_define_is_imported_from_the_one_its_package_exports(tmp_path: Path) -> None:
+    # Seen on python-slugify: slugify is defined in slugify/slugify.py (which the package star-imports), in
+    # slugify/_legacy.py and in tools/legacy_reference.py; a new module of the package calling slugify got no
+    # import, and its step rewrote the function
+    store = FileStore(tmp_path)
+    store.write_text("pkg/__init__.py", "from .core import *\nfrom .text import clean as clean\n")
+    for module in ("pkg/core.py", "pkg/_old.py", "tools/reference.py"):
+        store.write_text(module, "def slug(text):\n    return text.lower()\n\n\ndef clean(text):\n    return text\n")
+    store.write_text("pkg/text.py", "def clean(text):\n    return text.strip()\n")
+    store.write_text("a.py", "def norm(x):\n    return x\n")
+    store.write_text("b.py", "def norm(x):\n    return x\n")  # two definitions, none exported: no import
+    uses = "def is_slug(text):\n    return slug(text) == clean(text)\n\n\ndef n(x):\n    return norm(x)\n"
+    store.write_text("pkg/extra.py", uses)
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    repair_written(store, check, ["pkg/extra.py"], lambda r, **f: None)
+    text = store.read_text("pkg/extra.py")
+    # clean: the package binds it last from pkg.text, though pkg.core (star-imported) defines one too
+    assert text.startswith("from pkg.core import slug\nfrom pkg.text import clean\ndef is_slug"), text
+    assert "import norm" not in text
+
+
 def test_a_function_imported_from_a_package_that_gives_only_its_submodule_comes_from_the_submodule(
     tmp_path: Path,
 ) -> None:

@@ -125,6 +125,49 @@ def project_definitions(trees: dict[str, ast.Module], *, private: bool = False) 
     return {n: next(iter(m)) for n, m in seen.items() if len(m) == 1 and (private or not n.startswith("_"))}
 
 
+def exported_definitions(trees: dict[str, ast.Module], *, private: bool = False) -> dict[str, str]:
+    """Top-level names several non-test modules define, each with the one of them a package's ``__init__`` takes
+    it from (``from .core import name``, or ``from .core import *``): name -> dotted module. The package's own
+    export says which definition is the project's (seen on python-slugify: ``slugify`` is defined in
+    slugify/slugify.py, slugify/_legacy.py and tools/legacy_reference.py, and the package star-imports the
+    first; a new module of the package calling ``slugify`` got no import, and its step rewrote the function)."""
+    defined: dict[str, set[str]] = {}
+    for rel, tree in trees.items():
+        if rel.endswith(".py") and not is_test_file(rel) and (module := module_name(rel)):
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    defined.setdefault(node.name, set()).add(module)
+    taken: dict[str, set[str]] = {}
+    for rel, tree in trees.items():
+        if not rel.endswith("__init__.py"):
+            continue
+        package, bound = module_name(rel), {}  # the module each name is last bound from: the one it has
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound[node.name] = package
+            elif isinstance(node, ast.ImportFrom):
+                source = _import_source(package, node)
+                for a in node.names:
+                    names = [n for n, where in defined.items() if source in where] if a.name == "*" else [a.name]
+                    bound |= {n: source for n in names if a.asname in (None, n) and source in defined.get(n, ())}
+        for name, source in bound.items():
+            taken.setdefault(name, set()).add(source)
+    return {
+        n: next(iter(m))
+        for n, m in taken.items()
+        if len(m) == 1 and len(defined[n]) > 1 and (private or not n.startswith("_"))
+    }
+
+
+def _import_source(package: str, node: ast.ImportFrom) -> str:
+    """The dotted module an import in the ``__init__`` of ``package`` imports from (relative ones resolved)."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - node.level + 1]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
 def add_imports(
     source: str,
     names: set[str],
@@ -420,8 +463,7 @@ def _binds(package: ast.Module, name: str, modules: dict[str, ast.Module]) -> se
             continue
         bound |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            base = name.split(".")[: len(name.split(".")) - node.level + 1] if node.level else []
-            source = ".".join([*base, *([node.module] if node.module else [])])
+            source = _import_source(name, node)
             if source not in modules:
                 return None
             bound |= _bound_names(modules[source])

@@ -19,6 +19,7 @@ from l2mac.checks.autofix import (
     drop_placeholder_tests,
     drop_shadowed_imports,
     expand_star_imports,
+    exported_definitions,
     fixtures_as_parameters,
     functions_not_modules,
     import_line,
@@ -373,14 +374,16 @@ def _add_missing_imports(
     store: FileStore, undefined: dict[str, set[str]], trees: dict[str, ast.Module], log: Log
 ) -> list[str]:
     """Imports added for undefined names whose module is certain (the standard library's, or the one project
-    module that defines the name, unless that module imports this one). A private name (``_transliterate``) is
-    imported only into a module of the same package: seen on python-slugify, a function added in a new module
-    of the package used the helpers of its neighbour slugify/slugify.py, undefined."""
+    module that defines the name, or of several the one its package exports, unless that module imports this
+    one). A private name (``_transliterate``) is imported only into a module of the same package: seen on
+    python-slugify, a function added in a new module of the package used the helpers of its neighbour
+    slugify/slugify.py, undefined."""
     if not undefined:
         return []
     if not trees:
         trees.update(project_trees(store))
-    project = project_definitions(trees, private=True)
+    # a name one module defines, or several with one the package exports
+    project = exported_definitions(trees, private=True) | project_definitions(trees, private=True)
     ours = {module_name(rel).split(".")[0] for rel in trees}  # the project's own modules: never by this way
     imported = {n: line for n, line in project_imports(trees).items() if line.split()[1].split(".")[0] not in ours}
     notes: list[str] = []
