@@ -661,6 +661,19 @@ def test_a_name_several_modules_define_is_imported_from_the_one_its_package_expo
     # clean: the package binds it last from pkg.text, though pkg.core (star-imported) defines one too
     assert text.startswith("from pkg.core import slug\nfrom pkg.text import clean\ndef is_slug"), text
     assert "import norm" not in text
+    # what the package binds is what counts: a name it defines itself (importing it from the package would be
+    # circular), one bound under an alias, a private one a star import does not bring; a root __init__.py
+    store.write_text("__init__.py", "def slug(text):\n    return text\n")
+    store.write_text(
+        "pkg/__init__.py", "from .core import *\nfrom .text import other as clean\n\n\ndef norm(x):\n    return x\n"
+    )
+    store.write_text("pkg/text.py", "def other(text):\n    return text\n\n\ndef clean(text):\n    return text\n")
+    store.write_text("pkg/core.py", "def slug(text):\n    return text\n\n\ndef _low(text):\n    return text\n")
+    store.write_text("pkg/_old.py", "def _low(text):\n    return text\n")
+    store.write_text("pkg/extra.py", uses + "\n\ndef low(x):\n    return _low(x)\n")
+    repair_written(store, check, ["pkg/extra.py"], lambda r, **f: None)
+    text = store.read_text("pkg/extra.py")
+    assert text.startswith("from pkg.core import slug\ndef is_slug"), text
 
 
 def test_a_function_imported_from_a_package_that_gives_only_its_submodule_comes_from_the_submodule(

@@ -805,6 +805,41 @@ def test_a_draft_that_fails_the_tasks_examples_is_its_agents_first_answer(tmp_pa
     assert not result.outcomes[0].passed  # its test still fails: recorded, not hidden
 
 
+def test_each_function_of_a_drafted_module_goes_in_alone_with_the_drafts_imports(tmp_path: Path) -> None:
+    """A module of top-level functions drafted whole: each function is taken from the draft alone (the others
+    are other agents'), with the imports the draft gives it; the agent of one that fails its examples is shown
+    the draft once, as a draft (not as a repository's function)."""
+    module = (
+        'def area(r: float) -> float:\n    """The area of a circle of radius r.\n    >>> area(1.0)\n    3.14\n    """\n'
+        "    ...\n\n\n"
+        'def twice(x: int) -> int:\n    """Twice x.\n    >>> twice(2)\n    4\n    """\n    ...\n'
+    )
+    task = f"Implement the module below in shapes.py. Test it in tests/test_shapes.py.\n\n```python\n{module}```"
+    draft = (
+        "```python\nimport math\n\n\n"
+        + module.replace("    ...\n\n", "    return round(math.pi * r * r, 2)\n\n", 1).replace(
+            "    ...\n", "    return x * 3\n"
+        )
+        + "```"
+    )
+    twice = 'def twice(x: int) -> int:\n    """Twice x.\n    >>> twice(2)\n    4\n    """\n    return 2 * x\n'
+    tests = "from shapes import area, twice\n\n\ndef test_it():\n    assert twice(3) == 6 and area(1.0) == 3.14\n"
+    team = Team(
+        {
+            "draft": [("prose", {"text": draft})],
+            "lead": [("write_tests", {"tests": tests})],
+            "twice": [("write_function", {"code": twice})],
+        }
+    )
+    result = run_l2mac(task, make_settings(tmp_path, strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    assert "area" not in team.asked  # drafted right: kept, with the import it needs
+    told = team.asked["twice"][0]
+    assert told.count("return x * 3") == 1 and "as the repository has it" not in told, told
+    code = result.files["shapes.py"]
+    assert code.startswith("import math\n") and "return 2 * x" in code and "x * 3" not in code
+
+
 def test_a_wrong_test_of_the_leads_never_bends_a_function_that_passes_the_tasks_examples(tmp_path: Path) -> None:
     """Seen on ClassEval: an agent told its function fails the lead's test rewrites it to fit, whether the test
     or the function is wrong. Told that its function passes the task's examples, an agent that still rewrites

@@ -137,25 +137,32 @@ def exported_definitions(trees: dict[str, ast.Module], *, private: bool = False)
             for node in tree.body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     defined.setdefault(node.name, set()).add(module)
+    modules = {module_name(rel): tree for rel, tree in trees.items()}
     taken: dict[str, set[str]] = {}
     for rel, tree in trees.items():
-        if not rel.endswith("__init__.py"):
+        package = module_name(rel)
+        if not rel.endswith("__init__.py") or not package:
             continue
-        package, bound = module_name(rel), {}  # the module each name is last bound from: the one it has
+        bound: dict[str, str] = {}  # the module each name is last bound from: the one the package has
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound[node.name] = package
+                bound.pop(node.name, None)  # the package's own: a module of it importing that is circular
             elif isinstance(node, ast.ImportFrom):
                 source = _import_source(package, node)
                 for a in node.names:
-                    names = [n for n, where in defined.items() if source in where] if a.name == "*" else [a.name]
-                    bound |= {n: source for n in names if a.asname in (None, n) and source in defined.get(n, ())}
+                    if a.name == "*":
+                        brought = _bound_names(modules[source]) if source in modules else set()
+                        bound |= {n: source for n in brought if source in defined.get(n, ())}
+                    elif a.asname in (None, a.name) and source in defined.get(a.name, ()):
+                        bound[a.name] = source
+                    else:  # another thing bound under the name
+                        bound.pop(a.asname or a.name, None)
         for name, source in bound.items():
             taken.setdefault(name, set()).add(source)
     return {
         n: next(iter(m))
         for n, m in taken.items()
-        if len(m) == 1 and len(defined[n]) > 1 and (private or not n.startswith("_"))
+        if len(m) == 1 and len(defined.get(n, ())) > 1 and (private or not n.startswith("_"))
     }
 
 

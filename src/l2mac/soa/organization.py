@@ -54,6 +54,7 @@ from l2mac.soa.contracts import (
     changed_contract,
     changed_in,
     current_code,
+    drafted_code,
     outline,
     put_function,
     reached_stubs,
@@ -221,19 +222,20 @@ class Organization:
         """The root: design the module and its tests (or, when the task gives the modules' skeletons, write them
         as given and their tests), delegate its stubs, then test and repair."""
         self._set(agent, AgentState.WRITING)
+        given: dict[str, str] = {}
         if self.repository:  # a change: she adds to the repository's modules, never rewrites them
             design = await self._change(agent, self.render("change_task", task=self.task, repository=self.repository))
         else:
             given = given_design(self.task)
             design = await self._given(agent, given) if given else None
             if design is None:  # no skeleton given, or no tests of it came: she designs the modules and tests
-                design = await self._design(agent, self.render("mother_task", task=self.task))
+                given, design = {}, await self._design(agent, self.render("mother_task", task=self.task))
         if design is None:
             self._set(agent, AgentState.FAILED, "no usable skeleton")
             return
         contracts, test_file = design
         if not self.repository:  # a change's agents are shown the function as the repository has it
-            await self._draft(agent, contracts)
+            await self._draft(agent, contracts, given=bool(given))
         await self._delegate(agent, contracts)
         await self._test_and_repair(agent, test_file)
 
@@ -371,35 +373,36 @@ class Organization:
             return contracts, test_file
         return None
 
-    async def _draft(self, lead: Agent, contracts: list[Contract]) -> None:
+    async def _draft(self, lead: Agent, contracts: list[Contract], given: bool) -> None:
         """A first draft of each module with a stub the task's examples judge: the module completed in one answer,
-        as one call of the same model would complete it. Each drafted function that keeps its contract goes in;
-        its agent keeps it when it passes the function's examples (or none can judge it yet) and otherwise
-        writes it, the draft counting as its first answer (never worse than the first draft; a step's first
-        attempt as good as one call given the same information). Seen on ClassEval at 7ad634d: one call passed
-        whole classes (21 of 21 tests) whose methods soa's agents, each writing one alone, got wrong (13)."""
+        as one call of the same model would complete it (shown the task too, unless the task gives the module).
+        Each drafted function that keeps its contract goes in, alone (the draft's other functions are other
+        agents'); its agent keeps it when it passes the function's examples (or none can judge it yet) and
+        otherwise writes it, the draft counting as its first answer (never worse than the first draft; a step's
+        first attempt as good as one call given the same information). Seen on ClassEval at 7ad634d: one call
+        passed whole classes (21 of 21 tests) whose methods soa's agents, each writing one alone, got wrong."""
         judged = sorted({c.module for c in contracts if self._examples_of(c)})
         for module in judged:
             source = self._read(lead, module)
-            user = self.render("draft_task", module=module, code=source)
+            context = "" if given else self.render("draft_context", task=self.task)
+            user = self.render("draft_task", context=context, module=module, code=source)
             _, history = await self._ask(lead, "draft_system", user, [], [])
             answer = history[-1]
             blocks = [b for _, b in fenced_blocks(answer.text or "")] if isinstance(answer, ModelResponse) else []
-            if not blocks:
-                self.log("draft_unusable", module=module)
-                continue
             mine = [c for c in contracts if c.module == module]
             async with self._lock(module):
                 for contract in mine:
+                    code = drafted_code(blocks, contract)
+                    if code is None:
+                        continue
                     now = self.env.store.read_text(module)
                     siblings = {c.name for c in mine if c.owner == contract.owner} - {contract.name}
                     try:
-                        merged = put_function(now, contract, blocks[0], siblings)
+                        merged = put_function(now, contract, code, siblings)
                     except (ContractError, ValueError):
                         continue
                     before = {s.key for s in stubs(now, module)}
-                    after = {s.key for s in stubs(merged, module)}
-                    if contract.key in after or after - before:  # still a stub, or new stubs of its own
+                    if {s.key for s in stubs(merged, module)} - before:  # it added stubs: nobody's to write
                         continue
                     self._write(lead, module, merged)
                     self._drafted.add(contract.key)
@@ -506,6 +509,10 @@ class Organization:
         examples = self._examples_of(contract)
         best = await self._held(contract, examples) if examples else None  # (examples failed, code)
         drafted = not repair and contract.key in self._drafted
+        self._drafted.discard(contract.key)  # once: a function reassigned later is a stub again
+        if drafted and best is None:  # no example judges it yet: kept while it is written (not made a stub since)
+            async with self._lock(contract.module):
+                drafted = current_code(self.env.store.read_text(contract.module), contract) is not None
         if drafted and (best is None or best[0] == 0):  # the draft passes its examples, or none judges it yet
             self._repaired("draft_kept", id=agent.id, owns=agent.owns, examples=best is not None)
             return [], ""
@@ -643,7 +650,7 @@ class Organization:
         try:
             # a function the repository has, which the change rewrites: the agent is shown it as it is
             current = current_code(self.env.store.read_text(agent.contract.module), agent.contract)
-            extra = self.render("changed_function", current=current) if current else ""
+            extra = self.render("changed_function", current=current) if current and self.repository else ""
             helpers, tests = await self._implement(agent, agent.contract, leaf=leaf, extra=extra)
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
