@@ -676,6 +676,34 @@ def test_a_name_several_modules_define_is_imported_from_the_one_its_package_expo
     assert text.startswith("from pkg.core import slug\ndef is_slug"), text
 
 
+def test_a_new_module_of_a_package_that_re_exports_its_modules_is_exported_the_same_way(tmp_path: Path) -> None:
+    # Seen on python-slugify: is_slug added in a new module slugify/is_slug.py, beside modules the package
+    # star-imports; 'from slugify import is_slug' gave the submodule
+    store = FileStore(tmp_path)
+    init = "from .core import *\nfrom .text import *\nfrom .__version__ import __version__\n"
+    store.write_text("pkg/__init__.py", init)
+    for module in ("pkg/core.py", "pkg/text.py", "pkg/_old.py"):
+        store.write_text(module, "def f():\n    return 1\n")
+    store.write_text("pkg/__version__.py", "__version__ = '1.0'\n")
+    store.write_text("pkg/extra.py", "from pkg.core import f\n\n\ndef g():\n    return f()\n")
+    check = lambda paths: find_code_issues(store.root, store.list_files(), only=paths)  # noqa: E731
+    repair_written(store, check, ["pkg/extra.py"], lambda r, **f: None)
+    exported = init.replace("*\nfrom .__", "*\nfrom .extra import *\nfrom .__")
+    assert store.read_text("pkg/__init__.py") == exported
+    # a private module, and one that imports the package itself (it would run while the package is half made)
+    store.write_text("pkg/_private.py", "def h():\n    return 2\n")
+    store.write_text("pkg/cyclic.py", "from pkg import f\n\n\ndef k():\n    return f()\n")
+    repair_written(store, check, ["pkg/_private.py", "pkg/cyclic.py"], lambda r, **f: None)
+    assert store.read_text("pkg/__init__.py") == exported
+    # a package that does not star-import every public module of it: not its way, left alone
+    store.write_text("lib/__init__.py", "from .core import *\n")
+    store.write_text("lib/core.py", "def f():\n    return 1\n")
+    store.write_text("lib/text.py", "def t():\n    return 1\n")
+    store.write_text("lib/extra.py", "def g():\n    return 1\n")
+    repair_written(store, check, ["lib/extra.py"], lambda r, **f: None)
+    assert store.read_text("lib/__init__.py") == "from .core import *\n"
+
+
 def test_a_function_imported_from_a_package_that_gives_only_its_submodule_comes_from_the_submodule(
     tmp_path: Path,
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 
 from l2mac.checks.contract import parses
 from l2mac.checks.issues import CodeIssue
@@ -173,6 +174,26 @@ def _import_source(package: str, node: ast.ImportFrom) -> str:
     parts = package.split(".")
     base = parts[: len(parts) - node.level + 1]
     return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def star_export(init: str, package: str, module: str, siblings: Collection[str]) -> tuple[str, list[str]]:
+    """The ``__init__`` source ``init`` of ``package`` with ``from .module import *`` after its last star import,
+    when it star-imports every one of its public ``siblings`` (the package re-exports its modules: a new module
+    is exported the same way) and not ``module`` yet. Seen on python-slugify: ``is_slug`` added in a new module
+    slugify/is_slug.py, and ``from slugify import is_slug`` gave the submodule. Returns the import added."""
+    try:
+        tree = ast.parse(init)
+    except SyntaxError:
+        return init, []
+    starred = [n for n in tree.body if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
+    sources = {_import_source(package, n) for n in starred}
+    public = {f"{package}.{s}" for s in siblings if not s.startswith("_")}
+    if not public or not public <= sources or f"{package}.{module}" in sources or not starred:
+        return init, []
+    lines = init.splitlines()
+    line = f"from .{module} import *"
+    lines.insert(starred[-1].end_lineno or starred[-1].lineno, line)
+    return "\n".join(lines) + "\n", [line]
 
 
 def add_imports(

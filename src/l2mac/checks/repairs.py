@@ -28,6 +28,7 @@ from l2mac.checks.autofix import (
     project_imports,
     repair_fixture_misuse,
     repair_ignored_argv,
+    star_export,
     undefined_names,
 )
 from l2mac.checks.contract import given_heads, given_skeleton
@@ -104,7 +105,37 @@ def repair_written(
     notes += _call_setups(store, python, trees, log)
     notes += _dataclasses_as_dicts(store, python, trees, log)
     notes += _add_missing_imports(store, undefined_names(check_files(paths)), trees, log)
+    notes += _export_as_siblings(store, python, log)
     return notes + _declare_well_known(store, python, log)
+
+
+def _export_as_siblings(store: FileStore, python: list[str], log: Log) -> list[str]:
+    """A public module written in a package whose ``__init__`` star-imports every other public module of it is
+    star-imported there too (see :func:`l2mac.checks.autofix.star_export`), unless it imports the package
+    itself (that import would then run while the package is half made)."""
+    notes: list[str] = []
+    for path in python:
+        folder, _, name = path.rpartition("/")
+        stem = name.removesuffix(".py")
+        init = f"{folder}/__init__.py"
+        if not folder or is_test_file(path) or stem.startswith("_") or not store.exists(init):
+            continue
+        package = module_name(init)
+        try:
+            tree = ast.parse(store.read_text(path))
+        except (SyntaxError, OSError, UnicodeError, ValueError, WorkspaceError):
+            continue
+        if not package or package in imported_modules(tree, module_name(path)):
+            continue
+        siblings = [
+            p.rpartition("/")[2].removesuffix(".py")
+            for p in store.list_files()
+            if p.endswith(".py") and p.rpartition("/")[0] == folder and p not in (path, init) and not is_test_file(p)
+        ]
+        if added := rewrite(store, init, partial(star_export, package=package, module=stem, siblings=siblings)):
+            notes.append(f"Exported {path} from its package as its other modules are: {added[0]} in {init}")
+            log("module_exported", path=path, init=init)
+    return notes
 
 
 def _repair_web_and_arguments(store: FileStore, python: list[str], log: Log) -> list[str]:
