@@ -7,7 +7,6 @@ import ast
 import asyncio
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -102,14 +101,10 @@ class Team:
                 role = "lead"
             elif "decide_contract" in tools or "asks to change the signature" in system:
                 role = "decide"
-            elif "Complete the module you are given" in system:  # the lead's first draft
-                role = "draft"
             else:
                 m = re.search(r"Implement this function:\n```python\n(?:class \w+:\n\s+)?(?:async )?def (\w+)\(", user)
                 role = m.group(1) if m else "?"
             self.asked.setdefault(role, []).append(user)
-            if role == "draft" and not self.answers.get(role):  # no draft scripted: an answer without code
-                return ModelResponse(parts=[TextPart("I cannot complete it.")])
             reply = self.answers[role].pop(0)
             name, args = reply
             if name == "cut off":  # an answer stopped at its token limit, mid-file
@@ -750,94 +745,6 @@ def test_an_agents_function_is_held_to_the_tasks_own_examples_before_the_leads_t
     assert "fails the task's own examples" in told and "c.bump(2)" in told and "Got:\n    3" in told, told
     assert "return self.count\n" in result.files["counter.py"]
     assert len(team.asked["lead"]) == 1  # her tests ran once, on the corrected function
-
-
-def drafted(*methods: str) -> tuple[str, dict[str, str]]:
-    """The lead's first draft: the Counter class completed in one answer, with ``methods``."""
-    body = "\n".join(textwrap.indent(m, "    ") for m in methods)
-    return ("prose", {"text": f'```python\nclass Counter:\n    """A count that starts at zero."""\n\n{body}```'})
-
-
-def test_a_first_draft_that_passes_the_tasks_examples_is_kept_and_its_agents_are_not_asked(tmp_path: Path) -> None:
-    """A step's first attempt as good as one call given the same information: the lead drafts the given module
-    in one answer, as one call would, and a drafted function that passes the task's examples of it (or that
-    none judges: the constructor) is kept; no agent writes it again."""
-    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
-    team = Team({"draft": [drafted(COUNTER_INIT, BUMP)], "lead": [("write_tests", {"tests": tests})]})
-    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa"), model=team.model)
-    assert result.ok, result.report
-    assert set(team.asked) == {"draft", "lead"}  # no agent was asked: both functions are the draft's
-    assert "Complete counter.py" in team.asked["draft"][0] and "        ...\n" in team.asked["draft"][0]
-    code = result.files["counter.py"]
-    assert "self.count = 0" in code and "return self.count\n" in code
-
-
-def test_a_draft_that_fails_the_tasks_examples_is_its_agents_first_answer(tmp_path: Path) -> None:
-    """A drafted function that fails the task's examples goes to its agent with the draft and what the examples
-    showed; the agent's function that passes them replaces it. An agent that gives no usable function fails, and
-    leaves the draft in place, never a stub (never worse than the first draft)."""
-    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
-    team = Team(
-        {
-            "draft": [drafted(COUNTER_INIT, BUMP_OFF_BY_ONE)],
-            "lead": [("write_tests", {"tests": tests})],
-            "bump": [("write_function", {"code": BUMP})],
-        }
-    )
-    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa"), model=team.model)
-    assert result.ok, result.report
-    told = team.asked["bump"][0]
-    assert "A first draft of bump fails the task's own examples" in told and "return self.count + 1" in told, told
-    assert "__init__" not in team.asked  # the constructor's draft stays: no example judges it
-    assert "return self.count\n" in result.files["counter.py"]
-
-    unusable = [("prose", {"text": "I am not sure."})] * 3
-    team = Team(
-        {
-            "draft": [drafted(COUNTER_INIT, BUMP_OFF_BY_ONE)],
-            "lead": [("write_tests", {"tests": tests})] + [("write_tests", {"tests": tests})] * 2,
-            "bump": unusable * 3,
-        }
-    )
-    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "again", strategy="soa"), model=team.model)
-    assert "return self.count + 1" in result.files["counter.py"]  # the draft, not the stub
-    assert "no usable function" in result.outcomes[-1].reason
-    assert not result.outcomes[0].passed  # its test still fails: recorded, not hidden
-
-
-def test_each_function_of_a_drafted_module_goes_in_alone_with_the_drafts_imports(tmp_path: Path) -> None:
-    """A module of top-level functions drafted whole: each function is taken from the draft alone (the others
-    are other agents'), with the imports the draft gives it; the agent of one that fails its examples is shown
-    the draft once, as a draft (not as a repository's function)."""
-    module = (
-        'def area(r: float) -> float:\n    """The area of a circle of radius r.\n    >>> area(1.0)\n    3.14\n    """\n'
-        "    ...\n\n\n"
-        'def twice(x: int) -> int:\n    """Twice x.\n    >>> twice(2)\n    4\n    """\n    ...\n'
-    )
-    task = f"Implement the module below in shapes.py. Test it in tests/test_shapes.py.\n\n```python\n{module}```"
-    draft = (
-        "```python\nimport math\n\n\n"
-        + module.replace("    ...\n\n", "    return round(math.pi * r * r, 2)\n\n", 1).replace(
-            "    ...\n", "    return x * 3\n"
-        )
-        + "```"
-    )
-    twice = 'def twice(x: int) -> int:\n    """Twice x.\n    >>> twice(2)\n    4\n    """\n    return 2 * x\n'
-    tests = "from shapes import area, twice\n\n\ndef test_it():\n    assert twice(3) == 6 and area(1.0) == 3.14\n"
-    team = Team(
-        {
-            "draft": [("prose", {"text": draft})],
-            "lead": [("write_tests", {"tests": tests})],
-            "twice": [("write_function", {"code": twice})],
-        }
-    )
-    result = run_l2mac(task, make_settings(tmp_path, strategy="soa"), model=team.model)
-    assert result.ok, result.report
-    assert "area" not in team.asked  # drafted right: kept, with the import it needs
-    told = team.asked["twice"][0]
-    assert told.count("return x * 3") == 1 and "as the repository has it" not in told, told
-    code = result.files["shapes.py"]
-    assert code.startswith("import math\n") and "return 2 * x" in code and "x * 3" not in code
 
 
 def test_a_wrong_test_of_the_leads_never_bends_a_function_that_passes_the_tasks_examples(tmp_path: Path) -> None:

@@ -113,26 +113,6 @@ def current_code(source: str, contract: Contract) -> str | None:
     return textwrap.dedent("\n".join(source.splitlines()[slice(*definition_span(node))]))
 
 
-def drafted_code(blocks: Iterable[str], contract: Contract) -> str | None:
-    """``contract``'s function as the first of an answer's code ``blocks`` that has it with a body, after that
-    block's imports (a whole module drafted in one answer: its function for one contract, without the other
-    functions the draft has, which are other agents'); None when no block has it."""
-    for block in blocks:
-        try:
-            code = current_code(block, contract)
-        except ContractError:
-            continue
-        if code is not None:
-            lines = block.splitlines()
-            tree = ast.parse(block)
-            imports = ["\n".join(lines[slice(*definition_span(n))]) for n in tree.body if isinstance(n, _IMPORTS)]
-            return "\n".join([*imports, "", "", code]) if imports else code
-    return None
-
-
-_IMPORTS = (ast.Import, ast.ImportFrom)
-
-
 def changed_in(old: str, new: str, snippet: str, module: str) -> list[Contract]:
     """The contracts of a change to an existing module: ``old`` as it was, ``new`` with the lead's ``snippet``
     merged into it. Each stub ``new`` has that ``old`` did not, and each stub of ``snippet`` for a function

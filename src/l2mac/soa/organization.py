@@ -45,7 +45,7 @@ from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
 from l2mac.errors import WorkspaceError
 from l2mac.events import AgentChanged, EventSink, ignore
-from l2mac.fenced import fenced_blocks, fenced_file
+from l2mac.fenced import fenced_file
 from l2mac.models.client import ModelClient
 from l2mac.soa.agents import Agent, AgentLimits, AgentState, involved_in
 from l2mac.soa.contracts import (
@@ -54,7 +54,6 @@ from l2mac.soa.contracts import (
     changed_contract,
     changed_in,
     current_code,
-    drafted_code,
     outline,
     put_function,
     reached_stubs,
@@ -114,7 +113,6 @@ class Organization:
         self._test_files: list[str] = []  # the test files the lead and her agents were given
         self._examples: list[Example] = []  # the task's own examples (docstrings' doctests, stated calls)
         self._reports: dict[tuple[str, str | None, str], str] = {}  # per contract: its examples' last failures
-        self._drafted: set[tuple[str, str | None, str]] = set()  # contracts whose function a first draft wrote
         self.task = ""
 
     # -- bookkeeping ---------------------------------------------------------------------------------------
@@ -157,10 +155,9 @@ class Organization:
         history: list[ModelMessage],
         begun: str = "",
     ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
-        """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes
-        (with no tools, the answer is text in either protocol). With ``begun`` (a file's path, opening fence and
-        first lines) the answer is begun with it, and read whole."""
-        system = self.render(system_key + (self.protocol.prompt_variant if tools else ""))
+        """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes.
+        With ``begun`` (a file's path, opening fence and first lines) the answer is begun with it, and read whole."""
+        system = self.render(system_key + self.protocol.prompt_variant)
         messages = history or [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
         if history:
             messages = [*history, ModelRequest(parts=[UserPromptPart(user)])]
@@ -222,20 +219,17 @@ class Organization:
         """The root: design the module and its tests (or, when the task gives the modules' skeletons, write them
         as given and their tests), delegate its stubs, then test and repair."""
         self._set(agent, AgentState.WRITING)
-        given: dict[str, str] = {}
         if self.repository:  # a change: she adds to the repository's modules, never rewrites them
             design = await self._change(agent, self.render("change_task", task=self.task, repository=self.repository))
         else:
             given = given_design(self.task)
             design = await self._given(agent, given) if given else None
             if design is None:  # no skeleton given, or no tests of it came: she designs the modules and tests
-                given, design = {}, await self._design(agent, self.render("mother_task", task=self.task))
+                design = await self._design(agent, self.render("mother_task", task=self.task))
         if design is None:
             self._set(agent, AgentState.FAILED, "no usable skeleton")
             return
         contracts, test_file = design
-        if not self.repository:  # a change's agents are shown the function as the repository has it
-            await self._draft(agent, contracts, given=bool(given))
         await self._delegate(agent, contracts)
         await self._test_and_repair(agent, test_file)
 
@@ -373,42 +367,6 @@ class Organization:
             return contracts, test_file
         return None
 
-    async def _draft(self, lead: Agent, contracts: list[Contract], given: bool) -> None:
-        """A first draft of each module with a stub the task's examples judge: the module completed in one answer,
-        as one call of the same model would complete it (shown the task too, unless the task gives the module).
-        Each drafted function that keeps its contract goes in, alone (the draft's other functions are other
-        agents'); its agent keeps it when it passes the function's examples (or none can judge it yet) and
-        otherwise writes it, the draft counting as its first answer (never worse than the first draft; a step's
-        first attempt as good as one call given the same information). Seen on ClassEval at 7ad634d: one call
-        passed whole classes (21 of 21 tests) whose methods soa's agents, each writing one alone, got wrong."""
-        judged = sorted({c.module for c in contracts if self._examples_of(c)})
-        for module in judged:
-            source = self._read(lead, module)
-            context = "" if given else self.render("draft_context", task=self.task)
-            user = self.render("draft_task", context=context, module=module, code=source)
-            _, history = await self._ask(lead, "draft_system", user, [], [])
-            answer = history[-1]
-            blocks = [b for _, b in fenced_blocks(answer.text or "")] if isinstance(answer, ModelResponse) else []
-            mine = [c for c in contracts if c.module == module]
-            async with self._lock(module):
-                for contract in mine:
-                    code = drafted_code(blocks, contract)
-                    if code is None:
-                        continue
-                    now = self.env.store.read_text(module)
-                    siblings = {c.name for c in mine if c.owner == contract.owner} - {contract.name}
-                    try:
-                        merged = put_function(now, contract, code, siblings)
-                    except (ContractError, ValueError):
-                        continue
-                    before = {s.key for s in stubs(now, module)}
-                    if {s.key for s in stubs(merged, module)} - before:  # it added stubs: nobody's to write
-                        continue
-                    self._write(lead, module, merged)
-                    self._drafted.add(contract.key)
-            self._fix_files([module])
-            self.log("drafted", module=module, functions=sum(c.key in self._drafted for c in mine), of=len(mine))
-
     async def _redesign(self, lead: Agent, report: str) -> bool:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
         are wrong): she rewrites her modules and tests seeing the failure; new stubs get agents."""
@@ -508,19 +466,6 @@ class Organization:
         tools = [*([REQUEST_CHANGE] if agent.parent is not None else []), WRITE_FUNCTION]
         examples = self._examples_of(contract)
         best = await self._held(contract, examples) if examples else None  # (examples failed, code)
-        drafted = not repair and contract.key in self._drafted
-        self._drafted.discard(contract.key)  # once: a function reassigned later is a stub again
-        if drafted and best is None:  # no example judges it yet: kept while it is written (not made a stub since)
-            async with self._lock(contract.module):
-                drafted = current_code(self.env.store.read_text(contract.module), contract) is not None
-        if drafted and (best is None or best[0] == 0):  # the draft passes its examples, or none judges it yet
-            self._repaired("draft_kept", id=agent.id, owns=agent.owns, examples=best is not None)
-            return [], ""
-        if drafted and best is not None:  # the draft is its first answer, and what its examples showed
-            report = self._example_report(contract)
-            extra = "\n".join(
-                x for x in (extra, self.render("draft_failed", name=contract.name, report=report, draft=best[1])) if x
-            )
         if repair and best is not None and best[0] == 0:  # a repair of a function that passes them: they decide
             extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
         written: int | None = None  # examples the last written answer fails
@@ -650,7 +595,7 @@ class Organization:
         try:
             # a function the repository has, which the change rewrites: the agent is shown it as it is
             current = current_code(self.env.store.read_text(agent.contract.module), agent.contract)
-            extra = self.render("changed_function", current=current) if current and self.repository else ""
+            extra = self.render("changed_function", current=current) if current else ""
             helpers, tests = await self._implement(agent, agent.contract, leaf=leaf, extra=extra)
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
