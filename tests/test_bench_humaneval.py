@@ -17,7 +17,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from l2mac.benchmarks import humaneval as he
 from l2mac.benchmarks import scorer
 from l2mac.benchmarks.scorer import TaskScore
-from l2mac.errors import ConfigError
+from l2mac.errors import ConfigError, ProviderError
 from l2mac.models.client import ModelClient
 from l2mac.models.scripted import last_user_text
 
@@ -97,6 +97,32 @@ def test_a_run_is_resumable_and_a_failing_task_is_recorded_not_fatal(tasks: list
     assert second["summary"]["tasks"] == 5 and json.loads(out.read_text())["summary"]["scored"] == 5
     with pytest.raises(ConfigError, match="holds a different run"):
         he.run_benchmark(tasks[:1], strategy="l2mac", generate=generate, score=score, out=out, meta=meta)
+
+
+def test_a_task_the_provider_failed_is_not_recorded_and_a_rerun_makes_it(tasks: list[he.Task], tmp_path: Path) -> None:
+    """Seen on ClassEval: a llama-server paused past the client's timeout stopped two tasks' runs before any
+    answer, and their skeletons were scored as their solutions. A provider's failure says nothing of the task."""
+    out, calls, said = tmp_path / "r.json", [], []
+    down = {"HumanEval/1"}
+
+    def generate(task: he.Task) -> he.Generation:
+        calls.append(task.task_id)
+        if task.task_id in down:
+            raise ProviderError("llama-server: request failed: timed out")
+        return he.Generation(f"# {task.task_id}\n", tokens=10, requests=1)
+
+    def score(solutions: dict[str, str]) -> dict[str, TaskScore]:
+        return {tid: TaskScore(base=True, plus=True) for tid in solutions}
+
+    meta = {"data_md5": he.DATA_MD5, "model": "fake"}
+    run = {"strategy": "single", "generate": generate, "score": score, "out": out, "meta": meta, "say": said.append}
+    first = he.run_benchmark(tasks[:3], **run)
+    assert set(first["tasks"]) == {"HumanEval/0", "HumanEval/2"}
+    assert any("HumanEval/1: not recorded" in s and "run again" in s for s in said), said
+    down.clear()
+    calls.clear()
+    second = he.run_benchmark(tasks[:3], **run)
+    assert calls == ["HumanEval/1"] and second["summary"]["tasks"] == 3
 
 
 # -- the real scorer (slow: installs evalplus once, about 3 minutes per scoring on 2 cores) -------------------

@@ -27,6 +27,7 @@ def test_token_budget_is_never_crossed_and_a_larger_one_resumes(tmp_path: Path) 
     script = ScriptedModel(full_run_replies())
     result = run_l2mac(TASK, make_settings(tmp_path, max_tokens=limit), model=script.model)
     assert result.report.status == "stopped" and "token budget" in result.report.stopped_reason
+    assert result.report.stopped_by == "budget"  # a benchmark scores it; a provider's stop it makes again
     assert "l2mac resume" in result.report.stopped_reason
     used = result.report.tokens.total
     assert 0 < used <= limit

@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_openai import Answer, serve
 
+from l2mac.benchmarks.runner import engine_generation
+from l2mac.errors import ProviderError
 from l2mac.run import run_l2mac
 
 from conftest import make_settings
@@ -83,6 +86,20 @@ def test_every_provider_fault_is_retried_or_answered_and_the_run_completes(tmp_p
 def test_retries_give_up_with_a_clear_stop_and_the_work_is_kept(tmp_path: Path) -> None:
     script: list[Answer | str] = [tool("submit_plan", PLAN), tool("write_files", WRITE), *["503"] * 6]
     result, _ = run_against(tmp_path, script)
-    assert result.report.status == "stopped"
+    assert result.report.status == "stopped" and result.report.stopped_by == "provider"
     assert "after 6 attempts" in result.report.stopped_reason and "l2mac resume" in result.report.stopped_reason
     assert result.files["calc.py"] == CALC
+
+
+def test_a_benchmark_task_whose_run_the_provider_stopped_is_a_provider_failure_not_a_solution(tmp_path: Path) -> None:
+    """The benchmark sweep makes such a task again (see test_bench_humaneval): what the run wrote before the
+    provider failed is not the task's score."""
+    script: list[Answer | str] = [tool("submit_plan", PLAN), tool("write_files", WRITE), *["503"] * 6]
+    with serve(script) as (_, url):
+        llm = {"model": "openai-compatible:fake-model", "base_url": url, "api_key": "sk-FAKE-KEY", "timeout_s": 1.0}
+        settings = make_settings(tmp_path, llm={**llm, "retry_base_delay_s": 0.05})
+        with pytest.raises(ProviderError, match="after 6 attempts"):
+            engine_generation(
+                "a calculator", "calc", settings, None, tmp_path / "ws", defines=lambda t: "def add" in t,
+                what="add", solution=str,
+            )  # fmt: skip

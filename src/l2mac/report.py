@@ -137,6 +137,7 @@ class RunReport(BaseModel):
 
     status: RunStatus
     stopped_reason: str | None
+    stopped_by: str | None = None  # "budget" or "provider" (the provider failed after its retries)
     project: str
     workspace: str
     model: str
@@ -185,6 +186,7 @@ def build_report(
     tests_required: bool,
     stopped: str | None,
     journal: JournalSummary,
+    stopped_by: str | None = None,
     readme: list[ReadmeCommand] | None = None,
     change: ChangeSummary | None = None,
 ) -> RunReport:
@@ -207,6 +209,7 @@ def build_report(
     return RunReport(
         status=status,
         stopped_reason=stopped,
+        stopped_by=stopped_by,
         project=project,
         workspace=str(env.store.root),
         model=model,

@@ -357,6 +357,7 @@ def _finish(
         wall_time_s=wall_time_s,
         run_tests_enabled=rs.run_tests,
         stopped=stopped,
+        stopped_by=done.stopped_by,
         tests_required=bool(done.program and any(s.requires_tests for s in done.program.steps)),
         journal=JournalSummary(
             resumed=start.resumed, replayed_calls=journal.replayed, diverged_at_call=journal.diverged_at

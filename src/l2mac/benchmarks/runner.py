@@ -26,7 +26,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
 from pydantic_ai.models import Model
 
-from l2mac.errors import ConfigError
+from l2mac.errors import ConfigError, ProviderError
 from l2mac.executors.base import Executor, Start, Worker
 from l2mac.executors.sweep import Timed, sweep
 from l2mac.executors.threads import ThreadExecutor
@@ -175,7 +175,20 @@ def generate_missing(
     def said(task: _Task, entry: Mapping[str, Any]) -> None:
         say(f"[{number[task.task_id]}/{len(tasks)}] {task.task_id}: {entry['wall_time_s']}s, {entry['tokens']} tokens")
 
-    sweep(tasks, data, start, key=lambda t: t.task_id, entry=entry, save=save, executor=executor, said=said)
+    def dropped(task: _Task, error: str) -> None:
+        say(f"[{number[task.task_id]}/{len(tasks)}] {task.task_id}: not recorded ({error}); run again to make it")
+
+    sweep(
+        tasks,
+        data,
+        start,
+        key=lambda t: t.task_id,
+        entry=entry,
+        save=save,
+        executor=executor,
+        said=said,
+        dropped=dropped,
+    )
 
 
 def save_results(path: Path, data: dict[str, Any]) -> None:
@@ -258,6 +271,8 @@ def engine_generation(
     # no page per task: drawing it would count in the task's wall time
     rs = settings.run.model_copy(update={"workspace": workspace, "project_name": project, "report_page": False})
     result = run_l2mac(prompt, settings.model_copy(update={"run": rs}), model=model)
+    if result.report.stopped_by == "provider":  # its solution is what the provider let it write: not a score
+        raise ProviderError(result.report.stopped_reason or "the provider failed")
     candidates = sorted(
         (p for p, text in result.files.items() if p.endswith(".py") and "test" not in p and defines(text)),
         key=lambda p: (p != "solution.py", len(p)),

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from l2mac.errors import ProviderError
 from l2mac.executors.base import Executor, Start, Worker
 from l2mac.executors.threads import ThreadExecutor
 
@@ -20,11 +21,13 @@ _Result = TypeVar("_Result")
 
 @dataclass(frozen=True)
 class Timed(Generic[_Result]):
-    """What a worker sends back for one item: its result, or the error it ended with, and its wall time."""
+    """What a worker sends back for one item: its result, or the error it ended with, and its wall time.
+    ``fault``: the provider failed it (after its retries), so it says nothing of the item and is made again."""
 
     result: _Result | None
     error: str | None
     wall_time_s: float
+    fault: bool = False
 
 
 def timed(start: Start[_Item, _Result]) -> Worker[_Item, Timed[_Result]]:
@@ -37,7 +40,8 @@ def timed(start: Start[_Item, _Result]) -> Worker[_Item, Timed[_Result]]:
         try:
             return Timed(inner.work(item), None, round(time.monotonic() - began, 1))
         except Exception as e:
-            return Timed(None, f"{type(e).__name__}: {e}", round(time.monotonic() - began, 1))
+            fault = isinstance(e, ProviderError)
+            return Timed(None, f"{type(e).__name__}: {e}", round(time.monotonic() - began, 1), fault)
 
     return Worker(work, inner.close)
 
@@ -52,12 +56,14 @@ def sweep(
     save: Callable[[], None],
     executor: Executor,
     said: Callable[[_Item, Mapping[str, Any]], None] = lambda item, entry: None,
+    dropped: Callable[[_Item, str], None] = lambda item, error: None,
     into: str = "tasks",
 ) -> None:
     """Run each of ``items`` whose ``key`` is not yet in ``data[into]`` on ``executor`` (its workers made by
     ``start``), putting ``entry(item, outcome)`` there and calling ``save`` and ``said`` as each one ends. The
     invocation's conditions (executor, serving and code version from ``data``) go to ``data["sessions"]``,
-    saved at once when it is interrupted; the items in flight then are dropped (a rerun makes them)."""
+    saved at once when it is interrupted; the items in flight then are dropped (a rerun makes them), and so is an
+    item the provider failed (``dropped`` is told): its outcome would score the provider, not the item."""
     done: dict[str, dict[str, Any]] = data.setdefault(into, {})
     todo = [item for item in items if key(item) not in done]
     began = time.monotonic()
@@ -78,6 +84,9 @@ def sweep(
         with saving:
             if stopping.is_set():
                 return  # interrupted: its model went away under it, so this is no outcome
+            if outcome.fault:
+                dropped(item, outcome.error or "")
+                return
             done[key(item)] = entry(item, outcome)
             save()
         said(item, done[key(item)])

@@ -5,12 +5,13 @@ limits) and is built from the run settings by ``from_settings``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from l2mac.context import ContextBudget
 from l2mac.control import StepProtocol
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import Domain
+from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import EventSink
 from l2mac.models.client import ModelClient
 from l2mac.record import RunRecord
@@ -42,6 +43,14 @@ class RunContext:
     passing_before: frozenset[str] = frozenset()
 
 
+#: what stops a run early: a budget spent, or the provider failing after its retries
+StopCause = Literal["budget", "provider"]
+
+
+def stop_cause(e: BudgetExceeded | ProviderError) -> StopCause:
+    return "provider" if isinstance(e, ProviderError) else "budget"
+
+
 @dataclass
 class StrategyResult:
     """What a strategy did: the program it ran (planned, given, or one entry per agent) and each step's outcome,
@@ -51,6 +60,7 @@ class StrategyResult:
     program: PromptProgram | None
     outcomes: list[StepOutcome] = field(default_factory=list)
     stopped: str | None = None
+    stopped_by: StopCause | None = None  # what stopped it: a benchmark makes a task the provider stopped again
 
 
 class Strategy(Protocol):

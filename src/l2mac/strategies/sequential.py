@@ -16,7 +16,7 @@ from l2mac.plan_rules import is_readme_step
 from l2mac.planner import make_plan
 from l2mac.record import RunRecord
 from l2mac.settings import RunSettings
-from l2mac.strategies.base import RunContext, StrategyResult
+from l2mac.strategies.base import RunContext, StrategyResult, stop_cause
 from l2mac.types import Instruction, PromptProgram
 
 
@@ -73,7 +73,7 @@ class SequentialStrategy:
             )
             await self._run_program(ctx, result.program, result)
         except (BudgetExceeded, ProviderError) as e:
-            result.stopped = str(e)
+            result.stopped, result.stopped_by = str(e), stop_cause(e)
         return result
 
     async def _run_program(self, ctx: RunContext, program: PromptProgram, result: StrategyResult) -> None:

@@ -9,7 +9,7 @@ from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.settings import RunSettings
 from l2mac.soa.agents import Agent, AgentLimits, AgentState
 from l2mac.soa.organization import Organization
-from l2mac.strategies.base import RunContext, StrategyResult
+from l2mac.strategies.base import RunContext, StopCause, StrategyResult, stop_cause
 from l2mac.types import Instruction, PromptProgram, StepOutcome, StepStatus
 
 
@@ -36,17 +36,18 @@ class SoAStrategy:
             passing_before=ctx.passing_before,
         )
         stopped: str | None = None
+        cause: StopCause | None = None
         try:
             await org.run(ctx.task)
         except (BudgetExceeded, ProviderError) as e:
-            stopped = str(e)
+            stopped, cause = str(e), stop_cause(e)
         finally:  # on any exit, the agents so far are the run's steps
             ctx.history.commit(f"soa: {len(org.agents)} agents")
         outcomes = [_outcome(a) for a in org.agents]
         for outcome in outcomes:
             ctx.record.save_step(outcome)
         steps = [Instruction(title=o.title, instruction=a.owns) for o, a in zip(outcomes, org.agents, strict=True)]
-        return StrategyResult(PromptProgram(task=ctx.task, steps=steps), outcomes, stopped)
+        return StrategyResult(PromptProgram(task=ctx.task, steps=steps), outcomes, stopped, cause)
 
 
 def _outcome(agent: Agent) -> StepOutcome:
