@@ -10,6 +10,7 @@ that produced it. Every figure comes from the files; nothing is typed in by hand
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -87,27 +88,6 @@ def pyplot() -> Any:
         print("matplotlib is not installed: no plot", file=sys.stderr)
         return None
     return plt
-
-
-def plot(rows: list[dict[str, Any]], target: Path) -> bool:
-    plt = pyplot()
-    if plt is None:
-        return False
-    labels = [f"{r['strategy']}\n({r['scored']} tasks)" for r in rows]
-    base = [100 * (r["pass@1_base"] or 0) for r in rows]
-    plus = [100 * (r["pass@1_plus"] or 0) for r in rows]
-    x = range(len(rows))
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.bar([i - 0.2 for i in x], base, width=0.4, label="HumanEval (base)")
-    ax.bar([i + 0.2 for i in x], plus, width=0.4, label="HumanEval+ (plus)")
-    ax.set_xticks(list(x), labels)
-    ax.set_ylabel("pass@1 (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title(f"HumanEval+ with {rows[0]['model']}")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(target, dpi=100)
-    return True
 
 
 def soa_section() -> list[str]:
@@ -395,9 +375,38 @@ def result_rows(benchmark: str) -> list[dict[str, Any]]:
     return rows
 
 
+def full_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per strategy, the row of its latest code over the most tasks any row scored (a partial run is a table row
+    only), in the order the strategies first appear."""
+    most = max((r["scored"] for r in rows), default=0)
+    latest: dict[str, dict[str, Any]] = {}
+    for r in sorted((r for r in rows if r["scored"] == most), key=lambda r: (commit_time(commit_of(r)), r["file"])):
+        latest[r["strategy"]] = r
+    order = list(dict.fromkeys(r["strategy"] for r in rows))
+    return sorted(latest.values(), key=lambda r: order.index(r["strategy"]))
+
+
+def commit_time(commit: str) -> int:
+    """When ``commit`` was made (0 when git does not know it)."""
+    if not commit:
+        return 0
+    done = subprocess.run(
+        ["git", "-C", str(BENCH), "log", "-1", "--format=%ct", commit], capture_output=True, text=True
+    )
+    return int(done.stdout.strip() or 0) if done.returncode == 0 else 0
+
+
+def commit_of(r: dict[str, Any]) -> str:
+    """The commit a row's last session ran ("0.1.0 (7ad634d)" -> "7ad634d"), or ""."""
+    sessions = r.get("sessions") or [{}]
+    return str(sessions[-1].get("l2mac") or "").partition("(")[2].rstrip(")")
+
+
 def bars(rows: list[dict[str, Any]], series: dict[str, str], title: str, target: Path) -> bool:
-    """A bar per strategy for each of ``series`` (summary key -> label), in percent."""
+    """A bar per strategy for each of ``series`` (summary key -> label), in percent: each strategy's latest row
+    over all the tasks (see ``full_rows``), labelled with its commit."""
     plt = pyplot()
+    rows = full_rows(rows)
     if plt is None or not rows:
         return False
     x = range(len(rows))
@@ -405,10 +414,11 @@ def bars(rows: list[dict[str, Any]], series: dict[str, str], title: str, target:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for n, (key, label) in enumerate(series.items()):
         ax.bar([i - 0.4 + width * (n + 0.5) for i in x], [100 * (r[key] or 0) for r in rows], width, label=label)
-    ax.set_xticks(list(x), [r["strategy"] for r in rows])
+    labels = [f"{r['strategy']}\n{commit_of(r)}".rstrip() for r in rows]
+    ax.set_xticks(list(x), labels)
     ax.set_ylabel("%")
     ax.set_ylim(0, 100)
-    ax.set_title(f"{title} with {rows[0]['model']}")
+    ax.set_title(f"{title} with {rows[0]['model']}, {rows[0]['scored']} tasks")
     ax.legend()
     fig.tight_layout()
     fig.savefig(target, dpi=100)
@@ -506,7 +516,8 @@ def main() -> int:
         lines += [f"- `{r['command']}`{run_conditions(r)}" for r in rows]
         lines.append("")
         lines += notes_lines(rows)
-        if plot(rows, BENCH / "humanevalplus.png"):
+        series = {"pass@1_base": "HumanEval (base)", "pass@1_plus": "HumanEval+ (plus)"}
+        if bars(rows, series, "HumanEval+ pass@1", BENCH / "humanevalplus.png"):
             lines += ["![HumanEval+ pass@1 by strategy](humanevalplus.png)", ""]
     lines += classeval_section()
     lines += devbench_section()
