@@ -112,17 +112,21 @@ def undefined_names(issues: list[CodeIssue]) -> dict[str, set[str]]:
     return out
 
 
+def definitions(trees: dict[str, ast.Module]) -> dict[str, set[str]]:
+    """Each top-level function or class name of the project's non-test modules, with the dotted modules defining it."""
+    seen: dict[str, set[str]] = {}
+    for rel, tree in trees.items():
+        if rel.endswith(".py") and not is_test_file(rel) and (module := module_name(rel)):
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    seen.setdefault(node.name, set()).add(module)
+    return seen
+
+
 def project_definitions(trees: dict[str, ast.Module], *, private: bool = False) -> dict[str, str]:
     """Public top-level names defined by exactly one non-test module of the project: name -> dotted module
     (with ``private``, the names starting with ``_`` too)."""
-    seen: dict[str, set[str]] = {}
-    for rel, tree in trees.items():
-        if not rel.endswith(".py") or is_test_file(rel):
-            continue
-        module = module_name(rel)
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and module:
-                seen.setdefault(node.name, set()).add(module)
+    seen = definitions(trees)
     return {n: next(iter(m)) for n, m in seen.items() if len(m) == 1 and (private or not n.startswith("_"))}
 
 
@@ -132,12 +136,7 @@ def exported_definitions(trees: dict[str, ast.Module], *, private: bool = False)
     export says which definition is the project's (seen on python-slugify: ``slugify`` is defined in
     slugify/slugify.py, slugify/_legacy.py and tools/legacy_reference.py, and the package star-imports the
     first; a new module of the package calling ``slugify`` got no import, and its step rewrote the function)."""
-    defined: dict[str, set[str]] = {}
-    for rel, tree in trees.items():
-        if rel.endswith(".py") and not is_test_file(rel) and (module := module_name(rel)):
-            for node in tree.body:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    defined.setdefault(node.name, set()).add(module)
+    defined = definitions(trees)
     modules = {module_name(rel): tree for rel, tree in trees.items()}
     taken: dict[str, set[str]] = {}
     for rel, tree in trees.items():

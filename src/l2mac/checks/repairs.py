@@ -114,6 +114,7 @@ def _export_as_siblings(store: FileStore, python: list[str], log: Log) -> list[s
     star-imported there too (see :func:`l2mac.checks.autofix.star_export`), unless it imports the package
     itself (that import would then run while the package is half made)."""
     notes: list[str] = []
+    files = store.list_files() if python else []
     for path in python:
         folder, _, name = path.rpartition("/")
         stem = name.removesuffix(".py")
@@ -129,7 +130,7 @@ def _export_as_siblings(store: FileStore, python: list[str], log: Log) -> list[s
             continue
         siblings = [
             p.rpartition("/")[2].removesuffix(".py")
-            for p in store.list_files()
+            for p in files
             if p.endswith(".py") and p.rpartition("/")[0] == folder and p not in (path, init) and not is_test_file(p)
         ]
         if added := rewrite(store, init, partial(star_export, package=package, module=stem, siblings=siblings)):
