@@ -49,9 +49,33 @@ def descends(agents: list[Agent], agent: Agent, ancestor: int) -> bool:
     return False
 
 
+#: the header pytest writes above each failing test's section: ``____ test_add ____``
+_SECTION = re.compile(r"^_{3,} .+? _{3,}$", re.MULTILINE)
+
+
+def calls(name: str) -> re.Pattern[str]:
+    """A call of ``name`` (as a function or a method) in a report."""
+    return re.compile(rf"(?<!\w){re.escape(name)}\(")
+
+
+def failures_of(report: str, name: str) -> str:
+    """The sections of a pytest ``report`` whose failing test calls ``name``, and its summary; the whole report
+    when none does (the failure is found by no name). Seen on ClassEval at 7ad634d: sent every agent's
+    tracebacks, agents copied other agents' lines into their own function (15 repairs in 12 tasks)."""
+    starts = [m.start() for m in _SECTION.finditer(report)]
+    if not starts:
+        return report
+    summary = report.find("short test summary info", starts[-1])
+    ends = [*starts[1:], summary if summary >= 0 else len(report)]
+    mine = [report[a:b] for a, b in zip(starts, ends, strict=True) if calls(name).search(report[a:b])]
+    if not mine:
+        return report
+    return "".join(mine) + (report[report.rfind("\n", 0, summary) + 1 :] if summary >= 0 else "")
+
+
 def involved_in(agents: list[Agent], mother: Agent, report: str) -> list[Agent]:
     """The agents under ``mother`` whose function appears in a test failure's ``report``; all of them if none
     does."""
     under = [a for a in agents if a.contract is not None and descends(agents, a, mother.id)]
-    named = [a for a in under if a.contract is not None and re.search(rf"(?<!\w){a.contract.name}\(", report)]
+    named = [a for a in under if a.contract is not None and calls(a.contract.name).search(report)]
     return named or under
