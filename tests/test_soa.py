@@ -201,6 +201,37 @@ def test_a_repair_shows_the_agent_its_own_function_and_only_the_failures_that_ca
     assert "return a * b" in result.files["calc/ops.py"] and "+ 1" not in result.files["calc/ops.py"]
 
 
+def test_a_failing_test_goes_to_the_agents_whose_functions_it_calls_where_its_traceback_names_none(
+    tmp_path: Path,
+) -> None:
+    """pytest shows a failing test only up to its failing line: a ``pytest.raises`` block's call is after it.
+    Seen on ClassEval at 7ad634d: such tests never reached their function's agent, and stubs stayed stubs."""
+    ops = OPS.replace('"""a times b."""', '"""a times b; ValueError when a is negative."""')
+    tests = (
+        "import pytest\nfrom calc.ops import add, mul\nfrom calc.stats import mean\n\n\n"
+        "def test_mul_of_a_negative():\n    with pytest.raises(ValueError):\n        mul(-1, 2)\n\n\n"
+        "def test_mean():\n    assert mean([1.0, 2.0, 6.0]) == 3.0\n"
+    )
+    skeleton = {**SKELETON, "modules": [*SKELETON["modules"][:1], {"path": "calc/ops.py", "code": ops},
+                                        SKELETON["modules"][2]], "tests": tests}  # fmt: skip
+    mul_raising = MUL.replace("return a * b", "if a < 0:\n        raise ValueError(a)\n    return a * b")
+    mean_right = MEAN_SPLIT.replace("_total(xs)", "sum(xs)").split("\n\n\n")[0]
+    team = Team(
+        {
+            "lead": [("write_skeleton", skeleton)],
+            "mul": [("write_function", {"code": MUL}), ("write_function", {"code": mul_raising})],
+            "mean": [
+                ("write_function", {"code": mean_right.replace("sum(xs)", "sum(xs) + 1")}),
+                ("write_function", {"code": mean_right}),
+            ],
+        }
+    )
+    result = run_team(tmp_path, team)
+    assert result.ok, result.report
+    repair = team.asked["mul"][1]
+    assert "test_mul_of_a_negative" in repair and "DID NOT RAISE" in repair and "mean([1.0" not in repair
+
+
 def test_an_agent_whose_answer_could_not_be_used_is_asked_again_at_a_higher_temperature(tmp_path: Path) -> None:
     """Seen on ClassEval at 7ad634d: 21 of 234 agents sent the same unusable answer (the docstring echoed, no
     body) three times at the model's own temperature and failed with "no usable function"."""
@@ -1051,4 +1082,5 @@ def test_the_failures_an_agent_is_sent_are_the_sections_that_call_its_function()
     mine = failures_of(report, "mul")
     assert "test_a ____" in mine and "mean([1.0])" not in mine and mine.endswith("FAILED t.py::test_b\n")
     assert failures_of(report, "add") == report  # a failure found by no name: the whole report
+    assert "mean([1.0])" in failures_of(report, "mul", {"test_b": {"mean", "mul"}})  # test_b's body calls mul
     assert failures_of("no sections here", "mul") == "no sections here"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from enum import Enum
 
+from l2mac.checks.tests import per_test_outcomes
 from l2mac.soa.contracts import Contract
 
 
@@ -49,8 +51,8 @@ def descends(agents: list[Agent], agent: Agent, ancestor: int) -> bool:
     return False
 
 
-#: the header pytest writes above each failing test's section: ``____ test_add ____``
-_SECTION = re.compile(r"^_{3,} .+? _{3,}$", re.MULTILINE)
+#: the header pytest writes above each failing test's section: ``____ test_add ____``, ``____ TestA.test_b ____``
+_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$", re.MULTILINE)
 
 
 def calls(name: str) -> re.Pattern[str]:
@@ -58,24 +60,58 @@ def calls(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(name)}\(")
 
 
-def failures_of(report: str, name: str) -> str:
-    """The sections of a pytest ``report`` whose failing test calls ``name``, and its summary; the whole report
-    when none does (the failure is found by no name). Seen on ClassEval at 7ad634d: sent every agent's
-    tracebacks, agents copied other agents' lines into their own function (15 repairs in 12 tasks)."""
-    starts = [m.start() for m in _SECTION.finditer(report)]
-    if not starts:
+def called_by_failing(test_source: str, report: str) -> dict[str, set[str]]:
+    """Per test of ``test_source`` that failed in ``report`` (pytest ``-rA``), the names of the functions and
+    methods its body calls: a failure's traceback shows the test only up to the failing line, so a
+    ``pytest.raises`` block, an attribute or a length asserted, hide the function that is wrong. Seen on
+    ClassEval at 7ad634d: three agents' stubs (ClassEval_11's check, _28's search_database) were never sent a
+    failure, and stayed stubs."""
+    failing = {t.split("::")[-1].split("[")[0] for t, ok in per_test_outcomes(report).items() if not ok}
+    try:
+        tree = ast.parse(test_source)
+    except SyntaxError:
+        return {}
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in failing:
+            found[node.name] = {
+                n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+                for n in ast.walk(node)
+                if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+            }
+    return found
+
+
+def failures_of(report: str, name: str, called: dict[str, set[str]] | None = None) -> str:
+    """The sections of a pytest ``report`` whose failing test calls ``name`` (in its traceback, or in its body
+    by ``called``: :func:`called_by_failing`), and its summary; the whole report when none does (the failure is
+    found by no name). Seen on ClassEval at 7ad634d: sent every agent's tracebacks, agents copied other agents'
+    lines into their own function (15 repairs in 12 tasks)."""
+    found = list(_SECTION.finditer(report))
+    if not found:
         return report
-    summary = report.find("short test summary info", starts[-1])
-    ends = [*starts[1:], summary if summary >= 0 else len(report)]
-    mine = [report[a:b] for a, b in zip(starts, ends, strict=True) if calls(name).search(report[a:b])]
+    summary = report.find("short test summary info", found[-1].start())
+    ends = [*(m.start() for m in found[1:]), summary if summary >= 0 else len(report)]
+    mine = [
+        report[m.start() : end]
+        for m, end in zip(found, ends, strict=True)
+        if calls(name).search(report[m.start() : end]) or name in (called or {}).get(m.group(1).split(".")[-1], ())
+    ]
     if not mine:
         return report
     return "".join(mine) + (report[report.rfind("\n", 0, summary) + 1 :] if summary >= 0 else "")
 
 
-def involved_in(agents: list[Agent], mother: Agent, report: str) -> list[Agent]:
-    """The agents under ``mother`` whose function appears in a test failure's ``report``; all of them if none
-    does."""
+def involved_in(
+    agents: list[Agent], mother: Agent, report: str, called: dict[str, set[str]] | None = None
+) -> list[Agent]:
+    """The agents under ``mother`` whose function appears in a test failure's ``report``, or that a failing
+    test calls (``called``: :func:`called_by_failing`); all of them if none does."""
     under = [a for a in agents if a.contract is not None and descends(agents, a, mother.id)]
-    named = [a for a in under if a.contract is not None and calls(a.contract.name).search(report)]
+    reached = set().union(*(called or {}).values())
+    named = [
+        a
+        for a in under
+        if a.contract is not None and (calls(a.contract.name).search(report) or a.contract.name in reached)
+    ]
     return named or under

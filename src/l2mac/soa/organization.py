@@ -48,7 +48,7 @@ from l2mac.errors import WorkspaceError
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.fenced import fenced_file
 from l2mac.models.client import ModelClient
-from l2mac.soa.agents import Agent, AgentLimits, AgentState, failures_of, involved_in
+from l2mac.soa.agents import Agent, AgentLimits, AgentState, called_by_failing, failures_of, involved_in
 from l2mac.soa.contracts import (
     Contract,
     ContractError,
@@ -702,7 +702,8 @@ class Organization:
                 passed = now
             if round_ == self.limits.repair_rounds or (ok and mine == asked):
                 break  # (her rewrite fails her examples just as before: asking again would not tell her more)
-            involved = [] if ok else involved_in(self.agents, mother, outcome.output)
+            called = {} if ok else self._called_by_failing(test_file, outcome.output)
+            involved = [] if ok else involved_in(self.agents, mother, outcome.output, called)
             if not involved:  # the failure is in the lead's own code, tests or examples (agents' come first)
                 self.log("lead_repairs", mother=mother.id, round=round_ + 1)
                 asked = mine
@@ -715,7 +716,7 @@ class Organization:
                 best = None  # her tests are new: the earlier rounds' counts are of other tests
                 continue
             self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
-            await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
+            await asyncio.gather(*(self._repair(a, outcome.output, called) for a in involved))
         note = f"its tests still fail after {self.limits.repair_rounds} repair rounds"
         if ok:
             note = "her tests pass, but the task's own examples of her functions fail"
@@ -774,11 +775,16 @@ class Organization:
         broken = sorted(self.passing_before - passing)
         return run, bool(own) and not (set(own) & failing) and not broken, broken
 
-    async def _repair(self, agent: Agent, report: str) -> None:
+    def _called_by_failing(self, test_file: str, report: str) -> dict[str, set[str]]:
+        """Per failing test of ``test_file``, the names its body calls."""
+        store = self.env.store
+        return called_by_failing(store.read_text(test_file), report) if store.exists(test_file) else {}
+
+    async def _repair(self, agent: Agent, report: str, called: dict[str, set[str]] | None = None) -> None:
         assert agent.contract is not None
         self._set(agent, AgentState.WRITING, "repairing")
         try:
-            mine = failures_of(report, agent.contract.name)[-3000:]
+            mine = failures_of(report, agent.contract.name, called)[-3000:]
             extra = self.render("repair", name=agent.contract.name, report=mine)
             await self._implement(agent, agent.contract, leaf=True, extra=extra, repair=True)
             self._set(agent, AgentState.DONE, "repaired")
