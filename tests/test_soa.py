@@ -1084,3 +1084,39 @@ def test_the_failures_an_agent_is_sent_are_the_sections_that_call_its_function()
     assert failures_of(report, "add") == report  # a failure found by no name: the whole report
     assert "mean([1.0])" in failures_of(report, "mul", {"test_b": {"mean", "mul"}})  # test_b's body calls mul
     assert failures_of("no sections here", "mul") == "no sections here"
+    assert failures_of(report, "mul").startswith(
+        "____ test_a ____\n    assert mul(2, 3) == 6\nE   assert 7 == 6\n=== short"
+    )
+
+
+def test_the_failing_tests_bodies_say_which_functions_they_call_parametrized_and_in_classes_alike() -> None:
+    from l2mac.soa.agents import called_by_failing, failures_of
+
+    tests = (
+        "import pytest\n\n\n@pytest.mark.parametrize('x', [1, 1.5])\ndef test_x(x):\n    assert mul(x, 2) == 0\n\n\n"
+        "class TestA:\n    def test_b(self):\n        assert add(1, 2) == 0\n\n\n"
+        "class TestB:\n    def test_b(self):\n        assert mean([1]) == 1\n"
+    )
+    report = (
+        "=== FAILURES ===\n____ test_x[1.5] ____\n    assert 3.0 == 0\n____ TestA.test_b ____\n    assert 3 == 0\n"
+        "=== short test summary info ===\nFAILED t.py::test_x[1.5] - assert 3.0 == 0\n"
+        "FAILED t.py::TestA::test_b - assert 3 == 0\n"
+    )
+    called = called_by_failing(tests, report)
+    assert called == {"test_x": {"mul"}, "TestA.test_b": {"add"}}  # TestB.test_b passed
+    mul_sections = failures_of(report, "mul", called).split("=== short")[0]
+    assert "test_x[1.5]" in mul_sections and "TestA" not in mul_sections
+    assert failures_of(report, "add", called).startswith("____ TestA.test_b ____")
+
+
+def test_an_agent_sees_its_own_function_whole_and_the_others_cut() -> None:
+    source = (
+        'def f(xs):\n    """F."""\n    def key(x):\n        return -x\n    return sorted(xs, key=key)\n\n\n'
+        "class A:\n    def __init__(self):\n        self.n = 0\n\n    def f(self):\n        return self.n\n\n"
+        "    def g(self):\n        return 2\n"
+    )
+    mine = contracts.outline(source, keep="f")
+    assert "return -x" in mine and "return sorted" in mine and "return self.n" not in mine  # not A.f
+    method = contracts.outline(source, keep="A.f")
+    assert "return self.n" in method and "return sorted" not in method and "return 2" not in method
+    assert "self.n = 0" in method  # the constructor, as always

@@ -58,6 +58,12 @@ _READ = re.compile(r"^\s*READ:?\s+`?([\w./-]+?)`?(?::(\d+)(?:\s*-\s*(\d+))?)?\s*
 TEMPERATURE_STEP = 0.3
 
 
+def hotter(temperature: float | None) -> float:
+    """The temperature to sample the next answer at, after one that changed nothing or could not be used: a
+    step above ``temperature`` (above 0.2 from the model's own), at most 1."""
+    return min(1.0, (temperature or 0.2) + TEMPERATURE_STEP)
+
+
 @dataclass
 class _Reading:
     """What one answer held, as read: kept for :meth:`TextConversation.feed`."""
@@ -352,7 +358,7 @@ class TextConversation:
         """The feedback, prefixed when the answer changed nothing; the next answer is sampled more freely then
         (and after a missed request), else at the model's own temperature."""
         if self.last.unchanged or missed:
-            self.temperature = min(1.0, (self.temperature or 0.2) + TEMPERATURE_STEP)
+            self.temperature = hotter(self.temperature)
         else:
             self.temperature = None
         if self.last.unchanged:

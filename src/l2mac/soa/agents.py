@@ -53,6 +53,8 @@ def descends(agents: list[Agent], agent: Agent, ancestor: int) -> bool:
 
 #: the header pytest writes above each failing test's section: ``____ test_add ____``, ``____ TestA.test_b ____``
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$", re.MULTILINE)
+#: a heading of pytest's report between sections: ``==== short test summary info ====``, ``==== warnings ... ====``
+_HEADING = re.compile(r"^={3,} .+ ={3,}$", re.MULTILINE)
 
 
 def calls(name: str) -> re.Pattern[str]:
@@ -66,20 +68,31 @@ def called_by_failing(test_source: str, report: str) -> dict[str, set[str]]:
     ``pytest.raises`` block, an attribute or a length asserted, hide the function that is wrong. Seen on
     ClassEval at 7ad634d: three agents' stubs (ClassEval_11's check, _28's search_database) were never sent a
     failure, and stayed stubs."""
-    failing = {t.split("::")[-1].split("[")[0] for t, ok in per_test_outcomes(report).items() if not ok}
+    failing = {
+        _test_name(t.split("::", 1)[-1].replace("::", ".")) for t, ok in per_test_outcomes(report).items() if not ok
+    }
     try:
         tree = ast.parse(test_source)
     except SyntaxError:
         return {}
     found: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in failing:
-            found[node.name] = {
+    tests = [(n.name, n) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    tests += [(f"{c.name}.{m.name}", m) for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body
+              if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]  # fmt: skip
+    for name, node in tests:
+        if name in failing:
+            found[name] = {
                 n.func.id if isinstance(n.func, ast.Name) else n.func.attr
-                for n in ast.walk(node)
+                for statement in node.body  # not its decorators (``pytest.mark.parametrize(...)``)
+                for n in ast.walk(statement)
                 if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
             }
     return found
+
+
+def _test_name(test: str) -> str:
+    """A test's name as pytest heads its section (``test_a``, ``TestA.test_b``), without its parameters."""
+    return test.split("[")[0]
 
 
 def failures_of(report: str, name: str, called: dict[str, set[str]] | None = None) -> str:
@@ -90,15 +103,15 @@ def failures_of(report: str, name: str, called: dict[str, set[str]] | None = Non
     found = list(_SECTION.finditer(report))
     if not found:
         return report
-    summary = report.find("short test summary info", found[-1].start())
-    ends = [*(m.start() for m in found[1:]), summary if summary >= 0 else len(report)]
-    mine = [
-        report[m.start() : end]
-        for m, end in zip(found, ends, strict=True)
-        if calls(name).search(report[m.start() : end]) or name in (called or {}).get(m.group(1).split(".")[-1], ())
-    ]
+    mine = []
+    for m in found:
+        after = [x.start() for x in (_SECTION.search(report, m.end()), _HEADING.search(report, m.end())) if x]
+        section = report[m.start() : min(after, default=len(report))]
+        if calls(name).search(section) or name in (called or {}).get(_test_name(m.group(1)), ()):
+            mine.append(section)
     if not mine:
         return report
+    summary = report.find("short test summary info", found[-1].start())
     return "".join(mine) + (report[report.rfind("\n", 0, summary) + 1 :] if summary >= 0 else "")
 
 

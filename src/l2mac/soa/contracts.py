@@ -381,11 +381,19 @@ def outline(source: str, hide: set[str] | None = None, keep: str | None = None) 
         if isinstance(m, _DEFS) and (m.name == "__init__" or f"{c.name}.{m.name}" == keep)
     }
     kept |= {id(n) for n in tree.body if isinstance(n, _DEFS) and n.name == keep}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in kept:
-            doc = ast.get_docstring(node)
-            node.body = [ast.Expr(ast.Constant(doc))] if doc else []
-            node.body.append(ast.Expr(ast.Constant(Ellipsis)))
+
+    def cut(node: ast.AST) -> None:  # a kept function is shown whole, the functions inside it too
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _DEFS) and id(child) in kept:
+                continue
+            if isinstance(child, _DEFS):
+                doc = ast.get_docstring(child)
+                child.body = [ast.Expr(ast.Constant(doc))] if doc else []
+                child.body.append(ast.Expr(ast.Constant(Ellipsis)))
+            else:
+                cut(child)
+
+    cut(tree)
     return ast.unparse(tree)
 
 

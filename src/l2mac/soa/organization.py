@@ -41,7 +41,7 @@ from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
 from l2mac.control.protocol import StepProtocol, cut_off
 from l2mac.control.test_start import file_start
-from l2mac.control.text import TEMPERATURE_STEP
+from l2mac.control.text import hotter
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
 from l2mac.errors import WorkspaceError
@@ -513,7 +513,7 @@ class Organization:
                     self._fix_files([contract.module])
             except (ValidationError, ContractError, ValueError, OSError) as e:
                 extra = self.render("rejected_code", error=_short(e))
-                temperature = min(1.0, (temperature or 0.2) + TEMPERATURE_STEP)
+                temperature = hotter(temperature)
                 continue
             temperature = None
             # a function it split runs its helpers, which their agents have not written yet
