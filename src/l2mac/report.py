@@ -10,7 +10,7 @@ from l2mac.checks.python import find_code_issues
 from l2mac.checks.readme import ReadmeCommand
 from l2mac.domains import Domain
 from l2mac.tools import ToolEnv
-from l2mac.types import StepOutcome, Usage
+from l2mac.types import StepOutcome, StopCause, Usage
 
 CODE_SUFFIXES = (".py", ".js", ".ts", ".html", ".css", ".sql", ".sh", ".toml", ".cfg", ".ini", ".yaml", ".yml")
 
@@ -137,7 +137,7 @@ class RunReport(BaseModel):
 
     status: RunStatus
     stopped_reason: str | None
-    stopped_by: str | None = None  # "budget" or "provider" (the provider failed after its retries)
+    stopped_by: StopCause | None = None  # "budget" or "provider" (the provider failed after its retries)
     project: str
     workspace: str
     model: str
@@ -186,7 +186,7 @@ def build_report(
     tests_required: bool,
     stopped: str | None,
     journal: JournalSummary,
-    stopped_by: str | None = None,
+    stopped_by: StopCause | None = None,
     readme: list[ReadmeCommand] | None = None,
     change: ChangeSummary | None = None,
 ) -> RunReport:

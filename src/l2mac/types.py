@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Literal
 
 from pydantic import BaseModel, Field
+
+#: what stops a run early: a budget spent, or the provider failing after its retries
+StopCause = Literal["budget", "provider"]
 
 
 class Instruction(BaseModel):

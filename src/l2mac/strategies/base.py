@@ -5,7 +5,7 @@ limits) and is built from the run settings by ``from_settings``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 from l2mac.context import ContextBudget
 from l2mac.control import StepProtocol
@@ -17,7 +17,7 @@ from l2mac.models.client import ModelClient
 from l2mac.record import RunRecord
 from l2mac.store import GitHistory
 from l2mac.tools import Toolbox
-from l2mac.types import PromptProgram, StepOutcome
+from l2mac.types import PromptProgram, StepOutcome, StopCause
 
 
 @dataclass
@@ -41,10 +41,6 @@ class RunContext:
     repository: str = ""
     #: and its tests that passed before the change (a change is held by the tests it breaks, not the others)
     passing_before: frozenset[str] = frozenset()
-
-
-#: what stops a run early: a budget spent, or the provider failing after its retries
-StopCause = Literal["budget", "provider"]
 
 
 def stop_cause(e: BudgetExceeded | ProviderError) -> StopCause:

@@ -9,8 +9,8 @@ from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.settings import RunSettings
 from l2mac.soa.agents import Agent, AgentLimits, AgentState
 from l2mac.soa.organization import Organization
-from l2mac.strategies.base import RunContext, StopCause, StrategyResult, stop_cause
-from l2mac.types import Instruction, PromptProgram, StepOutcome, StepStatus
+from l2mac.strategies.base import RunContext, StrategyResult, stop_cause
+from l2mac.types import Instruction, PromptProgram, StepOutcome, StepStatus, StopCause
 
 
 @dataclass(frozen=True)
