@@ -359,13 +359,10 @@ def replace_signature(source: str, old: Contract, new: Contract) -> str:
     return "\n".join(lines) + "\n"
 
 
-def outline(source: str, hide: set[str] | None = None, keep: str | None = None) -> str:
+def outline(source: str, hide: set[str] | None = None) -> str:
     """The module with every function body cut to its docstring and ``...``, without the top-level functions
     in ``hide``: what an agent sees of its module (so its context does not grow with the codebase). A class's
-    constructor keeps its body: the attributes it sets are what the class's methods share; so does the function
-    ``keep`` (``name`` or ``Class.name``), the agent's own: asked to repair it, an agent that saw it as a stub
-    sent the same code back in 52 of 199 repairs on ClassEval at 7ad634d, or copied another agent's lines from
-    the failure report in 15."""
+    constructor keeps its body: the attributes it sets are what the class's methods share."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -373,27 +370,18 @@ def outline(source: str, hide: set[str] | None = None, keep: str | None = None) 
     if hide:
         defs = (ast.FunctionDef, ast.AsyncFunctionDef)
         tree.body = [n for n in tree.body if not (isinstance(n, defs) and n.name in hide)]
-    kept = {
+    constructors = {
         id(m)
         for c in tree.body
         if isinstance(c, ast.ClassDef)
         for m in c.body
-        if isinstance(m, _DEFS) and (m.name == "__init__" or f"{c.name}.{m.name}" == keep)
+        if isinstance(m, _DEFS) and m.name == "__init__"
     }
-    kept |= {id(n) for n in tree.body if isinstance(n, _DEFS) and n.name == keep}
-
-    def cut(node: ast.AST) -> None:  # a kept function is shown whole, the functions inside it too
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, _DEFS) and id(child) in kept:
-                continue
-            if isinstance(child, _DEFS):
-                doc = ast.get_docstring(child)
-                child.body = [ast.Expr(ast.Constant(doc))] if doc else []
-                child.body.append(ast.Expr(ast.Constant(Ellipsis)))
-            else:
-                cut(child)
-
-    cut(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in constructors:
+            doc = ast.get_docstring(node)
+            node.body = [ast.Expr(ast.Constant(doc))] if doc else []
+            node.body.append(ast.Expr(ast.Constant(Ellipsis)))
     return ast.unparse(tree)
 
 

@@ -41,14 +41,13 @@ from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
 from l2mac.control.protocol import StepProtocol, cut_off
 from l2mac.control.test_start import file_start
-from l2mac.control.text import hotter
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
 from l2mac.errors import WorkspaceError
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.fenced import fenced_file
 from l2mac.models.client import ModelClient
-from l2mac.soa.agents import Agent, AgentLimits, AgentState, called_by_failing, failures_of, involved_in
+from l2mac.soa.agents import Agent, AgentLimits, AgentState, involved_in
 from l2mac.soa.contracts import (
     Contract,
     ContractError,
@@ -155,11 +154,9 @@ class Organization:
         tools: list[Tool],
         history: list[ModelMessage],
         begun: str = "",
-        temperature: float | None = None,
     ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
         """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes.
-        With ``begun`` (a file's path, opening fence and first lines) the answer is begun with it, and read whole;
-        ``temperature`` overrides the model's own for this call."""
+        With ``begun`` (a file's path, opening fence and first lines) the answer is begun with it, and read whole."""
         system = self.render(system_key + self.protocol.prompt_variant)
         messages = history or [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
         if history:
@@ -168,7 +165,7 @@ class Organization:
         asked = [*messages, ModelResponse(parts=[TextPart(begun)])] if begun else messages
         async with self._slots:
             response: ModelResponse = await self.client.request(
-                asked, offered, purpose=f"agent {agent.id}", allow_text=not offered, temperature=temperature
+                asked, offered, purpose=f"agent {agent.id}", allow_text=not offered
             )
         agent.calls += 1
         agent.tokens += response.usage.input_tokens + response.usage.output_tokens
@@ -473,10 +470,6 @@ class Organization:
             extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
         written: int | None = None  # examples the last written answer fails
         told = ""  # what the examples showed it last
-        # sampled hotter after an answer that could not be used, as the l2mac strategy's steps are after one that
-        # changed nothing: at the model's own, 21 of 234 agents on ClassEval at 7ad634d sent the same unusable
-        # answer (the docstring echoed, no body) each time and failed with "no usable function"
-        temperature: float | None = None
         for _ in range(self.limits.attempts):
             async with self._lock(contract.module):
                 module_now = self._read(agent, contract.module)
@@ -484,11 +477,11 @@ class Organization:
                 "child_task",
                 task=self.task,
                 module=contract.module,
-                outline=outline(module_now, self._hidden_from(agent, contract), keep=contract.qualname),
+                outline=outline(module_now, self._hidden_from(agent, contract)),
                 contract=contract.text(),
                 extra=extra,
             )
-            call, history = await self._ask(agent, "child_system", user, tools, history, temperature=temperature)
+            call, history = await self._ask(agent, "child_system", user, tools, history)
             if call is not None and call.tool_name == "request_contract_change":
                 changed, extra = await self._change_contract(agent, contract, call)
                 if changed != contract:  # the examples' verdict on the old signature says nothing of the new
@@ -513,9 +506,7 @@ class Organization:
                     self._fix_files([contract.module])
             except (ValidationError, ContractError, ValueError, OSError) as e:
                 extra = self.render("rejected_code", error=_short(e))
-                temperature = hotter(temperature)
                 continue
-            temperature = None
             # a function it split runs its helpers, which their agents have not written yet
             shown = await self._held(contract, examples) if examples and not helpers else None
             if shown is None or shown[0] == 0:
@@ -702,8 +693,7 @@ class Organization:
                 passed = now
             if round_ == self.limits.repair_rounds or (ok and mine == asked):
                 break  # (her rewrite fails her examples just as before: asking again would not tell her more)
-            called = {} if ok else self._called_by_failing(test_file, outcome.output)
-            involved = [] if ok else involved_in(self.agents, mother, outcome.output, called)
+            involved = [] if ok else involved_in(self.agents, mother, outcome.output)
             if not involved:  # the failure is in the lead's own code, tests or examples (agents' come first)
                 self.log("lead_repairs", mother=mother.id, round=round_ + 1)
                 asked = mine
@@ -716,7 +706,7 @@ class Organization:
                 best = None  # her tests are new: the earlier rounds' counts are of other tests
                 continue
             self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
-            await asyncio.gather(*(self._repair(a, outcome.output, called) for a in involved))
+            await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
         note = f"its tests still fail after {self.limits.repair_rounds} repair rounds"
         if ok:
             note = "her tests pass, but the task's own examples of her functions fail"
@@ -775,17 +765,11 @@ class Organization:
         broken = sorted(self.passing_before - passing)
         return run, bool(own) and not (set(own) & failing) and not broken, broken
 
-    def _called_by_failing(self, test_file: str, report: str) -> dict[str, set[str]]:
-        """Per failing test of ``test_file``, the names its body calls."""
-        store = self.env.store
-        return called_by_failing(store.read_text(test_file), report) if store.exists(test_file) else {}
-
-    async def _repair(self, agent: Agent, report: str, called: dict[str, set[str]] | None = None) -> None:
+    async def _repair(self, agent: Agent, report: str) -> None:
         assert agent.contract is not None
         self._set(agent, AgentState.WRITING, "repairing")
         try:
-            mine = failures_of(report, agent.contract.name, called)[-3000:]
-            extra = self.render("repair", name=agent.contract.name, report=mine)
+            extra = self.render("repair", name=agent.contract.name, report=report[-3000:])
             await self._implement(agent, agent.contract, leaf=True, extra=extra, repair=True)
             self._set(agent, AgentState.DONE, "repaired")
         except ContractError as e:
