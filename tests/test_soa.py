@@ -97,7 +97,9 @@ class Team:
             tools = [t.name for t in info.function_tools]
             user = last_user_text(messages)
             system = str(messages[0].parts[0].content) if messages and messages[0].parts else ""
-            if "write_skeleton" in tools or "You are the lead agent of a team of Python" in system:
+            if "write_module" in tools or "a module's design" in system:
+                role = "draft"
+            elif "write_skeleton" in tools or "You are the lead agent of a team of Python" in system:
                 role = "lead"
             elif "decide_contract" in tools or "asks to change the signature" in system:
                 role = "decide"
@@ -105,6 +107,8 @@ class Team:
                 m = re.search(r"Implement this function:\n```python\n(?:class \w+:\n\s+)?(?:async )?def (\w+)\(", user)
                 role = m.group(1) if m else "?"
             self.asked.setdefault(role, []).append(user)
+            if role == "draft" and not self.answers.get("draft"):  # the design sent back, nothing implemented
+                self.answers["draft"] = [("write_module", {"code": user.split("```python\n")[-1].split("```")[0]})]
             reply = self.answers[role].pop(0)
             name, args = reply
             if name == "cut off":  # an answer stopped at its token limit, mid-file
@@ -126,6 +130,8 @@ def as_text(tool: str, args: dict[str, Any]) -> str:
     if tool == "write_function":
         tests = f"\n\ntests/test_it.py\n```python\n{args['tests']}```" if args.get("tests") else ""
         return f"```python\n{args['code']}```{tests}"
+    if tool == "write_module":
+        return f"```python\n{args['code']}```"
     if tool == "write_tests":
         return f"tests/test_it.py\n```python\n{args['tests']}```"
     raise AssertionError(tool)
@@ -450,6 +456,8 @@ def test_the_leads_tests_are_begun_at_the_test_file_for_a_model_that_continues(t
         if isinstance(last, ModelResponse):  # the lead's tests, begun for her
             begun.append(last.text or "")
             return ModelResponse(parts=[TextPart('():\n    s = Shelf(1)\n    assert s.add("a") and s.count() == 1')])
+        if "a module's design" in str(messages[0].parts[0].content):  # her draft: the design sent back
+            return ModelResponse(parts=[TextPart(f"```python\n{SHELF}```")])
         role = re.search(r"Implement this function:\n```python\nclass \w+:\n\s+def (\w+)\(", last_user_text(messages))
         assert role is not None
         return ModelResponse(parts=[TextPart(f"```python\n{methods[role.group(1)]}```")])
@@ -745,6 +753,70 @@ def test_an_agents_function_is_held_to_the_tasks_own_examples_before_the_leads_t
     assert "fails the task's own examples" in told and "c.bump(2)" in told and "Got:\n    3" in told, told
     assert "return self.count\n" in result.files["counter.py"]
     assert len(team.asked["lead"]) == 1  # her tests ran once, on the corrected function
+
+
+def _counter(init: str, bump: str) -> str:
+    """COUNTER with the bodies of a draft."""
+    indented = [("    " + line if line else line) for line in (init + "\n" + bump).splitlines()]
+    return COUNTER.split("    def __init__")[0] + "\n".join(indented) + "\n"
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["tool calls", "text"])
+def test_the_leads_draft_of_a_given_module_is_each_agents_first_answer_held_to_the_tasks_examples(
+    tmp_path: Path, text: bool
+) -> None:
+    """Never worse than one call: before her agents work, the lead drafts the given module whole in one answer,
+    as one call would (each method seeing the others' bodies). A drafted method that passes the task's examples
+    of it, or that none judges, is kept with no agent asked; one that fails them goes to its agent with the
+    draft and what the examples showed."""
+    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests})],
+            "draft": [("write_module", {"code": _counter(COUNTER_INIT, BUMP_OFF_BY_ONE)})],
+            "bump": [("write_function", {"code": BUMP})],
+        },
+        text=text,
+    )
+    settings = make_settings(tmp_path, strategy="soa", protocol="text" if text else "tools")
+    result = run_l2mac(COUNTER_TASK, settings, model=team.model)
+    assert result.ok, result.report
+    assert "__init__" not in team.asked  # the draft's constructor: no example judges it, kept
+    told = team.asked["bump"][0]
+    assert "Your lead's draft of bump fails the task's own examples" in told and "self.count + 1" in told, told
+    assert "Got:\n    3" in told
+    code = result.files["counter.py"]
+    assert "self.count = 0" in code and "return self.count\n" in code and "self.count + 1" not in code
+
+
+def test_a_draft_that_passes_the_examples_is_kept_and_one_that_changes_a_signature_is_not_used(
+    tmp_path: Path,
+) -> None:
+    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests})],
+            "draft": [("write_module", {"code": _counter(COUNTER_INIT, BUMP)})],
+        }
+    )
+    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "a", strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    assert set(team.asked) == {"lead", "draft"}  # no agent was asked: the draft passed the examples and tests
+    assert "return self.count\n" in result.files["counter.py"]
+
+    changed = _counter(COUNTER_INIT, BUMP.replace("n: int", "n: int = 1"))
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests})],
+            "draft": [("write_module", {"code": changed})],
+            "__init__": [("write_function", {"code": COUNTER_INIT})],
+            "bump": [("write_function", {"code": BUMP})],
+        }
+    )
+    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "b", strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    assert len(team.asked["__init__"]) == 1 and len(team.asked["bump"]) == 1  # the agents wrote both
+    assert "n: int = 1" not in result.files["counter.py"]
 
 
 def test_a_wrong_test_of_the_leads_never_bends_a_function_that_passes_the_tasks_examples(tmp_path: Path) -> None:

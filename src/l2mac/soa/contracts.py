@@ -113,6 +113,16 @@ def current_code(source: str, contract: Contract) -> str | None:
     return textwrap.dedent("\n".join(source.splitlines()[slice(*definition_span(node))]))
 
 
+def keeps(source: str, contract: Contract) -> bool:
+    """Whether ``source`` defines ``contract``'s function with its signature (with a body or not)."""
+    try:
+        scope = _scope(ast.parse(source), contract.owner) or []
+    except SyntaxError:
+        return False
+    node = next((n for n in scope if isinstance(n, _DEFS) and n.name == contract.name), None)
+    return node is not None and signature_of(node) == contract.signature
+
+
 def changed_in(old: str, new: str, snippet: str, module: str) -> list[Contract]:
     """The contracts of a change to an existing module: ``old`` as it was, ``new`` with the lead's ``snippet``
     merged into it. Each stub ``new`` has that ``old`` did not, and each stub of ``snippet`` for a function

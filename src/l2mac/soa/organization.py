@@ -54,6 +54,7 @@ from l2mac.soa.contracts import (
     changed_contract,
     changed_in,
     current_code,
+    keeps,
     outline,
     put_function,
     reached_stubs,
@@ -65,10 +66,12 @@ from l2mac.soa.tools import (
     DECIDE,
     REQUEST_CHANGE,
     WRITE_FUNCTION,
+    WRITE_MODULE,
     WRITE_SKELETON,
     WRITE_TESTS,
     ContractChangeArgs,
     DecisionArgs,
+    DraftArgs,
     FunctionArgs,
     SkeletonArgs,
     TestsArgs,
@@ -113,6 +116,7 @@ class Organization:
         self._test_files: list[str] = []  # the test files the lead and her agents were given
         self._examples: list[Example] = []  # the task's own examples (docstrings' doctests, stated calls)
         self._reports: dict[tuple[str, str | None, str], str] = {}  # per contract: its examples' last failures
+        self._drafted: set[tuple[str, str | None, str]] = set()  # the contracts the lead's draft implemented
         self.task = ""
 
     # -- bookkeeping ---------------------------------------------------------------------------------------
@@ -364,8 +368,41 @@ class Organization:
             self._fix_files([test_file])
             agent.owns = ", ".join(given)
             self._lead_files = [*given, test_file]
+            for path, code in given.items():
+                await self._draft(agent, path, code)
             return contracts, test_file
         return None
+
+    async def _draft(self, lead: Agent, path: str, code: str) -> None:
+        """The lead's first draft of a module the task designs: the module whole in one answer, as one call of the
+        model would write it. It replaces the skeleton when it keeps every given function's signature; each
+        function it implements is then the first answer of the agent that owns it, kept when it passes the
+        task's examples of it (see :meth:`_implement`), and those it leaves stubs agents write. An answer cut off,
+        that does not parse, or that drops or changes a given signature, is not used. Seen on ClassEval at
+        7ad634d: agents that each saw their class's other methods as stubs passed 6 of 50 classes, the l2mac
+        strategy's whole-class steps 9."""
+        contracts = stubs(code, path)
+        if not contracts:
+            return
+        user = self.render("draft_task", task=self.task, module=path, code=code)
+        call, history = await self._ask(lead, "draft_system", user, [WRITE_MODULE], [])
+        try:
+            answer = history[-1]
+            if isinstance(answer, ModelResponse) and cut_off(answer):
+                raise ValueError("the answer was cut off at the length limit")
+            draft = textwrap.dedent(DraftArgs.model_validate(_args(call, "write_module")).code)
+            _parse_or_reject(draft, path)
+            if changed := [c.qualname for c in contracts if not keeps(draft, c)]:
+                raise ValueError(f"it drops or changes {', '.join(changed[:5])}")
+        except (ValidationError, ValueError) as e:
+            self.log("draft_unused", id=lead.id, module=path, reason=_short(e))
+            return
+        async with self._lock(path):
+            self._write(lead, path, draft)
+            self._fix_files([path], design=True)
+            left = stubs(self.env.store.read_text(path), path)
+        self._drafted |= {c.key for c in contracts} - {c.key for c in left}
+        self.log("drafted", id=lead.id, module=path, written=len(contracts) - len(left), left=len(left))
 
     async def _redesign(self, lead: Agent, report: str) -> bool:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
@@ -470,6 +507,14 @@ class Organization:
             extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
         written: int | None = None  # examples the last written answer fails
         told = ""  # what the examples showed it last
+        if not repair and contract.key in self._drafted:  # the lead's draft of it is its first answer
+            if best is None or best[0] == 0:  # no example judges it, or it passes them: kept
+                self.log("draft_kept", id=agent.id, owns=agent.owns, examples=bool(best))
+                return [], ""
+            written, told = best[0], self._example_report(contract)
+            self.log("examples_failed", id=agent.id, owns=agent.owns, failed=written, draft=True)
+            failed = self.render("draft_failed", name=contract.name, code=best[1], report=told)
+            extra = "\n".join(x for x in (extra, failed) if x)
         for _ in range(self.limits.attempts):
             async with self._lock(contract.module):
                 module_now = self._read(agent, contract.module)
@@ -595,7 +640,8 @@ class Organization:
         try:
             # a function the repository has, which the change rewrites: the agent is shown it as it is
             current = current_code(self.env.store.read_text(agent.contract.module), agent.contract)
-            extra = self.render("changed_function", current=current) if current else ""
+            drafted = agent.contract.key in self._drafted  # its lead's draft: its first answer, not the repository's
+            extra = self.render("changed_function", current=current) if current and not drafted else ""
             helpers, tests = await self._implement(agent, agent.contract, leaf=leaf, extra=extra)
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))

@@ -87,6 +87,21 @@ class DecisionArgs(BaseModel):
         return {"accept": accept, "reason": text.strip()[:500]}
 
 
+class DraftArgs(BaseModel):
+    code: str = Field(description="The complete module: its imports and every function implemented")
+
+    @classmethod
+    def from_answer(cls, blocks: Blocks, text: str) -> dict[str, Any] | None:
+        """The first block that is not tests and defines a class or function."""
+        found = (
+            body
+            for path, body in blocks
+            if not (path and _is_tests(path)) and re.search(r"^\s*(?:async\s+def|def|class) \w+", body, re.MULTILINE)
+        )
+        code = next(found, None)
+        return {"code": code} if code is not None else None
+
+
 class TestsArgs(BaseModel):
     tests: str = Field(description="pytest tests of the modules' behaviour")
 
@@ -100,6 +115,7 @@ class TestsArgs(BaseModel):
 
 
 WRITE_SKELETON = Tool("write_skeleton", "Write the module's design and its tests.", SkeletonArgs)
+WRITE_MODULE = Tool("write_module", "Write the module complete, every function implemented.", DraftArgs)
 WRITE_TESTS = Tool("write_tests", "Write the tests of the modules the task designs.", TestsArgs)
 WRITE_FUNCTION = Tool("write_function", "Write your function (and helper stubs to delegate).", FunctionArgs)
 REQUEST_CHANGE = Tool("request_contract_change", "Ask your lead to change your signature.", ContractChangeArgs)
