@@ -767,8 +767,8 @@ def test_the_leads_draft_of_a_given_module_is_each_agents_first_answer_held_to_t
 ) -> None:
     """Never worse than one call: before her agents work, the lead drafts the given module whole in one answer,
     as one call would (each method seeing the others' bodies). A drafted method that passes the task's examples
-    of it, or that none judges, is kept with no agent asked; one that fails them goes to its agent with the
-    draft and what the examples showed."""
+    of it, or that none judges, is kept with no agent asked; one that fails them its agent writes as it would
+    with no draft (shown a failing draft, the model sends it back), and the draft is the answer to beat."""
     tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
     team = Team(
         {
@@ -782,11 +782,23 @@ def test_the_leads_draft_of_a_given_module_is_each_agents_first_answer_held_to_t
     result = run_l2mac(COUNTER_TASK, settings, model=team.model)
     assert result.ok, result.report
     assert "__init__" not in team.asked  # the draft's constructor: no example judges it, kept
-    told = team.asked["bump"][0]
-    assert "Your lead's draft of bump fails the task's own examples" in told and "self.count + 1" in told, told
-    assert "Got:\n    3" in told
+    assert len(team.asked["bump"]) == 1 and "self.count + 1" not in team.asked["bump"][0]  # not shown the draft
     code = result.files["counter.py"]
     assert "self.count = 0" in code and "return self.count\n" in code and "self.count + 1" not in code
+
+    prose = ("prose", {"text": "The function is already implemented."})
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests.replace("bump(3) == 3", "bump(3) > 0")})],
+            "draft": [("write_module", {"code": _counter(COUNTER_INIT, BUMP_OFF_BY_ONE)})],
+            "bump": [prose] * 3,
+        },
+        text=text,
+    )
+    settings = make_settings(tmp_path / "unusable", strategy="soa", protocol="text" if text else "tools")
+    result = run_l2mac(COUNTER_TASK, settings, model=team.model)
+    assert "self.count + 1" in result.files["counter.py"]  # no usable answer: the draft stays, nothing lost
+    assert result.ok, result.report  # the agent did not fail: the draft is its answer
 
 
 def test_a_draft_that_passes_the_examples_is_kept_and_one_that_changes_a_signature_is_not_used(
