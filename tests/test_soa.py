@@ -801,34 +801,65 @@ def test_the_leads_draft_of_a_given_module_is_each_agents_first_answer_held_to_t
     assert result.ok, result.report  # the agent did not fail: the draft is its answer
 
 
-def test_a_draft_that_passes_the_examples_is_kept_and_one_that_changes_a_signature_is_not_used(
-    tmp_path: Path,
-) -> None:
+GRAFTED = '''import math
+
+
+class Counter:
+    """A counter, rewritten."""
+
+    LIMIT = 10
+
+    def __init__(self):
+        self.count = 0
+
+    def bump(self, n: int) -> int:
+        self._add(n)
+        return self.count
+
+    def _add(self, n: int) -> None:
+        self.count += math.floor(n)
+'''
+
+
+def test_a_drafts_functions_are_put_in_the_given_module_and_the_rest_of_it_stays_as_given(tmp_path: Path) -> None:
+    """The draft's functions are grafted as agents' answers are (with its imports and the helpers they call);
+    what the task gives besides its stubs (docstrings, class attributes, code with bodies) stays as given. A
+    function the draft gives another signature, or an answer cut off, is left to its agent."""
     tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
-    team = Team(
-        {
-            "lead": [("write_tests", {"tests": tests})],
-            "draft": [("write_module", {"code": _counter(COUNTER_INIT, BUMP)})],
-        }
-    )
+    team = Team({"lead": [("write_tests", {"tests": tests})], "draft": [("write_module", {"code": GRAFTED})]})
     result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "a", strategy="soa"), model=team.model)
     assert result.ok, result.report
     assert set(team.asked) == {"lead", "draft"}  # no agent was asked: the draft passed the examples and tests
-    assert "return self.count\n" in result.files["counter.py"]
+    code = result.files["counter.py"]
+    assert "import math" in code and "def _add(self, n: int) -> None:" in code and "self._add(n)" in code
+    assert '"""A count that starts at zero."""' in code and "rewritten" not in code and "LIMIT" not in code
+    assert '        >>> c.bump(2)\n        2\n        """\n        self._add(n)' in code  # its docstring kept
 
     changed = _counter(COUNTER_INIT, BUMP.replace("n: int", "n: int = 1"))
     team = Team(
         {
             "lead": [("write_tests", {"tests": tests})],
             "draft": [("write_module", {"code": changed})],
-            "__init__": [("write_function", {"code": COUNTER_INIT})],
             "bump": [("write_function", {"code": BUMP})],
         }
     )
     result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "b", strategy="soa"), model=team.model)
     assert result.ok, result.report
-    assert len(team.asked["__init__"]) == 1 and len(team.asked["bump"]) == 1  # the agents wrote both
+    assert "__init__" not in team.asked and len(team.asked["bump"]) == 1  # the draft's constructor, kept
     assert "n: int = 1" not in result.files["counter.py"]
+
+    cut = ("cut off", {"text": "```python\n" + GRAFTED[:150]})
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests})],
+            "draft": [cut],
+            "__init__": [("write_function", {"code": COUNTER_INIT})],
+            "bump": [("write_function", {"code": BUMP})],
+        }
+    )
+    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "c", strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    assert len(team.asked["__init__"]) == 1 and len(team.asked["bump"]) == 1  # not used: the agents wrote both
 
 
 def test_a_wrong_test_of_the_leads_never_bends_a_function_that_passes_the_tasks_examples(tmp_path: Path) -> None:

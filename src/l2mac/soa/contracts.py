@@ -113,14 +113,38 @@ def current_code(source: str, contract: Contract) -> str | None:
     return textwrap.dedent("\n".join(source.splitlines()[slice(*definition_span(node))]))
 
 
-def keeps(source: str, contract: Contract) -> bool:
-    """Whether ``source`` defines ``contract``'s function with its signature (with a body or not)."""
-    try:
-        scope = _scope(ast.parse(source), contract.owner) or []
-    except SyntaxError:
-        return False
-    node = next((n for n in scope if isinstance(n, _DEFS) and n.name == contract.name), None)
-    return node is not None and signature_of(node) == contract.signature
+def graft(source: str, draft: str, contracts: list[Contract]) -> tuple[str, list[Contract]]:
+    """``source`` with each of ``contracts`` that ``draft`` (the module written whole, in one answer) implements
+    put in its place as an agent's answer is (:func:`put_function`), with the draft's imports and the functions
+    it adds beside it (helpers); the rest of ``source`` stays as it is: the code it gives with bodies (a
+    constructor whose attributes the task's tests read), its class attributes, decorators and docstrings. A
+    function the draft leaves a stub, or gives another signature, stays a stub. Returns the source and the
+    contracts put in place."""
+    tree = _parse(draft, "the draft")
+    lines = draft.splitlines()
+    imports = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+    def text(node: ast.stmt) -> str:
+        return textwrap.dedent("\n".join(lines[slice(*definition_span(node))]))
+
+    placed: list[Contract] = []
+    for contract in contracts:
+        scope = _scope(tree, contract.owner) or []
+        node = next((n for n in scope if isinstance(n, _DEFS) and n.name == contract.name), None)
+        if node is None or is_stub_shaped(node):
+            continue
+        known = {getattr(n, "name", "") for n in _scope(_parse(source, contract.module), contract.owner) or []}
+        known |= {c.name for c in contracts}
+        helpers = [n for n in scope if isinstance(n, _DEFS) and n.name not in known]  # put with the first
+        code = "\n\n".join(text(n) for n in [node, *helpers])
+        if contract.owner is not None:  # as a small model sends a method: inside its class
+            code = f"class {contract.owner}:\n" + textwrap.indent(code, "    ")
+        try:
+            source = put_function(source, contract, "\n".join([*imports, "", code]))
+        except ContractError:
+            continue
+        placed.append(contract)
+    return source, placed
 
 
 def changed_in(old: str, new: str, snippet: str, module: str) -> list[Contract]:

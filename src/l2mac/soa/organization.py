@@ -54,7 +54,7 @@ from l2mac.soa.contracts import (
     changed_contract,
     changed_in,
     current_code,
-    keeps,
+    graft,
     outline,
     put_function,
     reached_stubs,
@@ -375,10 +375,10 @@ class Organization:
 
     async def _draft(self, lead: Agent, path: str, code: str) -> None:
         """The lead's first draft of a module the task designs: the module whole in one answer, as one call of the
-        model would write it. It replaces the skeleton when it keeps every given function's signature; each
-        function it implements is then the first answer of the agent that owns it, kept when it passes the
-        task's examples of it (see :meth:`_implement`), and those it leaves stubs agents write. An answer cut off,
-        that does not parse, or that drops or changes a given signature, is not used. Seen on ClassEval at
+        model would write it. Each given function it implements is put in its place (:func:`graft`: the rest of
+        the module stays as the task gives it) as the first answer of the agent that owns it, kept when it passes
+        the task's examples of it (see :meth:`_implement`); those it leaves stubs, or writes with another
+        signature, agents write. An answer cut off, or that does not parse, is not used. Seen on ClassEval at
         7ad634d: agents that each saw their class's other methods as stubs passed 6 of 50 classes, the l2mac
         strategy's whole-class steps 9."""
         contracts = stubs(code, path)
@@ -392,17 +392,17 @@ class Organization:
                 raise ValueError("the answer was cut off at the length limit")
             draft = textwrap.dedent(DraftArgs.model_validate(_args(call, "write_module")).code)
             _parse_or_reject(draft, path)
-            if changed := [c.qualname for c in contracts if not keeps(draft, c)]:
-                raise ValueError(f"it drops or changes {', '.join(changed[:5])}")
         except (ValidationError, ValueError) as e:
             self.log("draft_unused", id=lead.id, module=path, reason=_short(e))
             return
-        async with self._lock(path):
-            self._write(lead, path, draft)
-            self._fix_files([path], design=True)
-            left = stubs(self.env.store.read_text(path), path)
-        self._drafted |= {c.key for c in contracts} - {c.key for c in left}
-        self.log("drafted", id=lead.id, module=path, written=len(contracts) - len(left), left=len(left))
+        grafted, placed = graft(self.env.store.read_text(path), draft, contracts)
+        if placed:
+            self._write(lead, path, grafted)
+            self._fix_files([path])
+        final = self.env.store.read_text(path)  # as the repairs left it
+        drafted = {c.key for c in contracts if current_code(final, c) is not None}
+        self._drafted |= drafted
+        self.log("drafted", id=lead.id, module=path, written=len(drafted), left=len(contracts) - len(drafted))
 
     async def _redesign(self, lead: Agent, report: str) -> bool:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests
@@ -459,6 +459,7 @@ class Organization:
 
     def _reassign(self, contract: Contract) -> None:
         """The agent that owned ``contract`` gives it up (the lead changed it): a new agent is made for it."""
+        self._drafted.discard(contract.key)  # its new stub is not the draft's
         for agent in (a for a in self.agents if a.contract is not None and a.contract.key == contract.key):
             agent.contract = None
             self._set(agent, agent.state, "its lead changed its contract; a new agent owns it")
@@ -507,7 +508,7 @@ class Organization:
             extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
         written: int | None = None  # examples the last written answer fails
         told = ""  # what the examples showed it last
-        if not repair and contract.key in self._drafted:  # the lead's draft of it is its first answer
+        if not repair and self._is_drafted(contract):  # the lead's draft of it is its first answer
             if best is None or best[0] == 0:  # no example judges it, or it passes them: kept
                 self.log("draft_kept", id=agent.id, owns=agent.owns, examples=bool(best))
                 return [], ""
@@ -571,6 +572,12 @@ class Organization:
         if best is not None and best[0] < written:
             await self._restore(agent, contract, best[1])
         return [], ""
+
+    def _is_drafted(self, contract: Contract) -> bool:
+        """Whether ``contract``'s function is the lead's draft of it (her draft wrote it, and it is not a stub)."""
+        if contract.key not in self._drafted:
+            return False
+        return current_code(self.env.store.read_text(contract.module), contract) is not None
 
     def _siblings(self, contract: Contract) -> set[str]:
         """The other agents' functions of ``contract``'s class (or module's top level)."""
@@ -641,8 +648,7 @@ class Organization:
         try:
             # a function the repository has, which the change rewrites: the agent is shown it as it is
             current = current_code(self.env.store.read_text(agent.contract.module), agent.contract)
-            drafted = agent.contract.key in self._drafted  # its lead's draft: its first answer, not the repository's
-            extra = self.render("changed_function", current=current) if current and not drafted else ""
+            extra = self.render("changed_function", current=current) if current and self.repository else ""
             helpers, tests = await self._implement(agent, agent.contract, leaf=leaf, extra=extra)
         except ContractError as e:
             self._set(agent, AgentState.FAILED, str(e))
@@ -838,6 +844,7 @@ _WHAT = {
     "write_skeleton": "modules (write_skeleton, or each module as its path and a fenced block)",
     "write_function": "function (write_function, or the function in a ```python fenced block)",
     "decide_contract": "decision",
+    "write_module": "module (write_module, or the module in a ```python fenced block)",
     "write_tests": "tests (write_tests, or the test file as its path and a fenced block)",
 }
 
