@@ -473,40 +473,6 @@ def test_the_leads_tests_are_begun_at_the_test_file_for_a_model_that_continues(t
     assert all(a.state.value == "done" for a in agents), [(a.owns, a.note) for a in agents]
 
 
-def test_an_agent_is_shown_docstrings_laid_out_as_written_closing_quotes_on_their_own_line() -> None:
-    """Shown a method whose docstring's lines sat at the margin and whose quotes closed after its last doctest
-    line (as ``ast.unparse`` writes a docstring), the 1.5B model's copy ended its fenced block there, the
-    docstring left open: no usable function. Each docstring an agent sees is laid out as in a source file, and
-    is the same docstring."""
-    source = COUNTER.replace("        >>> c = Counter()", "\n        >>> c = Counter()")
-    bump = stubs(source, "counter.py")[1]
-    assert (
-        bump.text()
-        == '''class Counter:
-    def bump(self, n: int) -> int:
-        """Add n to the count and return the count.
-
-        >>> c = Counter()
-        >>> c.bump(2)
-        2
-        """
-        ...'''
-    )
-    shown = contracts.outline(source)
-    assert '        >>> c.bump(2)\n        2\n        """\n        ...' in shown
-    assert '    def bump(self, n: int) -> int:\n        """Add n' in shown
-    for text in (bump.text(), shown):
-        method = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == "bump")
-        assert ast.get_docstring(method) == bump.docstring  # the same docstring
-    escaped = Contract(
-        "t.py", "split", "def split(self, text):", "Split at '\\n'.\n>>> T().split('a\\nb')\n['a', 'b']", "T"
-    )
-    method = next(n for n in ast.walk(ast.parse(escaped.text())) if isinstance(n, ast.FunctionDef))
-    assert ast.get_docstring(method) == escaped.docstring and "        ['a', 'b']\n        " in escaped.text()
-    one_line = stubs('def f() -> int:\n    """One."""\n    ...\n', "f.py")[0]
-    assert one_line.text() == 'def f() -> int:\n    """One."""\n    ...'
-
-
 def test_a_method_contract_is_merged_into_its_class_and_stays_frozen() -> None:
     contracts = stubs(SHELF + "\n\nclass Store(Protocol):\n    def get(self) -> int:\n        ...\n", "shelf.py")
     assert [c.label for c in contracts] == ["shelf.py:Shelf.__init__", "shelf.py:Shelf.add", "shelf.py:Shelf.count"]

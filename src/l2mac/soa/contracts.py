@@ -50,29 +50,19 @@ class Contract:
         return f"{self.module}:{self.qualname}"
 
     def text(self) -> str:
-        """The function as a stub (a method inside its class), written as :func:`outline` writes one."""
-        stub = "".join(f"@{d}\n" for d in self.decorators) + f"{self.signature}\n"
-        stub += (f"    {self.docstring!r}\n" if self.docstring else "") + "    ...\n"
-        if self.owner is None:
-            return outline(stub)
-        return outline(f"class {self.owner}:\n{textwrap.indent(stub, '    ')}").replace(":\n\n", ":\n", 1)
+        """The function as a stub; a method inside its class."""
+        doc = f"    {_string(self.docstring)}\n" if self.docstring else ""
+        stub = "".join(f"@{d}\n" for d in self.decorators) + f"{self.signature}\n{doc}    ..."
+        return f"class {self.owner}:\n{textwrap.indent(stub, '    ')}" if self.owner else stub
 
     @property
     def constructor(self) -> bool:
         return self.owner is not None and self.name == "__init__"
 
 
-def laid_out(docstring: str, indent: str) -> str:
-    """A cleaned docstring (``ast.get_docstring``'s) as it is written in a body indented by ``indent``: its lines
-    after the first indented, and the closing quotes on a line of their own when it has more than one. Shown so
-    to an agent, it is copied whole: shown with its lines at the margin and its quotes after its last line (as
-    ``ast.unparse`` writes it), the 1.5B model's copy of a method that ends in a doctest ended its fenced block
-    there, the docstring left open (31 of 69 answers of the agents that failed "no usable function" on ClassEval
-    at 352afd4)."""
-    lines = docstring.split("\n")
-    if len(lines) < 2:
-        return docstring
-    return "\n".join([lines[0], *(indent + line if line.strip() else "" for line in lines[1:]), indent])
+def _string(text: str) -> str:
+    """``text`` as a triple-quoted literal, or as ``repr`` gives it where quotes or backslashes would change it."""
+    return repr(text) if '"""' in text or text.endswith('"') or "\\" in text else f'"""{text}"""'
 
 
 def _parse(source: str, what: str) -> ast.Module:
@@ -421,17 +411,11 @@ def outline(source: str, hide: set[str] | None = None) -> str:
         for m in c.body
         if isinstance(m, _DEFS) and m.name == "__init__"
     }
-    depth: dict[int, int] = {}  # per node, the blocks it is in (ast.unparse indents each by four spaces)
     for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            depth[id(child)] = depth.get(id(node), 0) + isinstance(node, ast.stmt)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in constructors:
             doc = ast.get_docstring(node)
-            shown = [ast.Expr(ast.Constant(laid_out(doc, "    " * (depth.get(id(node), 0) + 1))))] if doc else []
-            if id(node) in constructors:  # its body whole
-                node.body[: 1 if doc else 0] = shown
-            else:
-                node.body = [*shown, ast.Expr(ast.Constant(Ellipsis))]
+            node.body = [ast.Expr(ast.Constant(doc))] if doc else []
+            node.body.append(ast.Expr(ast.Constant(Ellipsis)))
     return ast.unparse(tree)
 
 
