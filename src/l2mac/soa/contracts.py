@@ -106,11 +106,21 @@ def stubs(source: str, module: str) -> list[Contract]:
 def current_code(source: str, contract: Contract) -> str | None:
     """The code of ``contract``'s function as ``source`` has it with a body (a method, dedented); None when
     ``source`` has no such function, or has it as a stub."""
-    scope = _scope(_parse(source, contract.module), contract.owner)
-    node = next((n for n in scope or [] if isinstance(n, _DEFS) and n.name == contract.name), None)
+    node = _function(_parse(source, contract.module), contract)
     if node is None or is_stub_shaped(node):
         return None
-    return textwrap.dedent("\n".join(source.splitlines()[slice(*definition_span(node))]))
+    return _text(source.splitlines(), node)
+
+
+def _function(tree: ast.Module, contract: Contract) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """``contract``'s function in ``tree``, if it defines it."""
+    scope = _scope(tree, contract.owner) or []
+    return next((n for n in scope if isinstance(n, _DEFS) and n.name == contract.name), None)
+
+
+def _text(lines: list[str], node: ast.stmt) -> str:
+    """A definition's source (its decorators included), dedented."""
+    return textwrap.dedent("\n".join(lines[slice(*definition_span(node))]))
 
 
 def graft(source: str, draft: str, contracts: list[Contract]) -> tuple[str, list[Contract]]:
@@ -123,20 +133,16 @@ def graft(source: str, draft: str, contracts: list[Contract]) -> tuple[str, list
     tree = _parse(draft, "the draft")
     lines = draft.splitlines()
     imports = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-
-    def text(node: ast.stmt) -> str:
-        return textwrap.dedent("\n".join(lines[slice(*definition_span(node))]))
-
     placed: list[Contract] = []
     for contract in contracts:
-        scope = _scope(tree, contract.owner) or []
-        node = next((n for n in scope if isinstance(n, _DEFS) and n.name == contract.name), None)
+        node = _function(tree, contract)
         if node is None or is_stub_shaped(node):
             continue
         known = {getattr(n, "name", "") for n in _scope(_parse(source, contract.module), contract.owner) or []}
         known |= {c.name for c in contracts}
+        scope = _scope(tree, contract.owner) or []
         helpers = [n for n in scope if isinstance(n, _DEFS) and n.name not in known]  # put with the first
-        code = "\n\n".join(text(n) for n in [node, *helpers])
+        code = "\n\n".join(_text(lines, n) for n in [node, *helpers])
         if contract.owner is not None:  # as a small model sends a method: inside its class
             code = f"class {contract.owner}:\n" + textwrap.indent(code, "    ")
         try:
@@ -162,10 +168,9 @@ def changed_in(old: str, new: str, snippet: str, module: str) -> list[Contract]:
 def _rewrites(old: str, stub: Contract) -> bool:
     """Whether a stub of a function ``old`` has with a body asks for a change: its signature or docstring
     differs (a lead shown the module's outline copies its functions back as stubs, unchanged)."""
-    if current_code(old, stub) is None:
+    node = _function(_parse(old, stub.module), stub)
+    if node is None or is_stub_shaped(node):
         return False
-    scope = _scope(_parse(old, stub.module), stub.owner) or []
-    node = next(n for n in scope if isinstance(n, _DEFS) and n.name == stub.name)
     return (signature_of(node), ast.get_docstring(node) or "") != (stub.signature, stub.docstring)
 
 

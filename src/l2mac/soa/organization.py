@@ -391,11 +391,10 @@ class Organization:
             if isinstance(answer, ModelResponse) and cut_off(answer):
                 raise ValueError("the answer was cut off at the length limit")
             draft = textwrap.dedent(DraftArgs.model_validate(_args(call, "write_module")).code)
-            _parse_or_reject(draft, path)
-        except (ValidationError, ValueError) as e:
+            grafted, placed = graft(self.env.store.read_text(path), draft, contracts)
+        except (ValidationError, ValueError) as e:  # ContractError too: the draft does not parse
             self.log("draft_unused", id=lead.id, module=path, reason=_short(e))
             return
-        grafted, placed = graft(self.env.store.read_text(path), draft, contracts)
         if placed:
             self._write(lead, path, grafted)
             self._fix_files([path])
