@@ -210,7 +210,7 @@ def test_the_l2mac_strategy_runs_the_engine_and_takes_the_file_defining_the_func
 def test_the_soa_strategy_runs_a_lead_and_a_child_and_takes_the_function_they_built(
     tasks: list[he.Task], tmp_path: Path
 ) -> None:
-    from pydantic_ai.messages import ToolCallPart
+    from pydantic_ai.messages import TextPart, ToolCallPart
 
     from conftest import make_settings
 
@@ -225,14 +225,16 @@ def test_the_soa_strategy_runs_a_lead_and_a_child_and_takes_the_function_they_bu
         asked.append(sorted(tools))
         if "write_tests" in tools:  # the lead: the task gives the function's stub, so she writes its tests
             return ModelResponse(parts=[ToolCallPart("write_tests", json.dumps({"tests": tests}))])
-        if "write_module" in tools:  # her draft of the given module: the stub sent back, as a small model does
-            return ModelResponse(parts=[ToolCallPart("write_module", json.dumps({"code": stub}))])
+        if "step_complete" in tools:  # her draft of the given module, the control unit's step: nothing written,
+            return ModelResponse(parts=[TextPart("The function is already implemented.")])  # as a small model does
         return ModelResponse(parts=[ToolCallPart("write_function", json.dumps({"code": body}))])
 
     model = FunctionModel(team, model_name="team")
     gen = he.engine_generator(make_settings(tmp_path), model, tmp_path / "runs", strategy="soa")(task)
-    assert gen.error is None and "return number % 1.0" in gen.solution and gen.requests == 3
-    assert asked == [["write_tests"], ["write_module"], ["request_contract_change", "write_function"]]
+    assert gen.error is None and "return number % 1.0" in gen.solution and gen.requests == len(asked)
+    drafted = [a for a in asked if "step_complete" in a]
+    assert drafted and asked[: len(drafted)] == drafted  # the draft's step first, then the lead's tests, the agent
+    assert asked[len(drafted) :] == [["write_tests"], ["request_contract_change", "write_function"]]
     with pytest.raises(ConfigError, match="not 'single'"):
         he.engine_generator(make_settings(tmp_path), model, strategy="single")
 

@@ -38,19 +38,11 @@ def spec_plan(task: str, *, tests: bool = True) -> list[Instruction]:
     """The plan the specification in ``task`` gives: ``[]`` unless it describes each of its code files but those
     that use the rest (entry points, examples, scripts), which then come last."""
     specs = outline.code_files(task)
-    described = _ordered(_described(specs))
-    if not described:
+    files, markers = _file_steps(specs, task, tests)
+    if not files:
         return []
+    steps = list(files.values())
     tree = outline.tree_paths(task)
-    markers = [p for p in tree if p.endswith("/__init__.py")]
-    stems = [s.path.rsplit("/", 1)[-1] for s in described]
-    steps = []
-    for spec in described:
-        package = spec.path.rsplit("/", 1)[0] + "/__init__.py" if "/" in spec.path else ""
-        own_marker = [package] if package in markers else []
-        markers = [m for m in markers if m not in own_marker]
-        unique = stems.count(spec.path.rsplit("/", 1)[-1]) == 1
-        steps.append(_file_step(spec, own_marker, tests, unique))
     rest = [s.path for s in specs if not s.description] + markers
     rest += [p for p in tree if p.endswith(OTHER_FILES) or p.rsplit("/", 1)[-1] in PROJECT_FILES]
     if rest:
@@ -65,6 +57,31 @@ def spec_plan(task: str, *, tests: bool = True) -> list[Instruction]:
             )
         )
     return steps
+
+
+def module_steps(task: str, *, tests: bool = True) -> dict[str, Instruction]:
+    """The step that writes each code file of the task, by path, as the l2mac strategy's plan has it: the task
+    itself when it gives the skeleton of its one code file (:func:`one_skeleton_file`), else the specification's
+    step for each file it describes; ``{}`` when neither."""
+    if (path := one_skeleton_file(task)) is not None:
+        return {path: Instruction(title=f"Write {path}", instruction=task, requires_tests=tests)}
+    return _file_steps(outline.code_files(task), task, tests)[0]
+
+
+def _file_steps(specs: list[outline.SpecFile], task: str, tests: bool) -> tuple[dict[str, Instruction], list[str]]:
+    """Each described file's step, by path, in dependency order, with each package's marker beside its first
+    module (``{}`` unless the specification describes its code files); and the package markers no step writes."""
+    described = _ordered(_described(specs))
+    markers = [p for p in outline.tree_paths(task) if p.endswith("/__init__.py")] if described else []
+    stems = [s.path.rsplit("/", 1)[-1] for s in described]
+    steps: dict[str, Instruction] = {}
+    for spec in described:
+        package = spec.path.rsplit("/", 1)[0] + "/__init__.py" if "/" in spec.path else ""
+        own_marker = [package] if package in markers else []
+        markers = [m for m in markers if m not in own_marker]
+        unique = stems.count(spec.path.rsplit("/", 1)[-1]) == 1
+        steps[spec.path] = _file_step(spec, own_marker, tests, unique)
+    return steps, markers
 
 
 def specified_skeletons(task: str) -> dict[str, str]:

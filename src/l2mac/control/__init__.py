@@ -2,7 +2,7 @@
 the protocol by which the model answers as its seam."""
 
 from l2mac.control.protocol import StepProtocol
-from l2mac.control.step import Step, StepLimits
+from l2mac.control.step import Step, StepLimits, time_share
 from l2mac.control.text import TEXT
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.control.unit import ControlUnit
@@ -18,4 +18,4 @@ def protocol_named(name: str) -> StepProtocol:
         raise ConfigError(f"unknown protocol {name!r}; choose one of: {', '.join(PROTOCOLS)}, auto") from None
 
 
-__all__ = ["PROTOCOLS", "ControlUnit", "Step", "StepLimits", "StepProtocol", "protocol_named"]
+__all__ = ["PROTOCOLS", "ControlUnit", "Step", "StepLimits", "StepProtocol", "protocol_named", "time_share"]

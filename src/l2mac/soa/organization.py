@@ -13,7 +13,7 @@ import ast
 import asyncio
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from importlib import resources
@@ -78,6 +78,15 @@ from l2mac.soa.tools import (
 )
 from l2mac.spec_plan import specified_skeletons
 from l2mac.tools import Tool, ToolEnv, parse_arguments
+from l2mac.types import StepOutcome
+
+#: the lead's draft of a given module by the control unit: the module's path, its number and the number of given
+#: modules; the step's outcome, or None when there is no step for that module
+Drafter = Callable[[str, int, int], Awaitable[StepOutcome | None]]
+
+
+async def _no_step(path: str, index: int, total: int) -> StepOutcome | None:
+    return None
 
 
 def _prompts() -> dict[str, str]:
@@ -102,8 +111,10 @@ class Organization:
         recover: bool = True,
         repository: str = "",
         passing_before: frozenset[str] = frozenset(),
+        drafter: Drafter = _no_step,
     ) -> None:
         self.client, self.env, self.limits = client, env, limits
+        self.drafter = drafter
         self.protocol, self.recover = protocol, recover
         # a change to a repository l2mac did not write: its map, and its tests that passed before the change
         self.repository, self.passing_before = repository, passing_before
@@ -348,6 +359,8 @@ class Organization:
         answer, and no agent was made); the lead writes their tests."""
         for path, code in given.items():
             self._write(agent, path, code)
+        for index, (path, code) in enumerate(given.items(), 1):
+            await self._draft(agent, path, code, index, len(given))
         contracts = [c for path, code in given.items() for c in stubs(code, path)]
         test_file = self._test_path(_first_module(list(given)))
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
@@ -368,40 +381,51 @@ class Organization:
             self._fix_files([test_file])
             agent.owns = ", ".join(given)
             self._lead_files = [*given, test_file]
-            for path, code in given.items():
-                await self._draft(agent, path, code)
             return contracts, test_file
         return None
 
-    async def _draft(self, lead: Agent, path: str, code: str) -> None:
-        """The lead's first draft of a module the task designs: the module whole in one answer, as one call of the
-        model would write it. Each given function it implements is put in its place (:func:`graft`: the rest of
-        the module stays as the task gives it) as the first answer of the agent that owns it, kept when it passes
-        the task's examples of it (see :meth:`_implement`); those it leaves stubs, or writes with another
-        signature, agents write. An answer cut off, or that does not parse, is not used. Seen on ClassEval at
-        7ad634d: agents that each saw their class's other methods as stubs passed 6 of 50 classes, the l2mac
-        strategy's whole-class steps 9."""
+    async def _draft(self, lead: Agent, path: str, code: str, index: int, total: int) -> None:
+        """The lead's first draft of a module the task designs: the module whole, as the l2mac strategy writes it
+        (the control unit's step, :data:`Drafter`, with its checks and tests), or, where it has no step for it, as
+        one call of the model would write it. Each given function it implements is put in its place
+        (:func:`graft`: the rest of the module stays as the task gives it) as the first answer of the agent that
+        owns it, kept when it passes the task's examples of it (see :meth:`_implement`); those it leaves stubs, or
+        writes with another signature, agents write. A one-call answer cut off, or a draft that does not parse, is
+        not used. Seen on ClassEval at 7ad634d: agents that each saw their class's other methods as stubs passed 6
+        of 50 classes, the l2mac strategy's whole-class steps 9; at 0119155 the one-call draft sent the skeleton
+        back in 6 of 10 classes."""
         contracts = stubs(code, path)
         if not contracts:
             return
-        user = self.render("draft_task", task=self.task, module=path, code=code)
-        call, history = await self._ask(lead, "draft_system", user, [WRITE_MODULE], [])
         try:
-            answer = history[-1]
-            if isinstance(answer, ModelResponse) and cut_off(answer):
-                raise ValueError("the answer was cut off at the length limit")
-            draft = textwrap.dedent(DraftArgs.model_validate(_args(call, "write_module")).code)
-            grafted, placed = graft(self.env.store.read_text(path), draft, contracts)
+            stepped = await self.drafter(path, index, total)
+            if stepped is not None:  # the step wrote the module in the store: its functions are grafted on the given
+                draft = self.env.store.read_text(path)
+                self.log("draft_step", id=lead.id, module=path, status=stepped.status.value)
+            else:
+                draft = await self._draft_answer(lead, path, code)
+            grafted, placed = graft(code, draft, contracts)
         except (ValidationError, ValueError) as e:  # ContractError too: the draft does not parse
+            self._write(lead, path, code)
             self.log("draft_unused", id=lead.id, module=path, reason=_short(e))
             return
+        self._write(lead, path, grafted)
         if placed:
-            self._write(lead, path, grafted)
             self._fix_files([path])
         final = self.env.store.read_text(path)  # as the repairs left it
         drafted = {c.key for c in contracts if current_code(final, c) is not None}
         self._drafted |= drafted
         self.log("drafted", id=lead.id, module=path, written=len(drafted), left=len(contracts) - len(drafted))
+
+    async def _draft_answer(self, lead: Agent, path: str, code: str) -> str:
+        """The module ``path`` whole, in one answer of the model; raises ValueError for an answer cut off, or that
+        gives no module."""
+        user = self.render("draft_task", task=self.task, module=path, code=code)
+        call, history = await self._ask(lead, "draft_system", user, [WRITE_MODULE], [])
+        answer = history[-1]
+        if isinstance(answer, ModelResponse) and cut_off(answer):
+            raise ValueError("the answer was cut off at the length limit")
+        return textwrap.dedent(DraftArgs.model_validate(_args(call, "write_module")).code)
 
     async def _redesign(self, lead: Agent, report: str) -> bool:
         """The lead's tests fail and no agent's function is involved (she wrote the failing code, or the tests

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from l2mac.context import ContextBudget
-from l2mac.control import StepProtocol
+from l2mac.control import StepLimits, StepProtocol
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import Domain
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import EventSink
 from l2mac.models.client import ModelClient
 from l2mac.record import RunRecord
+from l2mac.settings import RunSettings
 from l2mac.store import GitHistory
 from l2mac.tools import Toolbox
 from l2mac.types import PromptProgram, StepOutcome, StopCause
@@ -41,6 +42,20 @@ class RunContext:
     repository: str = ""
     #: and its tests that passed before the change (a change is held by the tests it breaks, not the others)
     passing_before: frozenset[str] = frozenset()
+
+
+def step_limits(rs: RunSettings, protocol: StepProtocol) -> StepLimits:
+    """The control unit's step limits the user set, and the protocol's own defaults for those left unset."""
+    chosen = rs.model_fields_set
+    return StepLimits(
+        rs.max_turns,
+        rs.max_check_failures if "max_check_failures" in chosen else protocol.check_failures,
+        rs.max_context_restarts,
+        samples=rs.samples if "samples" in chosen else protocol.samples,
+        keep_best=rs.keep_best,
+        held_by_own=rs.held_by_own,
+        max_stalled=rs.max_stalled_attempts,
+    )
 
 
 def stop_cause(e: BudgetExceeded | ProviderError) -> StopCause:

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from l2mac.checks.repairs import make_installable
 from l2mac.checks.usage import project_commands
-from l2mac.control import ControlUnit, Step, StepLimits, StepProtocol
+from l2mac.control import ControlUnit, Step, StepLimits, StepProtocol, time_share
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import PlanReady, StepFinished, StepStarted
 from l2mac.plan_rules import is_readme_step
 from l2mac.planner import make_plan
 from l2mac.record import RunRecord
 from l2mac.settings import RunSettings
-from l2mac.strategies.base import RunContext, StrategyResult, stop_cause
+from l2mac.strategies.base import RunContext, StrategyResult, step_limits, stop_cause
 from l2mac.types import Instruction, PromptProgram
 
 
@@ -35,21 +34,8 @@ class SequentialStrategy:
 
     @classmethod
     def from_settings(cls, rs: RunSettings, protocol: StepProtocol) -> SequentialStrategy:
-        """The step limits the user set, and the protocol's own defaults for those left unset."""
-        chosen = rs.model_fields_set
-        check_failures = rs.max_check_failures if "max_check_failures" in chosen else protocol.check_failures
-        samples = rs.samples if "samples" in chosen else protocol.samples
-        limits = StepLimits(
-            rs.max_turns,
-            check_failures,
-            rs.max_context_restarts,
-            samples=samples,
-            keep_best=rs.keep_best,
-            held_by_own=rs.held_by_own,
-            max_stalled=rs.max_stalled_attempts,
-        )
         return cls(
-            limits,
+            step_limits(rs, protocol),
             plan_steps=rs.steps,
             step_budget=rs.max_steps,
             reflect=rs.reflect,
@@ -101,7 +87,7 @@ class SequentialStrategy:
             if self.readme and ctx.domain.python_checks and is_readme_step(instruction):
                 make_installable(ctx.toolbox.env.store, _recovered(ctx.record, index))
                 instruction = _with_commands(instruction, ctx)
-            deadline = _time_share(ctx.client.deadline, min(total, self.step_budget or total) - index + 1)
+            deadline = time_share(ctx.client.deadline, min(total, self.step_budget or total) - index + 1)
             outcome = await unit.run_step(Step(program.task, index, total, instruction, summary, deadline))
             ctx.history.commit(f"step {index}/{total}: {instruction.title} [{outcome.status.value}]")
             ctx.record.save_step(outcome)
@@ -119,16 +105,6 @@ def _with_commands(instruction: Instruction, ctx: RunContext) -> Instruction:
     listed = "\n".join(f"- to {what}: `{command}`" for what, command in commands.items())
     given = ctx.domain.render("readme_commands_given", commands=listed)
     return instruction.model_copy(update={"instruction": f"{instruction.instruction.rstrip()}\n{given}"})
-
-
-def _time_share(deadline: float | None, steps_left: int) -> float | None:
-    """When the run has a time limit, the step's share of what is left of it: the time left over the steps left
-    (a step that passes early leaves its time to the next). Seen on DevBench: the first step of three took 69-85%
-    of the hour, and the files of the steps after it were never written."""
-    if deadline is None:
-        return None
-    now = time.monotonic()
-    return now + max(deadline - now, 0.0) / max(steps_left, 1)
 
 
 def _recovered(record: RunRecord, step: int) -> Callable[..., None]:
