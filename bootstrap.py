@@ -30,8 +30,33 @@ def say(msg: str) -> None:
     print(f"[bootstrap] {msg}", flush=True)
 
 
-def sh(*argv: str | Path, check: bool = True) -> int:
-    return subprocess.run([str(a) for a in argv], cwd=ROOT, check=check).returncode
+#: compiler flags that leave llama.cpp's AMX kernels out of the embedded model's build
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+
+
+def sh(*argv: str | Path, check: bool = True, env: dict[str, str] | None = None) -> int:
+    return subprocess.run([str(a) for a in argv], cwd=ROOT, check=check, env=env).returncode
+
+
+def has_amx() -> bool:
+    """Whether this CPU reports Intel AMX (Linux)."""
+    try:
+        return "amx_tile" in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def build_env(extras: str) -> tuple[dict[str, str] | None, list[str]]:
+    """The environment and extra pip options of the install: with the embedded model on a CPU with AMX,
+    llama-cpp-python is compiled without its AMX kernels, and not taken from pip's cache of wheels (built for
+    this CPU, it may have them). Seen on a Xeon with AMX in a container: llama.cpp, built for the native CPU,
+    died of SIGSEGV in ggml_backend_amx_mul_mat at its first matrix product, the model never loaded."""
+    if "local" not in extras.split(",") or not has_amx():
+        return None, []
+    env = dict(os.environ)
+    for name in ("CFLAGS", "CXXFLAGS"):
+        env[name] = f"{env.get(name, '')} {NO_AMX}".strip()
+    return env, ["--no-cache-dir"]
 
 
 def ensure_env(extras: str = "") -> None:
@@ -44,10 +69,18 @@ def ensure_env(extras: str = "") -> None:
         sh(PY, "-m", "pip", "install", "-q", "--upgrade", "pip")
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
     stamp = VENV / f".installed-{digest}-{extras or 'base'}"
-    if not stamp.exists():
+    env, options = build_env(extras)
+    without_amx = VENV / ".llama-cpp-without-amx"
+    if not stamp.exists() or (env is not None and not without_amx.exists()):
         say(f"installing l2mac{f'[{extras}]' if extras else ''} (the first time takes a few minutes)")
-        sh(PY, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", f".[{extras}]" if extras else ".")
+        if env is not None and not without_amx.exists():  # a build from before: compiled again, without AMX
+            say("this CPU has AMX: llama-cpp-python is compiled without its AMX kernels (they crash where it is off)")
+            sh(PY, "-m", "pip", "uninstall", "-y", "-q", "llama-cpp-python", check=False)
+        target = f".[{extras}]" if extras else "."
+        sh(PY, "-m", "pip", "install", "-q", "--disable-pip-version-check", *options, "-e", target, env=env)
         stamp.touch()
+        if env is not None:
+            without_amx.touch()
 
 
 def llm_configured() -> bool:
