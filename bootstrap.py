@@ -48,15 +48,16 @@ def has_amx() -> bool:
 
 def build_env(extras: str) -> tuple[dict[str, str] | None, list[str]]:
     """The environment and extra pip options of the install: with the embedded model on a CPU with AMX,
-    llama-cpp-python is compiled without its AMX kernels, and not taken from pip's cache of wheels (built for
-    this CPU, it may have them). Seen on a Xeon with AMX in a container: llama.cpp, built for the native CPU,
-    died of SIGSEGV in ggml_backend_amx_mul_mat at its first matrix product, the model never loaded."""
+    llama-cpp-python is compiled from source without its AMX kernels (not a wheel, nor one from pip's cache).
+    Seen here on a Xeon with AMX: llama.cpp built for the native CPU died of SIGSEGV in ggml_backend_amx_mul_mat
+    at its first matrix product with this Q4_K_M model, a known machine-dependent crash (ggml-org/llama.cpp
+    issue 20824, closed without a fix)."""
     if "local" not in extras.split(",") or not has_amx():
         return None, []
     env = dict(os.environ)
     for name in ("CFLAGS", "CXXFLAGS"):
         env[name] = f"{env.get(name, '')} {NO_AMX}".strip()
-    return env, ["--no-cache-dir"]
+    return env, ["--no-cache-dir", "--no-binary", "llama-cpp-python"]
 
 
 def ensure_env(extras: str = "") -> None:
@@ -74,7 +75,7 @@ def ensure_env(extras: str = "") -> None:
     if not stamp.exists() or (env is not None and not without_amx.exists()):
         say(f"installing l2mac{f'[{extras}]' if extras else ''} (the first time takes a few minutes)")
         if env is not None and not without_amx.exists():  # a build from before: compiled again, without AMX
-            say("this CPU has AMX: llama-cpp-python is compiled without its AMX kernels (they crash where it is off)")
+            say("this CPU has AMX: llama-cpp-python is compiled without its AMX kernels (llama.cpp issue 20824)")
             sh(PY, "-m", "pip", "uninstall", "-y", "-q", "llama-cpp-python", check=False)
         target = f".[{extras}]" if extras else "."
         sh(PY, "-m", "pip", "install", "-q", "--disable-pip-version-check", *options, "-e", target, env=env)

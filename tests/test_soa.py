@@ -148,9 +148,9 @@ def as_text(tool: str, args: dict[str, Any]) -> str:
 STEP_TESTS = "from counter import Counter\n\n\ndef test_counts():\n    assert Counter().bump(3) >= 3\n"
 
 
-def _step(module: str) -> list[Any]:
+def _step(module: str, tests: str = STEP_TESTS) -> list[Any]:
     """The control unit's step that writes counter.py as ``module``, with its tests, and says it is done."""
-    files = [{"path": "counter.py", "content": module}, {"path": "tests/test_counter.py", "content": STEP_TESTS}]
+    files = [{"path": "counter.py", "content": module}, {"path": "tests/test_counter.py", "content": tests}]
     return [("write_files", {"files": files}), ("step_complete", {"summary": "counter.py written"})]
 
 
@@ -791,14 +791,16 @@ def test_the_leads_draft_of_a_given_module_is_each_agents_first_answer_held_to_t
     team = Team(
         {
             "lead": [("write_tests", {"tests": tests})],
-            "step": _step(_counter(COUNTER_INIT, BUMP_OFF_BY_ONE)),
+            # its own tests hold the draft's bump, which the task's example says is wrong
+            "step": _step(_counter(COUNTER_INIT, BUMP_OFF_BY_ONE), STEP_TESTS.replace(">= 3", "== 4")),
             "bump": [("write_function", {"code": BUMP})],
         },
         text=text,
     )
     settings = make_settings(tmp_path, strategy="soa", protocol="text" if text else "tools")
     result = run_l2mac(COUNTER_TASK, settings, model=team.model)
-    assert result.ok, result.report
+    assert result.ok, result.report  # the step's tests went with it: the lead's are the team's
+    assert result.files["tests/test_counter.py"] == tests
     assert "Implement the class below in counter.py" in team.asked["step"][0]  # the task is the step
     assert "__init__" not in team.asked  # the draft's constructor: no example judges it, kept
     assert len(team.asked["bump"]) == 1 and "self.count + 1" not in team.asked["bump"][0]  # not shown the draft
@@ -843,7 +845,9 @@ class Counter:
 def test_a_drafts_functions_are_put_in_the_given_module_and_the_rest_of_it_stays_as_given(tmp_path: Path) -> None:
     """The draft's functions are grafted as agents' answers are (with its imports and the helpers they call);
     what the task gives besides its stubs (docstrings, class attributes, code with bodies) stays as given. A
-    function the draft gives another signature, or an answer cut off, is left to its agent."""
+    function the draft gives another signature is left to its agent, as all are when it does not parse. Where
+    the plan has no step for the module, the draft is one call of the model, grafted alike; one cut off is not
+    used."""
     tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
     team = Team({"lead": [("write_tests", {"tests": tests})], "step": _step(GRAFTED)})
     result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "a", strategy="soa"), model=team.model)
@@ -878,6 +882,28 @@ def test_a_drafts_functions_are_put_in_the_given_module_and_the_rest_of_it_stays
     result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "c", strategy="soa"), model=team.model)
     assert result.ok, result.report
     assert len(team.asked["__init__"]) == 1 and len(team.asked["bump"]) == 1  # does not parse: the agents wrote both
+
+    one_call = make_settings(tmp_path / "d", strategy="soa", plan_from_spec=False)  # no step: the plan is not read
+    team = Team({"lead": [("write_tests", {"tests": tests})], "draft": [("write_module", {"code": GRAFTED})]})
+    result = run_l2mac(COUNTER_TASK, one_call, model=team.model)
+    assert result.ok, result.report
+    assert set(team.asked) == {"lead", "draft"}
+    assert "self._add(n)" in result.files["counter.py"] and "LIMIT" not in result.files["counter.py"]
+
+    cut = ("cut off", {"text": "```python\n" + GRAFTED[:150]})
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests})],
+            "draft": [cut],
+            "__init__": [("write_function", {"code": COUNTER_INIT})],
+            "bump": [("write_function", {"code": BUMP})],
+        }
+    )
+    result = run_l2mac(
+        COUNTER_TASK, make_settings(tmp_path / "e", strategy="soa", plan_from_spec=False), model=team.model
+    )
+    assert result.ok, result.report
+    assert len(team.asked["__init__"]) == 1 and len(team.asked["bump"]) == 1  # not used: the agents wrote both
 
 
 def test_a_wrong_test_of_the_leads_never_bends_a_function_that_passes_the_tasks_examples(tmp_path: Path) -> None:

@@ -281,3 +281,18 @@ def test_the_timeline_splits_a_model_call_into_reading_the_prompt_and_generating
     assert spans == [("prompt", 1.5), ("model", 2.5)]
     spent = time_spent(view)
     assert (spent.model, spent.prompt) == (4.0, 1.5)
+
+
+def test_an_soa_run_whose_lead_drafts_in_a_step_shows_every_agent_as_it_ended(tmp_path: Path) -> None:
+    """The control unit's step in which the lead drafts a given module logs step events: they are not the run's
+    steps (its agents are), so every agent is shown as it ended, none as "not run"."""
+    from test_soa import BUMP, COUNTER_INIT, COUNTER_TASK
+
+    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
+    init, bump = [("write_function", {"code": COUNTER_INIT})], [("write_function", {"code": BUMP})]
+    team = Team({"lead": [("write_tests", {"tests": tests})], "__init__": init, "bump": bump})
+    settings = make_settings(tmp_path, strategy="soa", report_page=True)
+    result = run_l2mac(COUNTER_TASK, settings, model=team.model)
+    assert any(e["kind"] == "step_started" for e in _log(result.workspace))  # the lead's draft: a step
+    rows = _step_rows(_page(result.workspace))
+    assert len(rows) == 3 and all(status == "passed" for _, status in rows), rows  # the lead, __init__, bump

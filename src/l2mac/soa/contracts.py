@@ -124,9 +124,9 @@ def _text(lines: list[str], node: ast.stmt) -> str:
 
 
 def graft(source: str, draft: str, contracts: list[Contract]) -> tuple[str, list[Contract]]:
-    """``source`` with each of ``contracts`` that ``draft`` (the module written whole, in one answer) implements
-    put in its place as an agent's answer is (:func:`put_function`), with the draft's imports and the functions
-    it adds beside it (helpers); the rest of ``source`` stays as it is: the code it gives with bodies (a
+    """``source`` with each of ``contracts`` that ``draft`` (the module written whole, by a step or one answer)
+    implements put in its place as an agent's answer is (:func:`put_function`), with the draft's imports and the
+    functions it adds beside it (helpers); the rest of ``source`` stays as it is: the code it gives with bodies (a
     constructor whose attributes the task's tests read), its class attributes, decorators and docstrings. A
     function the draft leaves a stub, or gives another signature, stays a stub. Returns the source and the
     contracts put in place."""

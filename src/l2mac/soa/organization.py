@@ -13,8 +13,8 @@ import ast
 import asyncio
 import textwrap
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import partial
 from importlib import resources
 from typing import Any
@@ -40,6 +40,7 @@ from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
 from l2mac.control.protocol import StepProtocol, cut_off
+from l2mac.control.step import Step, time_share
 from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
@@ -78,15 +79,17 @@ from l2mac.soa.tools import (
 )
 from l2mac.spec_plan import specified_skeletons
 from l2mac.tools import Tool, ToolEnv, parse_arguments
-from l2mac.types import StepOutcome
-
-#: the lead's draft of a given module by the control unit: the module's path, its number and the number of given
-#: modules; the step's outcome, or None when there is no step for that module
-Drafter = Callable[[str, int, int], Awaitable[StepOutcome | None]]
+from l2mac.types import Instruction, StepOutcome
 
 
-async def _no_step(path: str, index: int, total: int) -> StepOutcome | None:
-    return None
+@dataclass(frozen=True)
+class Drafts:
+    """How the lead drafts the modules a task gives, before her agents work: ``steps``, the step that writes each
+    module in the l2mac strategy's plan (by path, in the plan's order), run by the control unit's ``run``. A
+    module with no step is drafted in one call of the model."""
+
+    steps: Mapping[str, Instruction] = field(default_factory=dict)
+    run: Callable[[Step], Awaitable[StepOutcome]] | None = None
 
 
 def _prompts() -> dict[str, str]:
@@ -111,10 +114,10 @@ class Organization:
         recover: bool = True,
         repository: str = "",
         passing_before: frozenset[str] = frozenset(),
-        drafter: Drafter = _no_step,
+        drafts: Drafts | None = None,
     ) -> None:
         self.client, self.env, self.limits = client, env, limits
-        self.drafter = drafter
+        self.drafts = drafts or Drafts()
         self.protocol, self.recover = protocol, recover
         # a change to a repository l2mac did not write: its map, and its tests that passed before the change
         self.repository, self.passing_before = repository, passing_before
@@ -356,11 +359,10 @@ class Organization:
     async def _given(self, agent: Agent, given: dict[str, str]) -> tuple[list[Contract], str] | None:
         """The modules the task gives, written as given: their stubs are the contracts (interfaces first; seen on
         ClassEval, a 1.5B lead asked to design rewrote the given class whole, its methods implemented in one
-        answer, and no agent was made); the lead writes their tests."""
+        answer, and no agent was made). She drafts them (:meth:`_drafts`), then writes their tests."""
         for path, code in given.items():
             self._write(agent, path, code)
-        for index, (path, code) in enumerate(given.items(), 1):
-            await self._draft(agent, path, code, index, len(given))
+        await self._drafts(agent, given)
         contracts = [c for path, code in given.items() for c in stubs(code, path)]
         test_file = self._test_path(_first_module(list(given)))
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
@@ -382,30 +384,63 @@ class Organization:
             agent.owns = ", ".join(given)
             self._lead_files = [*given, test_file]
             return contracts, test_file
+        self._drafted.clear()  # she designs the modules herself: no function of hers is a draft's
         return None
 
-    async def _draft(self, lead: Agent, path: str, code: str, index: int, total: int) -> None:
-        """The lead's first draft of a module the task designs: the module whole, as the l2mac strategy writes it
-        (the control unit's step, :data:`Drafter`, with its checks and tests), or, where it has no step for it, as
-        one call of the model would write it. Each given function it implements is put in its place
-        (:func:`graft`: the rest of the module stays as the task gives it) as the first answer of the agent that
-        owns it, kept when it passes the task's examples of it (see :meth:`_implement`); those it leaves stubs, or
-        writes with another signature, agents write. A one-call answer cut off, or a draft that does not parse, is
-        not used. Seen on ClassEval at 7ad634d: agents that each saw their class's other methods as stubs passed 6
-        of 50 classes, the l2mac strategy's whole-class steps 9; at 0119155 the one-call draft sent the skeleton
-        back in 6 of 10 classes."""
-        contracts = stubs(code, path)
-        if not contracts:
-            return
+    async def _drafts(self, lead: Agent, given: dict[str, str]) -> None:
+        """The lead's first draft of each module the task designs, before her tests (a step is held by its own tests,
+        not hers): the module whole, as the l2mac strategy writes it, in the control unit's step its plan has for
+        it (its tools, checks, the task's examples and its tests, in the plan's order, each step given the last
+        one's summary), or, where it has no step, in one call of the model. Each given function a draft
+        implements is the first answer of the agent that owns it (:meth:`_put_draft`). Seen on ClassEval at
+        7ad634d: agents that each saw their class's other methods as stubs passed 6 of 50 classes, the l2mac
+        strategy's whole-class steps 9; at 0119155 the one-call draft sent the skeleton back in 6 of 10 classes."""
+        todo = [p for p, code in given.items() if stubs(code, p)]
+        stepped = [p for p in self.drafts.steps if p in todo] if self.drafts.run is not None else []
+        summary = ""
+        for index, path in enumerate(stepped, 1):
+            deadline = time_share(self.client.deadline, len(stepped) - index + 2)  # and the agents' share after
+            step = Step(self.task, index, len(stepped), self.drafts.steps[path], summary, deadline)
+            summary = await self._draft_step(lead, path, given[path], step)
+        for path in (p for p in todo if p not in stepped):
+            try:
+                draft = await self._draft_answer(lead, path, given[path])
+            except (ValidationError, ValueError) as e:
+                self.log("draft_unused", id=lead.id, module=path, reason=_short(e))
+                continue
+            self._put_draft(lead, path, given[path], draft)
+
+    async def _draft_step(self, lead: Agent, path: str, code: str, step: Step) -> str:
+        """The control unit's step that writes module ``path``; returns its summary. What it wrote besides the
+        module is put back as it was (other modules; its tests are removed: the lead's tests are the team's),
+        but new modules, which the draft may import; so is all of it when a budget or the provider stops the run
+        in the step."""
+        assert self.drafts.run is not None
+        store = self.env.store
+        before = store.snapshot()
         try:
-            stepped = await self.drafter(path, index, total)
-            if stepped is not None:  # the step wrote the module in the store: its functions are grafted on the given
-                draft = self.env.store.read_text(path)
-                self.log("draft_step", id=lead.id, module=path, status=stepped.status.value)
-            else:
-                draft = await self._draft_answer(lead, path, code)
+            outcome = await self.drafts.run(step)
+        finally:
+            draft = store.read_text(path) if store.exists(path) else ""
+            for other, text in before.items():
+                if other != path and (not store.exists(other) or store.read_text(other) != text):
+                    self._write(lead, other, text)
+            for new in (p for p in store.list_files() if p not in before and is_test_file(p)):
+                store.delete(new)
+            self._put_draft(lead, path, code, draft)
+        lead.calls += outcome.turns
+        self.log("draft_step", id=lead.id, module=path, status=outcome.status.value, turns=outcome.turns)
+        return outcome.summary
+
+    def _put_draft(self, lead: Agent, path: str, code: str, draft: str) -> None:
+        """Each given function ``draft`` implements with its given signature put in its place in ``code``, the given
+        module (:func:`graft`: the rest of it stays as the task gives it), as the first answer of the agent that
+        owns it: kept when it passes the task's examples of it (see :meth:`_implement`). Those it leaves stubs, or
+        writes with another signature, agents write; a draft that does not parse is not used."""
+        contracts = stubs(code, path)
+        try:
             grafted, placed = graft(code, draft, contracts)
-        except (ValidationError, ValueError) as e:  # ContractError too: the draft does not parse
+        except ContractError as e:
             self._write(lead, path, code)
             self.log("draft_unused", id=lead.id, module=path, reason=_short(e))
             return

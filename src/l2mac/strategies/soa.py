@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from l2mac.control import ControlUnit, Step, StepLimits, StepProtocol, time_share
+from l2mac.control import ControlUnit, StepLimits, StepProtocol
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.settings import RunSettings
 from l2mac.soa.agents import Agent, AgentLimits, AgentState
-from l2mac.soa.organization import Drafter, Organization
+from l2mac.soa.organization import Drafts, Organization
 from l2mac.spec_plan import module_steps
 from l2mac.strategies.base import RunContext, StrategyResult, step_limits, stop_cause
 from l2mac.types import Instruction, PromptProgram, StepOutcome, StepStatus, StopCause
@@ -17,15 +17,17 @@ from l2mac.types import Instruction, PromptProgram, StepOutcome, StepStatus, Sto
 @dataclass(frozen=True)
 class SoAStrategy:
     """``limits``: the organisation's agents; ``step_limits``: the budgets of the control unit's step in which the
-    lead drafts each module the task gives."""
+    lead drafts each module the task gives; ``plan_from_spec``: those steps are the specification's."""
 
     limits: AgentLimits = field(default_factory=AgentLimits)
     step_limits: StepLimits = field(default_factory=StepLimits)
+    plan_from_spec: bool = True
     name: str = "soa"
 
     @classmethod
     def from_settings(cls, rs: RunSettings, protocol: StepProtocol) -> SoAStrategy:
-        return cls(AgentLimits(rs.max_agents, rs.max_depth, rs.concurrency), step_limits(rs, protocol))
+        limits = AgentLimits(rs.max_agents, rs.max_depth, rs.concurrency)
+        return cls(limits, step_limits(rs, protocol), rs.plan_from_spec)
 
     async def run(self, ctx: RunContext) -> StrategyResult:
         """One outcome per agent, in creation order: the report counts agents as its steps."""
@@ -39,7 +41,7 @@ class SoAStrategy:
             recover=ctx.recoveries,
             repository=ctx.repository,
             passing_before=ctx.passing_before,
-            drafter=self._drafter(ctx),
+            drafts=self._drafts(ctx),
         )
         stopped: str | None = None
         cause: StopCause | None = None
@@ -55,10 +57,10 @@ class SoAStrategy:
         steps = [Instruction(title=o.title, instruction=a.owns) for o, a in zip(outcomes, org.agents, strict=True)]
         return StrategyResult(PromptProgram(task=ctx.task, steps=steps), outcomes, stopped, cause)
 
-    def _drafter(self, ctx: RunContext) -> Drafter:
-        """The lead's draft of a given module: the control unit's step that writes it, as the l2mac strategy's plan
-        has it (:func:`module_steps`), with its tools, checks and tests; no step for a module the plan does not
-        write, or in a change to a repository."""
+    def _drafts(self, ctx: RunContext) -> Drafts:
+        """The lead's drafts of the modules the task gives: the steps the l2mac strategy's plan has for them
+        (:func:`module_steps`), run by the control unit with its tools, checks and tests; none in a change to a
+        repository, or when the plan is not to be read from the specification."""
         unit = ControlUnit(
             ctx.client,
             ctx.toolbox,
@@ -71,15 +73,8 @@ class SoAStrategy:
             emit=ctx.emit,
             recover=ctx.recoveries,
         )
-        steps = {} if ctx.repository or not ctx.domain.python_checks else module_steps(ctx.task, tests=ctx.domain.tests)
-
-        async def draft(path: str, index: int, total: int) -> StepOutcome | None:
-            if path not in steps:
-                return None
-            deadline = time_share(ctx.client.deadline, total - index + 2)  # and the agents' share after them
-            return await unit.run_step(Step(ctx.task, index, total, steps[path], "", deadline))
-
-        return draft
+        planned = self.plan_from_spec and ctx.domain.python_checks and not ctx.repository
+        return Drafts(module_steps(ctx.task, tests=ctx.domain.tests) if planned else {}, unit.run_step)
 
 
 def _outcome(agent: Agent) -> StepOutcome:

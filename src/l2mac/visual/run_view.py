@@ -213,8 +213,10 @@ def _steps(program: Path, outcomes: dict[int, dict[str, Any]], log: list[dict[st
         planned = (yaml.safe_load(program.read_text(encoding="utf-8")) or {}).get("steps") or []
     except (OSError, yaml.YAMLError, AttributeError):
         planned = []
-    began = {e.get("step") for e in log if e.get("kind") == "step_started"}
-    stopped = {e.get("step") for e in log if e.get("kind") == "step_stopped"}
+    # an soa run's steps are its agents: the control unit's steps in it are its lead's drafts, not the outcomes'
+    agents = any(e.get("kind") == "agent" for e in log)
+    began = {e.get("step") for e in log if e.get("kind") == "step_started" and not agents}
+    stopped = {e.get("step") for e in log if e.get("kind") == "step_stopped" and not agents}
     if began:  # outcomes of this run only (a run with --force appends to an earlier run's)
         ended = {e.get("step") for e in log if e.get("kind") == "step_finished"}
         outcomes = {i: o for i, o in outcomes.items() if i in ended}
