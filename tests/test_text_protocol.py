@@ -133,7 +133,7 @@ def test_a_step_stops_when_its_share_of_the_runs_time_is_spent(tmp_path: Path) -
     """Seen on DevBench: the first of three steps took 69-85% of the hour; the later files were never written."""
     import time
 
-    from l2mac.strategies.sequential import _time_share
+    from l2mac.control import time_share
 
     replies = [text(fenced(("stack.py", BUGGY), ("tests/test_stack.py", TEST)))] + [text("STEP COMPLETE")] * 3
     unit, script, store = make_unit(tmp_path, replies, limits=StepLimits(max_turns=10, max_check_failures=5))
@@ -142,8 +142,8 @@ def test_a_step_stops_when_its_share_of_the_runs_time_is_spent(tmp_path: Path) -
     assert outcome.status is StepStatus.FAILED and "share of the run's time limit spent" in outcome.reason
     assert len(script.requests) == 1 and store.read_text("stack.py") == BUGGY  # one answer, kept
     now = time.monotonic()
-    assert _time_share(None, 3) is None
-    share = _time_share(now + 300, 3)
+    assert time_share(None, 3) is None
+    share = time_share(now + 300, 3)
     assert share is not None and now + 99 < share < now + 101
 
 
