@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from l2mac.context import ContextBudget
-from l2mac.control import StepLimits, StepProtocol
+from l2mac.control import ControlUnit, StepLimits, StepProtocol
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import Domain
 from l2mac.errors import BudgetExceeded, ProviderError
@@ -42,6 +42,21 @@ class RunContext:
     repository: str = ""
     #: and its tests that passed before the change (a change is held by the tests it breaks, not the others)
     passing_before: frozenset[str] = frozenset()
+
+    def control_unit(self, limits: StepLimits) -> ControlUnit:
+        """The control unit on this run's model, tools, checks and record, with a strategy's step ``limits``."""
+        return ControlUnit(
+            self.client,
+            self.toolbox,
+            self.domain,
+            self.budget,
+            protocol=self.protocol,
+            limits=limits,
+            run_tests=self.run_tests,
+            record=self.record,
+            emit=self.emit,
+            recover=self.recoveries,
+        )
 
 
 def step_limits(rs: RunSettings, protocol: StepProtocol) -> StepLimits:

@@ -8,7 +8,7 @@ from typing import Any
 
 from l2mac.checks.repairs import make_installable
 from l2mac.checks.usage import project_commands
-from l2mac.control import ControlUnit, Step, StepLimits, StepProtocol, time_share
+from l2mac.control import Step, StepLimits, StepProtocol, time_share
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import PlanReady, StepFinished, StepStarted
 from l2mac.plan_rules import is_readme_step
@@ -65,18 +65,7 @@ class SequentialStrategy:
     async def _run_program(self, ctx: RunContext, program: PromptProgram, result: StrategyResult) -> None:
         ctx.record.save_program(program)
         ctx.emit(PlanReady([s.title for s in program.steps], "file" if ctx.program is not None else program.source))
-        unit = ControlUnit(
-            ctx.client,
-            ctx.toolbox,
-            ctx.domain,
-            ctx.budget,
-            protocol=ctx.protocol,
-            limits=self.limits,
-            run_tests=ctx.run_tests,
-            record=ctx.record,
-            emit=ctx.emit,
-            recover=ctx.recoveries,
-        )
+        unit = ctx.control_unit(self.limits)
         summary = ""
         total = len(program.steps)
         for index, instruction in enumerate(program.steps, 1):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from l2mac.control import ControlUnit, StepLimits, StepProtocol
+from l2mac.control import StepLimits, StepProtocol
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.settings import RunSettings
 from l2mac.soa.agents import Agent, AgentLimits, AgentState
@@ -61,18 +61,7 @@ class SoAStrategy:
         """The lead's drafts of the modules the task gives: the steps the l2mac strategy's plan has for them
         (:func:`module_steps`), run by the control unit with its tools, checks and tests; none in a change to a
         repository, or when the plan is not to be read from the specification."""
-        unit = ControlUnit(
-            ctx.client,
-            ctx.toolbox,
-            ctx.domain,
-            ctx.budget,
-            protocol=ctx.protocol,
-            limits=self.step_limits,
-            run_tests=ctx.run_tests,
-            record=ctx.record,
-            emit=ctx.emit,
-            recover=ctx.recoveries,
-        )
+        unit = ctx.control_unit(self.step_limits)
         planned = self.plan_from_spec and ctx.domain.python_checks and not ctx.repository
         return Drafts(module_steps(ctx.task, tests=ctx.domain.tests) if planned else {}, unit.run_step)
 
