@@ -145,6 +145,9 @@ def as_text(tool: str, args: dict[str, Any]) -> str:
     raise AssertionError(tool)
 
 
+#: a token budget the draft step's first call fits in and its second does not (each call reserves its prompt and
+#: 4,096 tokens of answer: about 4,470 for the first, 5,360 in all with the second)
+LIMIT_IN_STEP = 5_000
 STEP_TESTS = "from counter import Counter\n\n\ndef test_counts():\n    assert Counter().bump(3) >= 3\n"
 
 
@@ -1149,3 +1152,20 @@ def test_the_stubs_docstring_is_put_back_only_where_it_is_the_contracts_and_at_t
     module = 'def f():\n    """Old."""\n    return 0\n'
     changed = Contract("m.py", "f", "def f():", "New.")
     assert '"""New."""' in put_function(module, changed, 'def f():\n    """New."""\n    return 1\n')
+
+
+def test_a_budget_stop_inside_the_draft_step_keeps_the_drafted_module_and_removes_the_steps_tests(
+    tmp_path: Path,
+) -> None:
+    """No lost work: the step wrote the module and its tests, then the budget ran out inside it. The module is
+    kept with the draft's functions grafted into the given one, the step's tests are not left for the team,
+    and the run says what stopped it."""
+    team = Team({"step": _step(GRAFTED)})
+    settings = make_settings(tmp_path, strategy="soa", max_tokens=LIMIT_IN_STEP)
+    result = run_l2mac(COUNTER_TASK, settings, model=team.model)
+    assert result.report.stopped_by == "budget", result.report
+    assert len(team.asked["step"]) == 1 and "lead" not in team.asked  # stopped before the step's second call
+    code = result.files["counter.py"]
+    assert "self.count = 0" in code and "self._add(n)" in code and "def _add(self, n: int) -> None:" in code
+    assert '"""A count that starts at zero."""' in code and "LIMIT" not in code  # the rest of it as given
+    assert "tests/test_counter.py" not in result.files

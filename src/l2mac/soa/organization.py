@@ -421,9 +421,10 @@ class Organization:
         try:
             outcome = await self.drafts.run(step)
         finally:
-            draft = store.read_text(path) if store.exists(path) else ""
+            after = store.snapshot()
+            draft = after.get(path, "")
             for other, text in before.items():
-                if other != path and (not store.exists(other) or store.read_text(other) != text):
+                if other != path and after.get(other) != text:
                     self._write(lead, other, text)
             for new in (p for p in store.list_files() if p not in before and is_test_file(p)):
                 store.delete(new)
