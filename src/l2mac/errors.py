@@ -37,3 +37,9 @@ class RunError(L2MACError):
 
 class BudgetExceeded(RunError):
     """A budget (tokens or cost) is spent; the run stops cleanly with its work saved."""
+
+
+def first_line(e: BaseException) -> str:
+    """An error's first line, cut to 500 characters (its type's name when it has no message): what a log or a
+    model is told of it."""
+    return str(e).splitlines()[0][:500] if str(e) else type(e).__name__

@@ -13,8 +13,8 @@ import ast
 import asyncio
 import textwrap
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import partial
 from importlib import resources
 from typing import Any
@@ -40,11 +40,10 @@ from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
 from l2mac.control.protocol import StepProtocol, cut_off
-from l2mac.control.step import Step, time_share
 from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
-from l2mac.errors import WorkspaceError
+from l2mac.errors import WorkspaceError, first_line
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.fenced import fenced_file
 from l2mac.models.client import ModelClient
@@ -55,7 +54,6 @@ from l2mac.soa.contracts import (
     changed_contract,
     changed_in,
     current_code,
-    graft,
     outline,
     put_function,
     reached_stubs,
@@ -63,6 +61,7 @@ from l2mac.soa.contracts import (
     stubs,
     test_path_for,
 )
+from l2mac.soa.drafts import Drafter, Drafts, Key
 from l2mac.soa.tools import (
     DECIDE,
     REQUEST_CHANGE,
@@ -79,17 +78,6 @@ from l2mac.soa.tools import (
 )
 from l2mac.spec_plan import specified_skeletons
 from l2mac.tools import Tool, ToolEnv, parse_arguments
-from l2mac.types import Instruction, StepOutcome
-
-
-@dataclass(frozen=True)
-class Drafts:
-    """How the lead drafts the modules a task gives, before her agents work: ``steps``, the step that writes each
-    module in the l2mac strategy's plan (by path, in the plan's order), run by the control unit's ``run``. A
-    module with no step is drafted in one call of the model."""
-
-    steps: Mapping[str, Instruction] = field(default_factory=dict)
-    run: Callable[[Step], Awaitable[StepOutcome]] | None = None
 
 
 def _prompts() -> dict[str, str]:
@@ -130,7 +118,7 @@ class Organization:
         self._test_files: list[str] = []  # the test files the lead and her agents were given
         self._examples: list[Example] = []  # the task's own examples (docstrings' doctests, stated calls)
         self._reports: dict[tuple[str, str | None, str], str] = {}  # per contract: its examples' last failures
-        self._drafted: set[tuple[str, str | None, str]] = set()  # the contracts the lead's draft implemented
+        self._drafted: set[Key] = set()  # the contracts the lead's draft implemented
         self.task = ""
 
     # -- bookkeeping ---------------------------------------------------------------------------------------
@@ -280,7 +268,7 @@ class Organization:
                 # her stubs as the repairs left them (a class that only hosts functions is those functions)
                 contracts = [c for m in args.modules for c in stubs(self._read(agent, m.path), m.path)]
             except (ValidationError, ContractError, ValueError, OSError) as e:
-                user = self.render("rejected_code", error=_short(e))
+                user = self.render("rejected_code", error=first_line(e))
                 continue
             agent.owns = ", ".join(m.path for m in args.modules)
             self._lead_files = [*(m.path for m in args.modules), test_file]
@@ -300,7 +288,7 @@ class Organization:
                 args = SkeletonArgs.model_validate(_args(call, "write_skeleton"))
                 merged = {m.path: self._merged(m.path, m.code) for m in args.modules}
             except (ValidationError, ContractError, ValueError, WorkspaceError) as e:
-                user = self.render("rejected_code", error=_short(e))
+                user = self.render("rejected_code", error=first_line(e))
                 continue
             contracts = [c for _, found in merged.values() for c in found]
             for path, (text, _) in merged.items():
@@ -359,10 +347,21 @@ class Organization:
     async def _given(self, agent: Agent, given: dict[str, str]) -> tuple[list[Contract], str] | None:
         """The modules the task gives, written as given: their stubs are the contracts (interfaces first; seen on
         ClassEval, a 1.5B lead asked to design rewrote the given class whole, its methods implemented in one
-        answer, and no agent was made). She drafts them (:meth:`_drafts`), then writes their tests."""
+        answer, and no agent was made). She drafts them (:class:`Drafter`), then writes their tests."""
         for path, code in given.items():
             self._write(agent, path, code)
-        await self._drafts(agent, given)
+        drafter = Drafter(
+            self.drafts,
+            self.env.store,
+            write=partial(self._write, agent),
+            repair=self._fix_files,
+            answer=partial(self._draft_answer, agent),
+            log=partial(self.log, id=agent.id),
+            deadline=self.client.deadline,
+        )
+        await drafter.draft(self.task, given)
+        agent.calls += drafter.turns
+        self._drafted = drafter.drafted
         contracts = [c for path, code in given.items() for c in stubs(code, path)]
         test_file = self._test_path(_first_module(list(given)))
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
@@ -377,7 +376,7 @@ class Organization:
             try:
                 tests = TestsArgs.model_validate(_args(call, "write_tests")).tests
             except (ValidationError, ValueError) as e:
-                user = self.render("rejected_code", error=_short(e))
+                user = self.render("rejected_code", error=first_line(e))
                 continue
             self._write(agent, test_file, tests)
             self._fix_files([test_file])
@@ -386,72 +385,6 @@ class Organization:
             return contracts, test_file
         self._drafted.clear()  # she designs the modules herself: no function of hers is a draft's
         return None
-
-    async def _drafts(self, lead: Agent, given: dict[str, str]) -> None:
-        """The lead's first draft of each module the task designs, before her tests (a step is held by its own tests,
-        not hers): the module whole, as the l2mac strategy writes it, in the control unit's step its plan has for
-        it (its tools, checks, the task's examples and its tests, in the plan's order, each step given the last
-        one's summary), or, where it has no step, in one call of the model. Each given function a draft
-        implements is the first answer of the agent that owns it (:meth:`_put_draft`). Seen on ClassEval at
-        7ad634d: agents that each saw their class's other methods as stubs passed 6 of 50 classes, the l2mac
-        strategy's whole-class steps 9; at 0119155 the one-call draft sent the skeleton back in 6 of 10 classes."""
-        todo = [p for p, code in given.items() if stubs(code, p)]
-        stepped = [p for p in self.drafts.steps if p in todo] if self.drafts.run is not None else []
-        summary = ""
-        for index, path in enumerate(stepped, 1):
-            deadline = time_share(self.client.deadline, len(stepped) - index + 2)  # and the agents' share after
-            step = Step(self.task, index, len(stepped), self.drafts.steps[path], summary, deadline)
-            summary = await self._draft_step(lead, path, given[path], step)
-        for path in (p for p in todo if p not in stepped):
-            try:
-                draft = await self._draft_answer(lead, path, given[path])
-            except (ValidationError, ValueError) as e:
-                self.log("draft_unused", id=lead.id, module=path, reason=_short(e))
-                continue
-            self._put_draft(lead, path, given[path], draft)
-
-    async def _draft_step(self, lead: Agent, path: str, code: str, step: Step) -> str:
-        """The control unit's step that writes module ``path``; returns its summary. What it wrote besides the
-        module is put back as it was (other modules; its tests are removed: the lead's tests are the team's),
-        but new modules, which the draft may import; so is all of it when a budget or the provider stops the run
-        in the step."""
-        assert self.drafts.run is not None
-        store = self.env.store
-        before = store.snapshot()
-        try:
-            outcome = await self.drafts.run(step)
-        finally:
-            after = store.snapshot()
-            draft = after.get(path, "")
-            for other, text in before.items():
-                if other != path and after.get(other) != text:
-                    self._write(lead, other, text)
-            for new in (p for p in store.list_files() if p not in before and is_test_file(p)):
-                store.delete(new)
-            self._put_draft(lead, path, code, draft)
-        lead.calls += outcome.turns
-        self.log("draft_step", id=lead.id, module=path, status=outcome.status.value, turns=outcome.turns)
-        return outcome.summary
-
-    def _put_draft(self, lead: Agent, path: str, code: str, draft: str) -> None:
-        """Each given function ``draft`` implements with its given signature put in its place in ``code``, the given
-        module (:func:`graft`: the rest of it stays as the task gives it), as the first answer of the agent that
-        owns it: kept when it passes the task's examples of it (see :meth:`_implement`). Those it leaves stubs, or
-        writes with another signature, agents write; a draft that does not parse is not used."""
-        contracts = stubs(code, path)
-        try:
-            grafted, placed = graft(code, draft, contracts)
-        except ContractError as e:
-            self._write(lead, path, code)
-            self.log("draft_unused", id=lead.id, module=path, reason=_short(e))
-            return
-        self._write(lead, path, grafted)
-        if placed:
-            self._fix_files([path])
-        final = self.env.store.read_text(path)  # as the repairs left it
-        drafted = {c.key for c in contracts if current_code(final, c) is not None}
-        self._drafted |= drafted
-        self.log("drafted", id=lead.id, module=path, written=len(drafted), left=len(contracts) - len(drafted))
 
     async def _draft_answer(self, lead: Agent, path: str, code: str) -> str:
         """The module ``path`` whole, in one answer of the model; raises ValueError for an answer cut off, or that
@@ -611,7 +544,7 @@ class Organization:
                     self._write(agent, contract.module, merged)
                     self._fix_files([contract.module])
             except (ValidationError, ContractError, ValueError, OSError) as e:
-                extra = self.render("rejected_code", error=_short(e))
+                extra = self.render("rejected_code", error=first_line(e))
                 continue
             # a function it split runs its helpers, which their agents have not written yet
             shown = await self._held(contract, examples) if examples and not helpers else None
@@ -737,7 +670,7 @@ class Organization:
             req = ContractChangeArgs.model_validate(_args(call, "request_contract_change"))
             proposed = changed_contract(contract, req.signature)
         except (ValidationError, ContractError, ValueError) as e:
-            return contract, self.render("rejected_code", error=_short(e))
+            return contract, self.render("rejected_code", error=first_line(e))
         outline_now = outline(self.env.store.read_text(contract.module))
         user = self.render(
             "decide_task",
@@ -949,7 +882,3 @@ def _defined(code: str) -> set[str]:
         return set()
     scopes = [tree.body, *(n.body for n in tree.body if isinstance(n, ast.ClassDef))]
     return {n.name for body in scopes for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
-def _short(e: Exception) -> str:
-    return str(e).splitlines()[0][:500] if str(e) else type(e).__name__

@@ -8,7 +8,8 @@ from l2mac.control import StepLimits, StepProtocol
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.settings import RunSettings
 from l2mac.soa.agents import Agent, AgentLimits, AgentState
-from l2mac.soa.organization import Drafts, Organization
+from l2mac.soa.drafts import Drafts
+from l2mac.soa.organization import Organization
 from l2mac.spec_plan import module_steps
 from l2mac.strategies.base import RunContext, StrategyResult, step_limits, stop_cause
 from l2mac.types import Instruction, PromptProgram, StepOutcome, StepStatus, StopCause
