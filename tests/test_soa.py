@@ -14,10 +14,14 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from l2mac.control.step import Step
 from l2mac.models.scripted import last_user_text
 from l2mac.run import run_l2mac
 from l2mac.soa import contracts
 from l2mac.soa.contracts import Contract, ContractError, put_function, stubs
+from l2mac.soa.drafts import Drafter, Drafts
+from l2mac.store import FileStore
+from l2mac.types import Instruction, StepOutcome, StepStatus
 
 from conftest import make_settings
 
@@ -146,7 +150,7 @@ def as_text(tool: str, args: dict[str, Any]) -> str:
 
 
 #: a token budget the draft step's first call fits in and its second does not (each call reserves its prompt and
-#: 4,096 tokens of answer: about 4,470 for the first, 5,360 in all with the second)
+#: 4,096 tokens of answer: about 4,690 for the first, 5,360 in all with the second)
 LIMIT_IN_STEP = 5_000
 STEP_TESTS = "from counter import Counter\n\n\ndef test_counts():\n    assert Counter().bump(3) >= 3\n"
 
@@ -1169,3 +1173,44 @@ def test_a_budget_stop_inside_the_draft_step_keeps_the_drafted_module_and_remove
     assert "self.count = 0" in code and "self._add(n)" in code and "def _add(self, n: int) -> None:" in code
     assert '"""A count that starts at zero."""' in code and "LIMIT" not in code  # the rest of it as given
     assert "tests/test_counter.py" not in result.files
+
+
+def test_a_draft_step_leaves_the_other_files_as_they_were_and_takes_its_own_tests_away(tmp_path: Path) -> None:
+    """The draft step is the lead's first answer for her module, nothing more: a file it rewrote or deleted is put
+    back, a test file it wrote is removed (the lead's tests are the team's), a new module it wrote, which the
+    draft may import, stays; the module is the given one with the draft's functions; its turns are counted."""
+    store = FileStore(tmp_path)
+    files = {"counter.py": COUNTER, "helpers.py": "X = 1\n", "tests/test_old.py": "def test_old():\n    pass\n"}
+    for path, text in files.items():
+        store.write_text(path, text)
+
+    async def step(_: Step) -> StepOutcome:
+        store.write_text("counter.py", GRAFTED)
+        store.write_text("helpers.py", "X = 2\n")
+        store.delete("tests/test_old.py")
+        store.write_text("tests/test_counter.py", STEP_TESTS)
+        store.write_text("extra.py", "Y = 1\n")
+        return StepOutcome(1, "Write counter.py", StepStatus.PASSED, "counter.py written", turns=3)
+
+    async def no_answer(path: str, code: str) -> str:
+        raise AssertionError("a module with a step is not drafted in one call")
+
+    plan = Drafts({"counter.py": Instruction(title="Write counter.py", instruction=COUNTER_TASK)}, step)
+    logged: list[str] = []
+    drafter = Drafter(
+        plan,
+        store,
+        write=store.write_text,
+        repair=lambda paths: None,
+        answer=no_answer,
+        log=lambda event, **fields: logged.append(event),
+    )
+    asyncio.run(drafter.draft(COUNTER_TASK, {"counter.py": COUNTER}))
+    assert store.read_text("helpers.py") == "X = 1\n"
+    assert store.read_text("tests/test_old.py") == files["tests/test_old.py"]
+    assert not store.exists("tests/test_counter.py")
+    assert store.read_text("extra.py") == "Y = 1\n"
+    code = store.read_text("counter.py")
+    assert "self._add(n)" in code and "LIMIT" not in code and '"""A count that starts at zero."""' in code
+    assert drafter.drafted == {("counter.py", "Counter", "__init__"), ("counter.py", "Counter", "bump")}
+    assert drafter.turns == 3 and logged == ["drafted", "draft_step"]

@@ -117,7 +117,7 @@ class Organization:
         self._lead_files: list[str] = []
         self._test_files: list[str] = []  # the test files the lead and her agents were given
         self._examples: list[Example] = []  # the task's own examples (docstrings' doctests, stated calls)
-        self._reports: dict[tuple[str, str | None, str], str] = {}  # per contract: its examples' last failures
+        self._reports: dict[Key, str] = {}  # per contract: its examples' last failures
         self._drafted: set[Key] = set()  # the contracts the lead's draft implemented
         self.task = ""
 
@@ -359,9 +359,11 @@ class Organization:
             log=partial(self.log, id=agent.id),
             deadline=self.client.deadline,
         )
-        await drafter.draft(self.task, given)
-        agent.calls += drafter.turns
-        self._drafted = drafter.drafted
+        try:
+            await drafter.draft(self.task, given)
+        finally:  # a stop in a later draft: the steps before it still count
+            agent.calls += drafter.turns
+            self._drafted = drafter.drafted
         contracts = [c for path, code in given.items() for c in stubs(code, path)]
         test_file = self._test_path(_first_module(list(given)))
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
