@@ -176,6 +176,39 @@ def test_an_answer_that_ends_after_a_body_with_stubs_left_is_given_the_next_and_
     assert names == [] and len(prompts) == 1  # a stub given after it would not be in the class
 
 
+def _closes_at_once(prompt: str) -> list[str]:
+    """A model that, given a stub at the end of its docstring, closes the block at once (the fence its first
+    line: the newline before it is the prompt's, so no stop string sees it) and writes another file after it;
+    begun at the stub's body, it writes the body."""
+    if prompt.endswith(TOTAL + " " * 7):
+        return [" return a + b\n"]
+    if prompt.endswith(TOTAL):
+        return ["```\n", "\n", "tests/test_tally.py\n", "```python\n"]
+    return [*ADD_BODY.splitlines(keepends=True), *COPIED.splitlines(keepends=True)]
+
+
+def test_a_stub_whose_block_closes_at_once_after_it_is_given_is_begun_at_its_body() -> None:
+    """Seen on ClassEval: a stub given, the block closed at once, and the next stub's body written after the
+    fence, outside the block: both stubs were left for turns of their own."""
+    opening = find_opening("tally.py", SKELETON, ["Tally"])
+    assert opening is not None
+    prompts: list[str] = []
+    answer, _, names = continue_with_given(_streamed(prompts, _closes_at_once), "P\n", 100, opening.given())
+    assert names == ["total"] and "```" not in answer
+    assert answer == ADD_BODY + "\n" + TOTAL + "        return a + b\n"
+    assert len(prompts) == 3 and prompts[2].endswith(TOTAL + " " * 7)  # begun at the body, in the same answer
+    done = opening.complete(answer)
+    assert done is not None and "return a + b" in done and "return self.n" in done
+
+    def always_closes(prompt: str) -> list[str]:
+        return _closes_at_once(prompt) if prompt.endswith(TOTAL) or "total" not in prompt else ["```\n"]
+
+    prompts = []
+    answer, _, names = continue_with_given(_streamed(prompts, always_closes), "P\n", 100, opening.given())
+    assert len(prompts) == 3 and "```" not in answer  # begun at its body once; the block closed again: the end
+    assert answer.rstrip(" ").endswith(TOTAL)
+
+
 def _local(prompts: list[str]) -> LocalChat:
     """The embedded model's adapter, its generation played by :func:`_model_writes`."""
     chat = LocalChat.__new__(LocalChat)
