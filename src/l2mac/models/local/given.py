@@ -44,8 +44,6 @@ Generate = Callable[[str, int, Callable[[str], bool]], tuple[str, _S, int, bool]
 
 #: where a request carries its given definitions, in the model settings' ``extra_body``
 GIVEN_KEY = "l2mac_given"
-#: a line that begins with a Markdown fence: in a code block, the one that closes it (as the stop string sees it)
-_FENCE = re.compile(r"```")
 
 
 def with_given(settings: ModelSettings | None, given: Mapping[str, str]) -> ModelSettings:
@@ -94,7 +92,7 @@ class GivenWatch:
         while True:
             end = self.text.find("\n", start)
             line = self.text[start:] if end < 0 else self.text[start:end]
-            if _FENCE.match(line):
+            if line.startswith("```"):  # the block's closing fence, as the stop string sees it
                 self.closed = start
                 return True
             for name, pattern in self._starts.items():
