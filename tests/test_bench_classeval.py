@@ -151,3 +151,20 @@ def test_the_command_writes_a_results_file_with_its_conditions(
     assert entry["solution"].startswith("import logging\nimport datetime\nclass AccessGatewayFilter")
     assert entry["tests"] == 19 and entry["class_passed"] is False  # a class with no methods passes no test
     assert "classes 0/1, tests" in capsys.readouterr().out
+
+
+def test_a_served_model_has_a_slot_for_each_call_the_tasks_done_at_once_may_have_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen with a slot per task: requests queued, a freed slot went to another task's request, and the prompt
+    of a request l2mac stopped and continued (a given stub) was read again from the start."""
+    from test_cli import cli, use_script
+
+    from l2mac.models.scripted import text
+
+    use_script(monkeypatch, [text("```python\nclass AccessGatewayFilter:\n    pass\n```")])
+    monkeypatch.setattr(ce, "scorer_python", lambda tasks: sys.executable)
+    out = tmp_path / "ce.json"
+    args = ["bench", "classeval", "--tasks", "0", "--model", "gpt-4o", "--workers", "3", "--out", str(out)]
+    assert cli([*args, "--llama-server", sys.executable]) == 0
+    assert json.loads(out.read_text())["serving"] == "llama-server, 12 slots"  # 3 tasks, 4 calls in flight each

@@ -18,6 +18,7 @@ import typer
 from l2mac.benchmarks.runner import HasTaskId, Scorer, Suite
 from l2mac.benchmarks.setup import ModelSpec, bench_model, results_meta, suite_worker
 from l2mac.errors import L2MACError
+from l2mac.settings import RunSettings, server_slots
 from l2mac.terminal import make_console, print_error
 
 bench_app = typer.Typer(
@@ -54,7 +55,11 @@ RayAddressOpt = Annotated[
 CpusOpt = Annotated[float, typer.Option(help="CPUs each Ray worker asks for (its local model's threads).", min=0.1)]
 SlotsOpt = Annotated[
     int,
-    typer.Option(help="Tasks each Ray worker does at once, sharing its model (its llama-server's slots).", min=1),
+    typer.Option(
+        help="Tasks each Ray worker does at once, sharing its model (its llama-server has a slot for each call they "
+        "may have in flight).",
+        min=1,
+    ),
 ]
 
 
@@ -90,9 +95,9 @@ def run_suite(
     """Run a benchmark's tasks (from ``prepare``: the tasks chosen, their data's digest, and the scorer, made
     before the model loads so a scorer that cannot be set up costs nothing) and print its summary line.
 
-    In this process the workers are threads sharing one model (a llama-server's ``workers`` slots); on Ray
-    each worker loads its own (its own llama-server with ``slots_per_worker`` slots and its CPUs as threads,
-    or the shared ``--base-url`` endpoint)."""
+    In this process the workers are threads sharing one model (one llama-server, with the slots
+    :func:`server_slots` gives ``workers`` tasks); on Ray each worker loads its own (its own llama-server, with
+    those of ``slots_per_worker`` tasks and its CPUs as threads, or the shared ``--base-url`` endpoint)."""
     from l2mac.benchmarks import runner
     from l2mac.executors import make_executor
     from l2mac.executors.threads import ThreadExecutor
@@ -116,7 +121,9 @@ def run_suite(
             how.seed,
             how.task_tokens,
             how.llama_server,
-            slots=how.workers if local else how.slots_per_worker,
+            slots=server_slots(
+                how.workers if local else how.slots_per_worker, RunSettings.model_validate(suite.engine_budget)
+            ),
             run=suite.engine_budget,
             threads=None if local else max(1, round(how.cpus_per_worker)),
         )
