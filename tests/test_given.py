@@ -200,8 +200,8 @@ def test_a_stub_whose_block_closes_at_once_after_it_is_given_is_begun_at_its_bod
     done = opening.complete(answer)
     assert done is not None and "return a + b" in done and "return self.n" in done
 
-    def always_closes(prompt: str) -> list[str]:
-        return _closes_at_once(prompt) if prompt.endswith(TOTAL) or "total" not in prompt else ["```\n"]
+    def always_closes(prompt: str) -> list[str]:  # begun at the body, it closes the block again (its space first)
+        return _closes_at_once(prompt) if prompt.endswith(TOTAL) or "total" not in prompt else [" ```\n", "x = 1\n"]
 
     prompts = []
     answer, _, names = continue_with_given(_streamed(prompts, always_closes), "P\n", 100, opening.given())

@@ -92,7 +92,9 @@ class GivenWatch:
         while True:
             end = self.text.find("\n", start)
             line = self.text[start:] if end < 0 else self.text[start:end]
-            if line.startswith("```"):  # the block's closing fence, as the stop string sees it
+            # the block's closing fence: at the line's start, as the stop string sees it, or first thing in the
+            # generation, after the indentation an answer was begun with (its space is the fence's token's)
+            if line.startswith("```") or (start == 0 and line.lstrip(" ").startswith("```")):
                 self.closed = start
                 return True
             for name, pattern in self._starts.items():
