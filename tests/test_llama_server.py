@@ -16,7 +16,7 @@ import pytest
 from pydantic_ai.exceptions import ModelAPIError
 
 from l2mac.errors import ConfigError
-from l2mac.models.local.server import LlamaServer, find_server
+from l2mac.models.local.server import LlamaServer, find_server, fitting_slots, kv_bytes_per_token
 
 FAKE = Path(__file__).with_name("fake_llama_server.py")
 
@@ -252,3 +252,21 @@ def test_a_closed_server_is_not_started_again_so_l2mac_can_exit(binary: Path, st
     with pytest.raises(ModelAPIError, match="stopped"):
         s.complete({"prompt": [1]}, timeout_s=10)
     assert s.restarts == 0 and len(pids(state)) == 1 and not s.alive()
+
+
+def test_the_slots_are_as_many_as_their_kv_cache_fits_in_half_the_memory() -> None:
+    """12 slots of 16,384 tokens of Qwen2.5-Coder-1.5B take 5.25 GiB at start; on a small machine fewer are made."""
+    qwen = {
+        "general.architecture": "qwen2",
+        "qwen2.block_count": "28",
+        "qwen2.attention.head_count": "12",
+        "qwen2.attention.head_count_kv": "2",
+        "qwen2.embedding_length": "1536",
+    }
+    per_token = kv_bytes_per_token(qwen)
+    assert per_token == 28 * 2 * 128 * 2 * 2  # 28 KiB: layers, KV heads, head size, keys and values, f16
+    gib = 1024**3
+    assert fitting_slots(12, 16384, per_token, 24 * gib) == 12
+    assert fitting_slots(32, 16384, per_token, 16 * gib) == 18  # 8 GiB of 16 for the cache
+    assert fitting_slots(4, 16384, per_token, gib // 4) == 1  # at least one
+    assert fitting_slots(12, 16384, kv_bytes_per_token({"general.architecture": "x"}), gib) == 12  # unknown: as asked

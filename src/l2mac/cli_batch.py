@@ -46,7 +46,7 @@ def batch_command(
     from l2mac.benchmarks.runner import code_version, machine
     from l2mac.executors import make_executor
     from l2mac.executors.threads import ThreadExecutor
-    from l2mac.settings import server_slots
+    from l2mac.settings import load_settings, server_slots
 
     console, err = make_console(), make_console(stderr=True)
     try:
@@ -57,9 +57,11 @@ def batch_command(
         local = isinstance(chosen, ThreadExecutor)
         llm: dict[str, Any] = {"model": model, "base_url": base_url, "llama_server": llama_server, "seed": seed}
         # in this process the threads share one model (a llama-server's slots); a Ray worker serves its own
-        own = {"local_slots": server_slots(slots_per_worker), "local_threads": max(1, round(cpus_per_worker))}
-        llm |= {"local_slots": server_slots(workers)} if local else own
         run = {"strategy": strategy, "domain": domain, "max_wall_time_s": max_wall_time, "max_tokens": max_tokens}
+        configured = load_settings(run={k: v for k, v in run.items() if v}).run
+        threads = max(1, round(cpus_per_worker))
+        own = {"local_slots": server_slots(slots_per_worker, configured), "local_threads": threads}
+        llm |= {"local_slots": server_slots(workers, configured)} if local else own
         batch = BatchSettings(
             out.resolve(), {k: v for k, v in llm.items() if v is not None}, {k: v for k, v in run.items() if v}
         )

@@ -18,7 +18,7 @@ import typer
 from l2mac.benchmarks.runner import HasTaskId, Scorer, Suite
 from l2mac.benchmarks.setup import ModelSpec, bench_model, results_meta, suite_worker
 from l2mac.errors import L2MACError
-from l2mac.settings import RunSettings, server_slots
+from l2mac.settings import load_settings, server_slots
 from l2mac.terminal import make_console, print_error
 
 bench_app = typer.Typer(
@@ -122,7 +122,7 @@ def run_suite(
             how.task_tokens,
             how.llama_server,
             slots=server_slots(
-                how.workers if local else how.slots_per_worker, RunSettings.model_validate(suite.engine_budget)
+                how.workers if local else how.slots_per_worker, load_settings(run=suite.engine_budget).run
             ),
             run=suite.engine_budget,
             threads=None if local else max(1, round(how.cpus_per_worker)),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -32,7 +33,7 @@ from l2mac.fenced import BlockEnd, in_markdown
 from l2mac.models.local.chat_format import answer_begun, openai_messages, parse_reply, tool_schemas
 from l2mac.models.local.given import continue_with_given, given_text
 from l2mac.models.local.loops import LoopGuard
-from l2mac.models.local.server import LlamaServer
+from l2mac.models.local.server import LlamaServer, fitting_slots, kv_bytes_per_token, physical_memory
 
 DEFAULT_CONTEXT_CAP = 16_384
 #: one answer at most this long: a whole small file fits; a runaway answer costs minutes at ~17 tokens/s
@@ -90,8 +91,16 @@ class LocalChat:
         if self.server is not None:  # the weights go to the server; here only the vocabulary and metadata
             self.llm = Llama(model_path=str(self.path), vocab_only=True, verbose=False)
             self.context_window = min(self.context_cap, _trained_context(self.llm) or self.context_cap)
+            per_token = kv_bytes_per_token(self.llm.metadata)
+            slots = fitting_slots(self.slots, self.context_window, per_token, physical_memory())
+            if slots < self.slots:
+                print(
+                    f"l2mac: llama-server gets {slots} slots, not {self.slots}: the KV cache of more would take over "
+                    f"half of this machine's memory ({self.context_window:,} tokens per slot)",
+                    file=sys.stderr,
+                )
             self.served = LlamaServer(
-                self.server, self.path, self.context_window, self.slots, self.threads, log_path=self.server_log
+                self.server, self.path, self.context_window, slots, self.threads, log_path=self.server_log
             )
         else:
             self.llm = Llama(
