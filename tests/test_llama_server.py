@@ -11,6 +11,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic_ai.exceptions import ModelAPIError
@@ -270,3 +271,38 @@ def test_the_slots_are_as_many_as_their_kv_cache_fits_in_half_the_memory() -> No
     assert fitting_slots(32, 16384, per_token, 16 * gib) == 18  # 8 GiB of 16 for the cache
     assert fitting_slots(4, 16384, per_token, gib // 4) == 1  # at least one
     assert fitting_slots(12, 16384, kv_bytes_per_token({"general.architecture": "x"}), gib) == 12  # unknown: as asked
+
+
+def test_a_run_gives_its_llama_server_a_slot_for_each_call_it_may_have_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """soa with --concurrency 6 on a server with the default 4 slots: two calls would wait, and take over the
+    slots of calls that were stopped to be continued."""
+    from l2mac.models.local import llama
+    from l2mac.run import resolve_model
+    from l2mac.settings import load_settings
+
+    made: list[int] = []
+
+    class Chat:
+        context_window = 16384
+
+        def __init__(self, path: Path, **options: Any) -> None:
+            made.append(options["slots"])
+
+        def as_model(self, name: str) -> Any:
+            return None
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(llama, "LocalChat", Chat)
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    llm = {"model": f"gguf:{gguf}", "llama_server": sys.executable}
+    for concurrency in (6, 2):
+        settings = load_settings(
+            config_path=tmp_path / "none.yaml", environ={}, llm=llm, run={"concurrency": concurrency}
+        )
+        resolve_model(settings, None)
+    assert made == [6, 4]  # never fewer than the configured local_slots (4)

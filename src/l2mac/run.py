@@ -70,9 +70,11 @@ def resolve_model(settings: Settings, model: Model | None) -> tuple[ModelInfo, s
     if model is not None:
         window = settings.llm.context_window or DEFAULT_WINDOW
         return given_model_info(model, window), ""
-    if settings.llm.configured:
-        return build_model(settings.llm), ""
-    local = settings.llm.model_copy(update={"model": f"local:{DEFAULT_LOCAL_MODEL}"})
+    # a llama-server child has a slot for each call the run may have in flight (see settings.server_slots)
+    llm = settings.llm.model_copy(update={"local_slots": max(settings.llm.local_slots, settings.run.concurrency)})
+    if llm.configured:
+        return build_model(llm), ""
+    local = llm.model_copy(update={"model": f"local:{DEFAULT_LOCAL_MODEL}"})
     try:
         return build_model(local), LOCAL_NOTE.format(name=DEFAULT_LOCAL_MODEL)
     except ConfigError as e:
