@@ -285,3 +285,16 @@ def test_a_model_that_does_not_continue_begun_answers_is_sent_nothing_given(tmp_
     client = ModelClient(FunctionModel(answer), continues=False)
     asyncio.run(client.request([ModelRequest(parts=[UserPromptPart("hi")])], [], purpose="p", given={"total": TOTAL}))
     assert seen == [{}]
+
+
+def test_an_answer_whose_generations_spend_the_limit_is_reported_cut_off() -> None:
+    """The limit spent where a given stub began: the last generation ended on the watch, not on its limit, yet the
+    answer is cut off (a stub with no body), and the control unit must read it so."""
+    prompts: list[str] = []
+    chat = _local(prompts)
+    opening = find_opening("tally.py", SKELETON, ["Tally"])
+    assert opening is not None
+    text, stats = chat.complete("P", 5, given=opening.given())
+    assert text.endswith(TOTAL) and stats.completion_tokens == 5 and stats.hit_limit
+    text, stats = chat.complete("P", 100, given=opening.given())
+    assert text.endswith("return a + b\n") and not stats.hit_limit

@@ -169,15 +169,17 @@ class LocalChat:
 
         text, parts, _ = continue_with_given(generate, prompt, max_tokens, given)
         written_before = sum(s.completion_tokens for s in parts[:-1])
+        written = sum(s.completion_tokens for s in parts)
         stats = GenerationStats(
             # read: the prompt and the text given (the last prompt holds both, and what was written before it)
             max(parts[0].prompt_tokens, parts[-1].prompt_tokens - written_before),
             sum(s.new_prompt_tokens for s in parts),
-            sum(s.completion_tokens for s in parts),
+            written,
             sum(s.prompt_s for s in parts),
             sum(s.total_s for s in parts),
             parts[-1].loop_cut,
-            parts[-1].hit_limit,
+            # the limit spent across the generations (the last one may have ended where a given stub began)
+            parts[-1].hit_limit or written >= max_tokens,
         )
         self.stats.append(stats)
         return text, stats
