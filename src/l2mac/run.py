@@ -31,7 +31,7 @@ from l2mac.repo.protected import is_secret, refusal
 from l2mac.repo.state import measure
 from l2mac.repo.worktree import Worktree, open_worktree
 from l2mac.report import ChangeSummary, JournalSummary, RunReport, build_report
-from l2mac.settings import RunSettings, Settings, load_settings
+from l2mac.settings import RunSettings, Settings, load_settings, server_slots
 from l2mac.store import FileStore, GitHistory
 from l2mac.strategies import RunContext, StrategyResult, strategy_for
 from l2mac.tools import Toolbox, ToolEnv, tools_named
@@ -70,8 +70,9 @@ def resolve_model(settings: Settings, model: Model | None) -> tuple[ModelInfo, s
     if model is not None:
         window = settings.llm.context_window or DEFAULT_WINDOW
         return given_model_info(model, window), ""
-    # a llama-server child has a slot for each call the run may have in flight (see settings.server_slots)
-    llm = settings.llm.model_copy(update={"local_slots": max(settings.llm.local_slots, settings.run.concurrency)})
+    # a llama-server child has a slot for each call the run may have in flight
+    slots = max(settings.llm.local_slots, server_slots(1, settings.run))
+    llm = settings.llm.model_copy(update={"local_slots": slots})
     if llm.configured:
         return build_model(llm), ""
     local = llm.model_copy(update={"model": f"local:{DEFAULT_LOCAL_MODEL}"})
