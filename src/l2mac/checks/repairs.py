@@ -1,6 +1,7 @@
 """Deterministic repairs of what small models reliably get wrong in the files they write, shared by every
 strategy that writes files from a model's answer (the text protocol's control unit, the self-organised agents):
-the heads (signatures, docstrings) of functions the step's skeleton gives, changed; imports forgotten for names
+the heads (signatures, docstrings) of functions the step's skeleton gives, changed, and tests that call them
+otherwise than given; imports forgotten for names
 whose module is certain, pytest fixtures imported from pytest or redefined, a ``main(argv)`` that parses the
 runner's command line instead of its ``argv``, imports that the file's own definitions replace, exact copies of
 functions of a module the file imports from, well-known third-party packages imported but not declared."""
@@ -34,6 +35,7 @@ from l2mac.checks.autofix import (
 from l2mac.checks.contract import given_heads, given_skeleton
 from l2mac.checks.demands import is_stub_definition, is_stub_shaped, names_for_file
 from l2mac.checks.dependencies import declaring, distribution_for, is_well_known
+from l2mac.checks.given_calls import drop_miscalling_tests, given_interface
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.namespaces import unwrap_namespace_classes
@@ -89,6 +91,14 @@ def repair_written(
                 "them (a class that only hosts functions is a diagram's way of listing them)"
             )
             log("namespace_class_unwrapped", path=path, classes=unwrapped)
+    given = given_interface(instruction)
+    for path in [p for p in python if given and is_test_file(p)]:
+        if removed := rewrite(store, path, partial(drop_miscalling_tests, given=given, path=path)):
+            notes.append(
+                "Took out the tests that call a function the task gives with arguments it does not take (its head "
+                "is the task's, and the task's own tests call it as given; call it so): " + "; ".join(removed)
+            )
+            log("miscalling_tests_removed", path=path, tests=removed)
     for path in python:
         if functions := rewrite(store, path, repair_ignored_argv):
             which = ", ".join(f"{f}()" for f in functions)
