@@ -824,3 +824,51 @@ def test_a_sample_request_that_gave_nothing_usable_is_not_asked_again(tmp_path: 
     assert len(samples) == 3  # round 1 only
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert store.read_text("stats.py") == MEAN
+
+
+def test_a_function_failing_the_tasks_examples_leaves_the_tests_of_the_others_open_to_doubt(tmp_path: Path) -> None:
+    """Seen on ClassEval_1 at 9e7c0bc: the cylinder's example failed with every implementation, and so no test
+    was doubted, not even those of the circle and the sphere, which all four implementations failed alike
+    (``assert 12.56637 == 12.566370614359172``: the test rounded the area, then compared it unrounded). Only the
+    tests that use a function failing its examples (or one calling it) are left undoubted."""
+    stub = (
+        'def total(xs):\n    """The sum of xs.\n    >>> total([1, 2, 6])\n    9\n    """\n\n\n'
+        'def mean(xs):\n    """The average of xs.\n    >>> mean([1, 2, 6])\n    3.0\n    """\n\n\n'
+        'def spread(xs):\n    """The total over the mean."""\n'
+    )
+    step = Instruction(
+        title="Stats",
+        instruction=f"Write stats.py with these functions, and tests/test_stats.py:\n```python\n{stub}```",
+        requires_tests=True,
+    )
+    buggy = (
+        "def total(xs):\n    return sum(xs[1:])\n\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n\n\n"
+        "def spread(xs):\n    return total(xs) / mean(xs)\n"
+    )
+    right = buggy.replace("sum(xs[1:])", "sum(xs)")
+    tests = (
+        "from stats import mean, spread, total\n\n\ndef test_mean():\n    assert mean([5]) == 5\n"
+        "    assert mean([1, 2, 3]) == 3\n\n\ndef test_total():\n    assert total([1, 2, 6]) == 9\n\n\n"
+        "def test_spread():\n    assert spread([2, 2]) == 2\n"
+    )
+    seen: list[str] = []
+
+    def fix_the_code_keep_the_test(messages: list[ModelMessage]):
+        seen.append(last_user_text(messages))
+        return text(fenced(("stats.py", right)))
+
+    replies = [
+        text(fenced(("stats.py", buggy), ("tests/test_stats.py", tests))),
+        *[text(fenced(("stats.py", buggy)))] * 3,  # every sample fails total's example too
+        fix_the_code_keep_the_test,
+        *[text(fenced(("stats.py", right)))] * 3,
+        *[text("STEP COMPLETE")] * 3,
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, step, "")))
+    assert "tests/test_stats.py::test_mean: every one of them fails it with `assert 2.0 == 3`" in seen[0]
+    assert "- tests/test_stats.py::test_total" not in seen[0]  # total fails its example: its test is not doubted
+    assert "- tests/test_stats.py::test_spread" not in seen[0]  # nor is the test of spread, which calls total
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert outcome.tests_removed == ["tests/test_stats.py::test_mean: assert mean([1, 2, 3]) == 3"]
+    assert store.read_text("stats.py") == right and "def test_total" in store.read_text("tests/test_stats.py")

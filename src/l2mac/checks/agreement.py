@@ -26,12 +26,14 @@ from pydantic_ai.messages import ModelMessage
 from l2mac.checks.consensus import (
     Agreement,
     broken_code,
+    callers,
     choose,
     defined_names,
     relevant_tests,
     remove_statement,
     remove_tests,
     sampled_file,
+    tests_using,
 )
 from l2mac.checks.demands import missing_definitions, named_files, names_for_file, untested_functions
 from l2mac.checks.env import ToolEnv
@@ -44,7 +46,7 @@ from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcome
 from l2mac.domains import Domain
 from l2mac.journal import request_key
 from l2mac.models.client import ContextOverflow, ModelClient
-from l2mac.store import FileStore, scratch_copy
+from l2mac.store import scratch_copy
 
 
 class Asked(NamedTuple):
@@ -152,7 +154,7 @@ class Weigher:
         # a function failing the task's own examples: the body the step gives it is what failed, so the samples
         # are not shown it (seen: every sample copied the plan's wrong body and "agreed" with the code)
         failing = tuple(name for name, _ in now.failed) if now is not None else ()
-        candidates, outcomes, failures, shown = await self._implementations(snapshot, target, examples, failing)
+        candidates, outcomes, failures, shown, missed = await self._implementations(snapshot, target, examples, failing)
         if not candidates:
             self.log("agreement", target=target, samples=self.limits.samples, usable=0)
             return None
@@ -162,9 +164,19 @@ class Weigher:
         rank = [tried - len(now.failed) if now is not None else 0, *shown] if examples else []
         agreement = choose([base, *map(evidence, outcomes)], messages, rank)
         if tried and rank[agreement.chosen] < tried:
-            # even the implementation kept fails the task's own examples: the code is wrong, whatever the tests
-            # say (seen: every sample copied the wrong body the plan gave, and the right test was removed)
-            agreement = replace(agreement, disputed=(), agreed={})
+            # even the implementation kept fails the task's own examples: that code is wrong, whatever the tests
+            # of it say (seen: every sample copied the wrong body the plan gave, and the right test was removed).
+            # Only its tests are not doubted: those of the functions whose examples pass still are (seen on
+            # ClassEval_1 at 9e7c0bc: the cylinder's example failed in every sample, and the tests expecting
+            # round(area, 5) to equal the unrounded area of the circle and the sphere were never doubted)
+            kept = candidates[agreement.chosen - 1] if agreement.chosen else snapshot.get(target, "")
+            wrong = callers(kept, {name.rsplit(".", 1)[-1] for name in [failing, *missed][agreement.chosen]})
+            of_wrong = tests_using(snapshot, agreement.disputed, wrong)
+            agreement = replace(
+                agreement,
+                disputed=tuple(t for t in agreement.disputed if t not in of_wrong),
+                agreed={t: m for t, m in agreement.agreed.items() if t not in of_wrong},
+            )
         self.verdicts[key] = (target, agreement)
         self.log(
             "agreement",
@@ -180,11 +192,11 @@ class Weigher:
 
     async def _implementations(
         self, snapshot: dict[str, str], target: str, examples: list[Example], withheld: tuple[str, ...] = ()
-    ) -> tuple[list[str], list[dict[str, bool]], list[dict[str, str]], list[int]]:
+    ) -> tuple[list[str], list[dict[str, bool]], list[dict[str, str]], list[int], list[tuple[str, ...]]]:
         """Sampled implementations of ``target`` written from the step alone (the file and the tests hidden, and
         the bodies the step gives the functions ``withheld``) that define what the step gives it, each (repaired
-        as a written file is) with the tests' outcomes with it, the failed tests' messages, and how many of
-        ``examples`` it passes."""
+        as a written file is) with the tests' outcomes with it, the failed tests' messages, how many of
+        ``examples`` it passes and whose examples it fails."""
 
         def hide(path: str) -> bool:
             return path == target or is_test_file(path)
@@ -201,7 +213,7 @@ class Weigher:
         asked = request_key(messages, "sample")
         if asked in self.barren:  # the very request gave nothing usable before (seen: 7 rounds, none of use)
             self.log("agreement_skipped", target=target, reason="the same sample request gave no usable sample")
-            return [], [], [], []
+            return [], [], [], [], []
         if self.client.parallel:
             answers = await asyncio.gather(*(self._sample(messages, given) for _ in range(self.limits.samples)))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order
@@ -210,6 +222,7 @@ class Weigher:
         outcomes: list[dict[str, bool]] = []
         failures: list[dict[str, str]] = []
         shown: list[int] = []
+        missed: list[tuple[str, ...]] = []
         for answer in answers:
             content = finish(answer) if finish is not None else sampled_file(answer, target)
             if content is None or set(owned) & set(missing_definitions(self.instruction, {target: content})):
@@ -220,9 +233,10 @@ class Weigher:
                 outcomes.append(run.outcomes)
                 failures.append(run.failures)
                 shown.append(run.examples_passed)
+                missed.append(run.examples_failed)
         if not candidates:
             self.barren.add(asked)
-        return candidates, outcomes, failures, shown
+        return candidates, outcomes, failures, shown, missed
 
     async def _apply(
         self, target: str, agreement: Agreement, candidates: list[str], base: dict[str, bool]
@@ -393,12 +407,7 @@ class Sampled:
     outcomes: dict[str, bool]
     failures: dict[str, str]  # the failed tests' messages
     examples_passed: int = 0
-
-
-def examples_passed(env: ToolEnv, store: FileStore, examples: list[Example]) -> int:
-    """How many of the task's ``examples`` (docstrings) the project in ``store`` passes."""
-    run = run_examples(examples, store, env.runner, env.python, env.test_timeout_s)
-    return run.tried - len(run.failed) if run is not None else 0
+    examples_failed: tuple[str, ...] = ()  # whose examples (``Class.method``) it fails
 
 
 def outcomes_with(
@@ -423,8 +432,9 @@ def outcomes_with(
         outcome = per_test_outcomes(output)
         if not outcome:
             return None
-        shown = examples_passed(env, scratch, examples) if examples else 0
-        return Sampled(scratch.read_text(target), outcome, failure_messages(output), shown)
+        run = run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s) if examples else None
+        passed, failed = (run.tried - len(run.failed), tuple(n for n, _ in run.failed)) if run else (0, ())
+        return Sampled(scratch.read_text(target), outcome, failure_messages(output), passed, failed)
 
 
 def _defines(source: str, name: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from l2mac.checks.layout import is_test_file
@@ -165,6 +165,55 @@ def relevant_tests(source: str, path: str, module: str, defined: set[str] | None
                 names.add(fn.name)
                 changed = True
     return {"::".join((path, *key)) for key, fn in functions.items() if fn.name.startswith("test") and uses(fn)}
+
+
+def callers(source: str, names: Collection[str]) -> set[str]:
+    """``names`` and the functions (and methods) of ``source`` that call one of them, directly or through one
+    another, by their short names: what a wrong ``names`` makes wrong too. Only ``names`` when it does not
+    parse."""
+    reached = set(names)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return reached
+    calls = {
+        fn.name: {_called(c.func) for c in ast.walk(fn) if isinstance(c, ast.Call)}
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    changed = True
+    while changed:
+        new = {name for name, called in calls.items() if name not in reached and called & reached}
+        reached |= new
+        changed = bool(new)
+    return reached
+
+
+def _called(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def tests_using(files: Mapping[str, str], test_ids: Sequence[str], names: Collection[str]) -> set[str]:
+    """The tests of ``test_ids`` (in ``files``, path -> text) whose functions name one of ``names`` (a call of
+    ``obj.name(...)`` or ``name(...)``, or any mention); a test that cannot be found or read counts as one."""
+    wanted = set(names)
+    found: set[str] = set()
+    trees: dict[str, ast.Module | None] = {}
+    for test in test_ids:
+        path = test.split("::")[0]
+        if path not in trees:
+            try:
+                trees[path] = ast.parse(files.get(path, ""))
+            except SyntaxError:
+                trees[path] = None
+        tree = trees[path]
+        fn = test_functions(tree).get(_key(test)) if tree is not None else None
+        if fn is None or any(
+            (isinstance(n, ast.Name) and n.id in wanted) or (isinstance(n, ast.Attribute) and n.attr in wanted)
+            for n in ast.walk(fn)
+        ):
+            found.add(test)
+    return found
 
 
 def remove_tests(source: str, test_ids: Sequence[str]) -> tuple[str, list[str]]:
