@@ -10,8 +10,16 @@ import pytest
 from pydantic_ai.messages import ModelMessage
 from test_text_protocol import fenced, make_unit
 
-from l2mac.checks.agreement import Asked, Weigher, outcomes_with
-from l2mac.checks.consensus import choose, relevant_tests, remove_statement, remove_tests, weighable
+from l2mac.checks.agreement import Asked, Weigher, _used_as, outcomes_with
+from l2mac.checks.consensus import (
+    callers,
+    choose,
+    reaching_tests,
+    relevant_tests,
+    remove_statement,
+    remove_tests,
+    weighable,
+)
 from l2mac.checks.demands import untested_functions, untested_modules
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes, run_tests
@@ -872,3 +880,36 @@ def test_a_function_failing_the_tasks_examples_leaves_the_tests_of_the_others_op
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert outcome.tests_removed == ["tests/test_stats.py::test_mean: assert mean([1, 2, 3]) == 3"]
     assert store.read_text("stats.py") == right and "def test_total" in store.read_text("tests/test_stats.py")
+
+
+def test_what_a_function_failing_its_examples_makes_wrong_is_every_function_and_test_reaching_it() -> None:
+    code = (
+        "class A:\n    def area(self):\n        return self.helper()\n\n    def helper(self):\n        return 1\n\n\n"
+        "class B:\n    def area(self):\n        return 2\n\n    def total(self, xs):\n"
+        "        return sum(map(self.scale, xs))\n\n    def scale(self, x):\n        return x\n"
+    )
+    # two classes' area are one name here: A.area's call of helper is not lost to B.area's; a method passed on
+    # (map(self.scale, xs)) is used too
+    assert callers(code, {"helper"}) == {"helper", "area"}
+    assert callers(code, {"scale"}) == {"scale", "total"}
+    assert callers("def broken(:\n", {"f"}) == {"f"}
+    tests = (
+        "import pytest\nfrom shapes import A, B\n\n\n@pytest.fixture\ndef made():\n    return A().area()\n\n\n"
+        "def test_fixture(made):\n    assert made == 1\n\n\ndef test_other():\n    assert B().total([1]) == 1\n\n\n"
+        "class TestKept:\n    def setUp(self):\n        self.value = A().helper()\n\n"
+        "    def test_kept(self):\n        assert self.value == 1\n"
+    )
+    ids = ["t.py::test_fixture", "t.py::test_other", "t.py::TestKept::test_kept", "t.py::test_gone", "u.py::test_x"]
+    files = {"t.py": tests, "u.py": "def test_x(:\n"}
+    # through a fixture, through setUp, and (as they cannot be read) a test not found and a file that does not parse
+    assert reaching_tests(files, ids, {"helper", "area"}) == {
+        "t.py::test_fixture",
+        "t.py::TestKept::test_kept",
+        "t.py::test_gone",
+        "u.py::test_x",
+    }
+
+
+def test_a_special_methods_examples_are_its_classs() -> None:
+    assert _used_as("Calc.__init__") == "Calc" and _used_as("Calc.__eq__") == "Calc"
+    assert _used_as("Calc.add") == "add" and _used_as("total") == "total" and _used_as("Calc") == "Calc"

@@ -38,6 +38,8 @@ def scale(area, factor=1.0, *extra, rounding=None):
 '''
 TASK = f"Implement the code below in solution.py, and test it in tests/test_solution.py.\n\n```python\n{SKELETON}```"
 
+OWNERS = {"AreaCalculator": "solution", "scale": "solution"}  # the project module defining each name
+
 CODE = """import math
 
 class AreaCalculator:
@@ -66,6 +68,8 @@ def scale(area, factor=1.0, *extra, rounding=None):
 # seen on ClassEval_1 at 9e7c0bc (the constructor given two radii, the annulus none) and ClassEval_3 (a method
 # called on the class): the checks reported them five times and the model never changed them
 TESTS = """import math
+from unittest.mock import MagicMock
+
 import pytest
 import solution
 from solution import AreaCalculator, scale as scaled
@@ -120,6 +124,17 @@ def test_scale_unknown_keyword():
 def test_a_wrong_call_on_purpose():
     with pytest.raises(TypeError):
         AreaCalculator(1, 2)
+    try:
+        scaled()
+    except (ValueError, TypeError):
+        pass
+
+
+def test_a_third_party_function_of_a_given_name():
+    import numpy as np
+    from helpers import scale
+
+    assert np.scale(1, 2, 3, size=4) and scale(1, q=2) and solution.np.scale(q=1)
 
 
 def test_unpacked_arguments_are_not_weighed():
@@ -137,12 +152,15 @@ class TestKept:
     def test_rebound(self):
         calc = AreaCalculator(1)
         calc = object()
-        assert calc.annulus()
+        self.calc = MagicMock()
+        assert calc.annulus() and self.calc.annulus(5)
+        for calc in [MagicMock()]:
+            assert calc.annulus()
 """
 
 
 def test_a_test_calling_a_given_function_with_arguments_it_does_not_take_is_found_with_its_call() -> None:
-    found = miscalls(TESTS, given_interface(TASK))
+    found = miscalls(TESTS, given_interface(TASK), OWNERS)
     assert found == {
         ("test_annulus",): "`AreaCalculator(2, 3)`: too many positional arguments; the task gives "
         "AreaCalculator(radius)",
@@ -159,12 +177,14 @@ def test_a_test_calling_a_given_function_with_arguments_it_does_not_take_is_foun
     }
 
 
-def test_names_the_test_file_defines_itself_or_imports_from_the_standard_library_are_not_the_tasks() -> None:
+def test_names_the_test_file_defines_itself_or_imports_from_elsewhere_are_not_the_tasks() -> None:
     own = "from solution import scale\n\ndef scale(x):\n    return x\n\ndef test_own():\n    assert scale(1, 2, q=1)\n"
     stdlib = "from math import AreaCalculator\n\n\ndef test_std():\n    assert AreaCalculator(1, 2, 3)\n"
-    assert miscalls(own, given_interface(TASK)) == {}
-    assert miscalls(stdlib, given_interface(TASK)) == {}
-    assert miscalls("def test_broken(:\n", given_interface(TASK)) == {}
+    assert miscalls(own, given_interface(TASK), OWNERS) == {}
+    assert miscalls(stdlib, given_interface(TASK), OWNERS) == {}
+    assert miscalls("def test_broken(:\n", given_interface(TASK), OWNERS) == {}
+    elsewhere = "from solution import scale\n\n\ndef test_it():\n    assert scale(1, q=2)\n"
+    assert miscalls(elsewhere, given_interface(TASK), {"scale": "helpers"}) == {}  # not the module giving it
 
 
 def test_a_task_without_stubs_gives_nothing_to_weigh_calls_against() -> None:
@@ -172,6 +192,8 @@ def test_a_task_without_stubs_gives_nothing_to_weigh_calls_against() -> None:
     assert not given_interface(usage)
     twice = f"{TASK}\n\n```python\ndef scale(area):\n    '''Scale.'''\n```"
     assert "scale" not in given_interface(twice).functions  # given twice, differently: which one is meant?
+    one_line = "```python\ndef scale(area): ...\n\n\ndef grow(area):\n    'Grow.'\n```"
+    assert list(given_interface(one_line).functions) == ["grow"]  # a one-line head is not put back: not weighed
 
 
 def test_a_written_test_file_loses_the_tests_that_miscall_and_the_model_is_told_which_and_why(tmp_path: Path) -> None:

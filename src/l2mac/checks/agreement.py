@@ -29,11 +29,11 @@ from l2mac.checks.consensus import (
     callers,
     choose,
     defined_names,
+    reaching_tests,
     relevant_tests,
     remove_statement,
     remove_tests,
     sampled_file,
-    tests_using,
 )
 from l2mac.checks.demands import missing_definitions, named_files, names_for_file, untested_functions
 from l2mac.checks.env import ToolEnv
@@ -170,8 +170,8 @@ class Weigher:
             # ClassEval_1 at 9e7c0bc: the cylinder's example failed in every sample, and the tests expecting
             # round(area, 5) to equal the unrounded area of the circle and the sphere were never doubted)
             kept = candidates[agreement.chosen - 1] if agreement.chosen else snapshot.get(target, "")
-            wrong = callers(kept, {name.rsplit(".", 1)[-1] for name in [failing, *missed][agreement.chosen]})
-            of_wrong = tests_using(snapshot, agreement.disputed, wrong)
+            wrong = callers(kept, {_used_as(name) for name in [failing, *missed][agreement.chosen]})
+            of_wrong = reaching_tests(snapshot, agreement.disputed, wrong)
             agreement = replace(
                 agreement,
                 disputed=tuple(t for t in agreement.disputed if t not in of_wrong),
@@ -435,6 +435,13 @@ def outcomes_with(
         run = run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s) if examples else None
         passed, failed = (run.tried - len(run.failed), tuple(n for n, _ in run.failed)) if run else (0, ())
         return Sampled(scratch.read_text(target), outcome, failure_messages(output), passed, failed)
+
+
+def _used_as(example: str) -> str:
+    """The name code and tests use the function an example is of (``Class.method``, ``function``) by: its own,
+    but a special method's (``__init__``, ``__eq__``) is used through its class (``Class(...)``, ``a == b``)."""
+    owner, _, name = example.rpartition(".")
+    return owner if owner and name.startswith("__") and name.endswith("__") else name
 
 
 def _defines(source: str, name: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from l2mac.checks.layout import is_test_file
@@ -149,70 +149,90 @@ def relevant_tests(source: str, path: str, module: str, defined: set[str] | None
                     names.add(alias.asname)
     functions = test_functions(tree)
     mention = re.compile(rf"\b{re.escape(module)}\b|\b{re.escape(module.replace('.', '/'))}\.py\b")
+    if "*" in names:
+        return {"::".join((path, *key)) for key, fn in functions.items() if fn.name.startswith("test")}
+    keys = _tests_reaching(functions, names, lambda fn: bool(mention.search(ast.unparse(fn))))
+    return {"::".join((path, *key)) for key in keys}
+
+
+#: the methods of a test class that make what its tests use: what they use, every test of the class uses
+_SETUPS = frozenset({"setUp", "setup_method", "setup", "setUpClass", "setup_class"})
+
+
+def _tests_reaching(
+    functions: Mapping[tuple[str, ...], ast.FunctionDef | ast.AsyncFunctionDef],
+    names: Collection[str],
+    mentions: Callable[[ast.FunctionDef | ast.AsyncFunctionDef], bool] = lambda fn: False,
+    *,
+    attributes: bool = False,
+) -> set[tuple[str, ...]]:
+    """The keys of the tests among ``functions`` (a test module's, by :func:`test_functions`) that use one of
+    ``names`` (a name read, or a parameter so named; with ``attributes``, also an attribute read: ``obj.name``)
+    or that ``mentions`` holds for, directly or through a fixture or helper that does (by its name, or as a
+    parameter), or through their class's ``setUp``."""
+    reached = set(names)
 
     def uses(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        if "*" in names:
-            return True
         params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
-        loaded = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-        return bool((params | loaded) & names) or bool(mention.search(ast.unparse(fn)))
+        read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        if attributes:
+            read |= {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
+        return bool((params | read) & reached) or mentions(fn)
 
     changed = True
-    while changed:  # fixtures and helpers that use the module make their users relevant too
+    while changed:  # fixtures and helpers that use the names make their users reach them too
         changed = False
         for fn in functions.values():
-            if not fn.name.startswith("test") and fn.name not in names and uses(fn):
-                names.add(fn.name)
+            if not fn.name.startswith("test") and fn.name not in reached and uses(fn):
+                reached.add(fn.name)
                 changed = True
-    return {"::".join((path, *key)) for key, fn in functions.items() if fn.name.startswith("test") and uses(fn)}
+    set_up = {key[:-1] for key, fn in functions.items() if fn.name in _SETUPS and len(key) > 1 and uses(fn)}
+    return {key for key, fn in functions.items() if fn.name.startswith("test") and (key[:-1] in set_up or uses(fn))}
 
 
 def callers(source: str, names: Collection[str]) -> set[str]:
-    """``names`` and the functions (and methods) of ``source`` that call one of them, directly or through one
-    another, by their short names: what a wrong ``names`` makes wrong too. Only ``names`` when it does not
-    parse."""
+    """``names`` and the functions (and methods) of ``source`` that use one of them (call it, or pass it on),
+    directly or through one another, by their short names: what a wrong ``names`` makes wrong too. Only
+    ``names`` when it does not parse."""
     reached = set(names)
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return reached
-    calls = {
-        fn.name: {_called(c.func) for c in ast.walk(fn) if isinstance(c, ast.Call)}
-        for fn in ast.walk(tree)
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+    uses: dict[str, set[str]] = {}  # by short name: two classes' methods of one name are one function here
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            uses.setdefault(fn.name, set()).update(_read(n) for n in ast.walk(fn))
     changed = True
     while changed:
-        new = {name for name, called in calls.items() if name not in reached and called & reached}
+        new = {name for name, read in uses.items() if name not in reached and read & reached}
         reached |= new
         changed = bool(new)
     return reached
 
 
-def _called(func: ast.expr) -> str:
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+def _read(node: ast.AST) -> str:
+    """The name ``node`` reads (``name``, or ``obj.name``'s attribute), if it is one: a function is used by a
+    call, and by being passed on (``map(self.parse, lines)``)."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
-def tests_using(files: Mapping[str, str], test_ids: Sequence[str], names: Collection[str]) -> set[str]:
-    """The tests of ``test_ids`` (in ``files``, path -> text) whose functions name one of ``names`` (a call of
-    ``obj.name(...)`` or ``name(...)``, or any mention); a test that cannot be found or read counts as one."""
-    wanted = set(names)
+def reaching_tests(files: Mapping[str, str], test_ids: Sequence[str], names: Collection[str]) -> set[str]:
+    """The tests of ``test_ids`` (in ``files``, path -> text) that use one of ``names`` (``name(...)``,
+    ``obj.name(...)``, any mention), in their own code or through a fixture, a helper or their class's
+    ``setUp``; a test that cannot be found or read counts as one that does."""
     found: set[str] = set()
-    trees: dict[str, ast.Module | None] = {}
+    by_file: dict[str, list[str]] = {}
     for test in test_ids:
-        path = test.split("::")[0]
-        if path not in trees:
-            try:
-                trees[path] = ast.parse(files.get(path, ""))
-            except SyntaxError:
-                trees[path] = None
-        tree = trees[path]
-        fn = test_functions(tree).get(_key(test)) if tree is not None else None
-        if fn is None or any(
-            (isinstance(n, ast.Name) and n.id in wanted) or (isinstance(n, ast.Attribute) and n.attr in wanted)
-            for n in ast.walk(fn)
-        ):
-            found.add(test)
+        by_file.setdefault(test.split("::")[0], []).append(test)
+    for path, tests in by_file.items():
+        try:
+            functions = test_functions(ast.parse(files.get(path, "")))
+        except SyntaxError:
+            found.update(tests)
+            continue
+        using = _tests_reaching(functions, names, attributes=True)
+        found.update(t for t in tests if _key(t) not in functions or _key(t) in using)
     return found
 
 

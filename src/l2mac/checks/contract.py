@@ -36,7 +36,7 @@ def given_skeleton(instruction: str, names: list[str], path: str | None = None) 
             continue
         if any(
             (fn.name in wanted or (owner is not None and owner.name in wanted)) and is_stub_definition(fn, owner)
-            for fn, owner in _functions(tree)
+            for fn, owner in functions_and_methods(tree)
         ):
             return body.strip("\n") + "\n"
     return None
@@ -106,7 +106,7 @@ def given_heads(source: str, skeleton: str) -> tuple[str, list[str]]:
     edits: list[tuple[int, int, list[str], str]] = []
     for key, fn in mine.items():
         want = heads.get(key)
-        if want is None or _one_line(fn) or _one_line(want) or _shape(fn) == _shape(want):
+        if want is None or one_line(fn) or one_line(want) or _shape(fn) == _shape(want):
             continue
         start, end = _head_span(fn)
         given_start, given_end = _head_span(want)
@@ -124,7 +124,7 @@ def given_heads(source: str, skeleton: str) -> tuple[str, list[str]]:
     return "\n".join(lines) + ("\n" if source.endswith("\n") else ""), changed[::-1]  # in the file's order
 
 
-def _functions(tree: ast.Module) -> Iterator[tuple[_Function, ast.ClassDef | None]]:
+def functions_and_methods(tree: ast.Module) -> Iterator[tuple[_Function, ast.ClassDef | None]]:
     """The module's top-level functions and its classes' methods, each with its class."""
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -144,7 +144,7 @@ def _unique(tree: ast.Module) -> dict[tuple[str | None, str], _Function]:
     and setter, overloads): which head is whose cannot be told."""
     found: dict[tuple[str | None, str], _Function] = {}
     twice: set[tuple[str | None, str]] = set()
-    for fn, owner in _functions(tree):
+    for fn, owner in functions_and_methods(tree):
         key = _key(fn, owner)
         if key in found:
             twice.add(key)
@@ -181,7 +181,8 @@ def _shape(fn: _Function) -> tuple[object, ...]:
     )
 
 
-def _one_line(fn: _Function) -> bool:
+def one_line(fn: _Function) -> bool:
+    """Whether ``fn``'s body begins on its ``def`` line (``def f(x): ...``): such a head is not put back."""
     return fn.body[0].lineno == fn.lineno
 
 

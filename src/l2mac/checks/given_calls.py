@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import ast
 import inspect
-import sys
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from l2mac.checks.consensus import remove_tests, test_functions
-from l2mac.checks.contract import mended
+from l2mac.checks.contract import functions_and_methods, mended, one_line
 from l2mac.checks.demands import is_stub_definition
 from l2mac.fenced import fenced_blocks
 
@@ -46,7 +45,7 @@ class _Callable:
 
     name: str
     signature: inspect.Signature
-    kind: str = "function"  # "function", "method", "staticmethod", "classmethod"
+    kind: Literal["function", "method", "staticmethod", "classmethod"] = "function"
 
     def shown(self) -> str:
         """The function as the task gives it: a class by what its constructor takes."""
@@ -84,15 +83,16 @@ def given_interface(instruction: str) -> GivenInterface:
             tree = ast.parse(mended(body))
         except SyntaxError:
             continue
-        if not any(is_stub_definition(fn, owner) for fn, owner in _definitions(tree)):
+        if not any(is_stub_definition(fn, owner) for fn, owner in functions_and_methods(tree)):
             continue
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for node in tree.body:  # a one-line head (``def f(x): ...``) is not put back: the code may change it
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not one_line(node):
                 _add(given.functions, node.name, _callable(node, None), twice)
             elif isinstance(node, ast.ClassDef):
                 init = next((m for m in _methods(node) if m.name == "__init__"), None)
-                _add(given.constructors, node.name, _callable(init, node) if init else None, twice)
-                for method in _methods(node):
+                if init is None or not one_line(init):
+                    _add(given.constructors, node.name, _callable(init, node) if init else None, twice)
+                for method in (m for m in _methods(node) if not one_line(m)):
                     _add(given.methods, (node.name, method.name), _callable(method, node), twice)
     return given
 
@@ -107,23 +107,21 @@ def _add(found: dict[_K, _V], key: _K, value: _V, twice: set[object]) -> None:
     found[key] = value
 
 
-def _definitions(tree: ast.Module) -> Iterator[tuple[_Function, ast.ClassDef | None]]:
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node, None
-        elif isinstance(node, ast.ClassDef):
-            yield from ((m, node) for m in _methods(node))
-
-
 def _methods(cls: ast.ClassDef) -> list[_Function]:
     return [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def _callable(fn: _Function, owner: ast.ClassDef | None) -> _Callable:
     decorators = {ast.unparse(d) for d in fn.decorator_list}
-    kind = "function"
+    kind: Literal["function", "method", "staticmethod", "classmethod"] = "function"
     if owner is not None:
-        kind = next((k for k in ("staticmethod", "classmethod") if k in decorators), "method")
+        kind = (
+            "staticmethod"
+            if "staticmethod" in decorators
+            else "classmethod"
+            if "classmethod" in decorators
+            else "method"
+        )
     name = f"{owner.name}.{fn.name}" if owner is not None else fn.name
     if owner is not None and fn.name == "__init__":
         name = owner.name
@@ -152,17 +150,19 @@ def _default(node: ast.expr | None) -> object:
     return inspect.Parameter.empty if node is None else _Source(ast.unparse(node))
 
 
-def miscalls(source: str, given: GivenInterface) -> dict[tuple[str, ...], str]:
+def miscalls(source: str, given: GivenInterface, owners: Mapping[str, str]) -> dict[tuple[str, ...], str]:
     """The tests of ``source`` (by their pytest key) that call a given function with arguments its given
-    signature does not take, each with the first such call and why it does not fit."""
+    signature does not take, each with the first such call and why it does not fit. ``owners``: the project
+    module that defines each top-level name (defined by one only): a given name counts where the test imports
+    it from there (``numpy.mean`` is not the task's ``mean``)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return {}
-    names, modules = _imported(tree)
+    names, modules = _imported(tree, owners)
     own = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     names = {alias: real for alias, real in names.items() if alias not in own}
-    reader = _Reader(given, names, modules)
+    reader = _Reader(given, names, modules, owners)
     fixtures = {
         fn.name: cls
         for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
@@ -183,10 +183,12 @@ def miscalls(source: str, given: GivenInterface) -> dict[tuple[str, ...], str]:
     return found
 
 
-def drop_miscalling_tests(source: str, given: GivenInterface, path: str) -> tuple[str, list[str]]:
+def drop_miscalling_tests(
+    source: str, given: GivenInterface, owners: Mapping[str, str], path: str
+) -> tuple[str, list[str]]:
     """``source`` (a test file at ``path``) without the tests that call a given function otherwise than given;
     and, for each one removed, ``path::test: the call and why it does not fit``."""
-    found = miscalls(source, given)
+    found = miscalls(source, given, owners)
     if not found:
         return source, []
     ids = {"::".join((path, *key)): why for key, why in found.items()}
@@ -205,35 +207,36 @@ def _owner(tree: ast.Module, key: tuple[str, ...]) -> ast.ClassDef | None:
     return owner
 
 
-def _imported(tree: ast.Module) -> tuple[dict[str, str], set[str]]:
-    """The names imported from modules outside the standard library (alias -> name), and the aliases of such
-    modules imported whole: a given name is the project's when the test imports it so."""
+def _imported(tree: ast.Module, owners: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The names imported from the project module that defines them (alias -> name), and the aliases of the
+    project's modules imported whole."""
     names: dict[str, str] = {}
-    modules: set[str] = set()
-
-    def ours(module: str) -> bool:
-        return module.split(".")[0] not in sys.stdlib_module_names
-
+    modules: dict[str, str] = {}
+    ours = set(owners.values())
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level and ours(node.module):
-            names.update({a.asname or a.name: a.name for a in node.names})
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.update({a.asname or a.name: a.name for a in node.names if owners.get(a.name) == node.module})
         elif isinstance(node, ast.Import):
-            modules.update(a.asname or a.name for a in node.names if ours(a.name))
+            modules.update({a.asname or a.name: a.name for a in node.names if a.name in ours})
     return names, modules
 
 
 class _Reader:
     """Reads a test's calls against the given interface."""
 
-    def __init__(self, given: GivenInterface, names: dict[str, str], modules: set[str]) -> None:
-        self.given, self.names, self.modules = given, names, modules
+    def __init__(
+        self, given: GivenInterface, names: dict[str, str], modules: dict[str, str], owners: Mapping[str, str]
+    ) -> None:
+        self.given, self.names, self.modules, self.owners = given, names, modules, owners  # modules: alias -> name
 
     def given_name(self, node: ast.expr) -> str | None:
-        """The given function or class ``node`` names: an imported name, or one read off an imported module."""
+        """The given function or class ``node`` names: a name imported from the module defining it, or one read
+        off that module imported whole."""
         if isinstance(node, ast.Name):
             return self.names.get(node.id)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.modules:
-            return node.attr
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            module = self.modules.get(node.value.id)
+            return node.attr if module is not None and self.owners.get(node.attr) == module else None
         return None
 
     def class_made(self, node: ast.expr | None) -> str | None:
@@ -267,15 +270,20 @@ class _Reader:
             (n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.Call)) and id(n) not in expected),
             key=lambda n: (n.lineno, n.col_offset),
         )
+        for node in ast.walk(fn):  # bound otherwise (``for calc in ...``, ``with ... as calc``): not known
+            targets = [t.target for t in [node] if isinstance(t, (ast.AnnAssign, ast.For, ast.AsyncFor))]
+            targets += [i.optional_vars for i in getattr(node, "items", []) if i.optional_vars is not None]
+            for target in targets:
+                instances.pop(ast.unparse(target), None)
         for node in nodes:
             if isinstance(node, ast.Assign):
                 cls = self.class_made(node.value)
                 for target in node.targets:
-                    if isinstance(target, ast.Name):
+                    if isinstance(target, (ast.Name, ast.Attribute)):
                         if cls is not None:
-                            instances[target.id] = cls
-                        else:
-                            instances.pop(target.id, None)
+                            instances[ast.unparse(target)] = cls
+                        else:  # no longer what it held (``self.calc = MagicMock()``)
+                            instances.pop(ast.unparse(target), None)
                 continue
             if (why := self._misfit(node, instances)) is not None:
                 return why
@@ -314,12 +322,21 @@ class _Reader:
 
 
 def _expecting_errors(fn: _Function) -> set[int]:
-    """The nodes (by ``id``) inside ``with pytest.raises(...)`` or ``with self.assertRaises(...)``: a call there
-    may be wrong on purpose."""
+    """The nodes (by ``id``) where a wrong call may be meant: inside ``with pytest.raises(...)`` or
+    ``with self.assertRaises(...)``, and inside a ``try`` that catches a TypeError (or any exception)."""
     inside: set[int] = set()
     for node in ast.walk(fn):
-        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+        expects = isinstance(node, (ast.With, ast.AsyncWith)) and any(
             "raises" in ast.unparse(item.context_expr).lower() for item in node.items
-        ):
-            inside.update(id(n) for statement in node.body for n in ast.walk(statement))
+        )
+        expects = expects or (isinstance(node, ast.Try) and any(_catches_type_errors(h) for h in node.handlers))
+        if expects:
+            inside.update(id(n) for statement in getattr(node, "body", []) for n in ast.walk(statement))
     return inside
+
+
+def _catches_type_errors(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    caught = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(ast.unparse(t).rsplit(".", 1)[-1] in ("TypeError", "Exception", "BaseException") for t in caught)

@@ -92,8 +92,9 @@ def repair_written(
             )
             log("namespace_class_unwrapped", path=path, classes=unwrapped)
     given = given_interface(instruction)
+    owners = project_definitions(project_trees(store), private=True) if given else {}
     for path in [p for p in python if given and is_test_file(p)]:
-        if removed := rewrite(store, path, partial(drop_miscalling_tests, given=given, path=path)):
+        if removed := rewrite(store, path, partial(drop_miscalling_tests, given=given, owners=owners, path=path)):
             notes.append(
                 "Took out the tests that call a function the task gives with arguments it does not take (its head "
                 "is the task's, and the task's own tests call it as given; call it so): " + "; ".join(removed)
