@@ -14,6 +14,7 @@ from l2mac.models.client import ModelClient
 from l2mac.models.scripted import ScriptedModel, call, last_tool_return, last_user_text, text
 from l2mac.plan_rules import dedupe, fit_steps
 from l2mac.planner import load_prompt_program, make_plan, parse_text_plan
+from l2mac.spec_plan import module_steps
 from l2mac.types import Instruction
 
 
@@ -89,6 +90,8 @@ def test_a_task_giving_its_one_files_skeleton_is_one_step_without_asking_the_mod
     program = asyncio.run(make_plan(ModelClient(script.model), load_domain("codebase"), task, max_steps=3))
     assert [s.instruction for s in program.steps] == [task] and script.requests == []
     assert "its one code file, shapes.py" in program.source
+    # a soa lead drafts that module by the very same step, so her draft is the one l2mac would write
+    assert module_steps(task) == {"shapes.py": program.steps[0]}
     # two code files named, a skeleton of nothing, an example of the module's use, or of a plugin of the program:
     # the model plans
     usage = "from shapes import Shape\n\n\ndef show(s):\n    ...\n"

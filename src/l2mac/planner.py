@@ -32,7 +32,7 @@ from l2mac.plan_rules import (
     with_readme,
     without_setup,
 )
-from l2mac.spec_plan import one_skeleton_file, spec_plan
+from l2mac.spec_plan import one_skeleton_file, spec_plan, task_step
 from l2mac.tools.base import Tool, parse_arguments
 from l2mac.types import Instruction, PromptProgram
 
@@ -196,14 +196,8 @@ async def make_plan(
 
 def task_as_one_step(task: str, domain: Domain, why: str) -> PromptProgram:
     """The task itself as the plan's one step (the step sees every requirement as the task states it)."""
-    only = Instruction(title=_title(task), instruction=task, requires_tests=domain.tests)
+    only = task_step(task, tests=domain.tests)
     return PromptProgram(task=task, steps=[only], source=f"the task as one step: {why}")
-
-
-def _title(task: str) -> str:
-    """A step title from the task: the first words of its first line."""
-    words = next((line for line in task.splitlines() if line.strip()), "").split()
-    return " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
 
 
 def load_prompt_program(path: Path, task: str) -> PromptProgram:

@@ -64,8 +64,18 @@ def module_steps(task: str, *, tests: bool = True) -> dict[str, Instruction]:
     itself when it gives the skeleton of its one code file (:func:`one_skeleton_file`), else the specification's
     step for each file it describes; ``{}`` when neither."""
     if (path := one_skeleton_file(task)) is not None:
-        return {path: Instruction(title=f"Write {path}", instruction=task, requires_tests=tests)}
+        return {path: task_step(task, tests=tests)}
     return _file_steps(outline.code_files(task), task, tests)[0]
+
+
+def task_step(task: str, *, tests: bool = True) -> Instruction:
+    """The task itself as one step, titled by the first words of its first line: the l2mac strategy's plan for a
+    task it does not split, and a soa lead's draft step of the one module such a task gives. One step for both,
+    so a soa lead's draft is the step l2mac would run (seen on ClassEval: titled "Write solution.py" there, the
+    lead's step was asked otherwise, and its answers differed from l2mac's from the first)."""
+    words = next((line for line in task.splitlines() if line.strip()), "").split()
+    title = " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
+    return Instruction(title=title, instruction=task, requires_tests=tests)
 
 
 def _file_steps(specs: list[outline.SpecFile], task: str, tests: bool) -> tuple[dict[str, Instruction], list[str]]:
