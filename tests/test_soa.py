@@ -859,7 +859,10 @@ def test_a_drafts_functions_are_put_in_the_given_module_and_the_rest_of_it_stays
     team = Team({"lead": [("write_tests", {"tests": tests})], "step": _step(GRAFTED)})
     result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "a", strategy="soa"), model=team.model)
     assert result.ok, result.report
-    assert set(team.asked) == {"lead", "step"}  # no agent was asked: the draft passed the examples and tests
+    # no agent was asked, nor the lead for tests: the draft step passed the examples and its own tests, which
+    # agreement weighed; they are the lead's
+    assert set(team.asked) == {"step"}
+    assert result.files["tests/test_counter.py"] == STEP_TESTS
     code = result.files["counter.py"]
     assert "import math" in code and "def _add(self, n: int) -> None:" in code and "self._add(n)" in code
     assert '"""A count that starts at zero."""' in code and "rewritten" not in code and "LIMIT" not in code
@@ -1175,10 +1178,14 @@ def test_a_budget_stop_inside_the_draft_step_keeps_the_drafted_module_and_remove
     assert "tests/test_counter.py" not in result.files
 
 
-def test_a_draft_step_leaves_the_other_files_as_they_were_and_takes_its_own_tests_away(tmp_path: Path) -> None:
+@pytest.mark.parametrize("status", [StepStatus.PASSED, StepStatus.FAILED])
+def test_a_draft_step_leaves_the_other_files_as_they_were_and_its_tests_only_when_it_passed(
+    tmp_path: Path, status: StepStatus
+) -> None:
     """The draft step is the lead's first answer for her module, nothing more: a file it rewrote or deleted is put
-    back, a test file it wrote is removed (the lead's tests are the team's), a new module it wrote, which the
-    draft may import, stays; the module is the given one with the draft's functions; its turns are counted."""
+    back, a test file it wrote stays only when the step passed (they are then the lead's tests), a new module it
+    wrote, which the draft may import, stays; the module is the given one with the draft's functions; its turns
+    are counted."""
     store = FileStore(tmp_path)
     files = {"counter.py": COUNTER, "helpers.py": "X = 1\n", "tests/test_old.py": "def test_old():\n    pass\n"}
     for path, text in files.items():
@@ -1190,7 +1197,7 @@ def test_a_draft_step_leaves_the_other_files_as_they_were_and_takes_its_own_test
         store.delete("tests/test_old.py")
         store.write_text("tests/test_counter.py", STEP_TESTS)
         store.write_text("extra.py", "Y = 1\n")
-        return StepOutcome(1, "Write counter.py", StepStatus.PASSED, "counter.py written", turns=3)
+        return StepOutcome(1, "Write counter.py", status, "counter.py written", turns=3)
 
     async def no_answer(path: str, code: str) -> str:
         raise AssertionError("a module with a step is not drafted in one call")
@@ -1208,7 +1215,9 @@ def test_a_draft_step_leaves_the_other_files_as_they_were_and_takes_its_own_test
     asyncio.run(drafter.draft(COUNTER_TASK, {"counter.py": COUNTER}))
     assert store.read_text("helpers.py") == "X = 1\n"
     assert store.read_text("tests/test_old.py") == files["tests/test_old.py"]
-    assert not store.exists("tests/test_counter.py")
+    passed = status is StepStatus.PASSED
+    assert store.exists("tests/test_counter.py") is passed
+    assert drafter.steps_tests() == (["tests/test_counter.py"] if passed else [])
     assert store.read_text("extra.py") == "Y = 1\n"
     code = store.read_text("counter.py")
     assert "self._add(n)" in code and "LIMIT" not in code and '"""A count that starts at zero."""' in code

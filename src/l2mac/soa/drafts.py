@@ -20,7 +20,7 @@ from l2mac.control.step import Step, time_share
 from l2mac.errors import first_line
 from l2mac.soa.contracts import ContractError, current_code, graft, stubs
 from l2mac.store import FileStore
-from l2mac.types import Instruction, StepOutcome
+from l2mac.types import Instruction, StepOutcome, StepStatus
 
 #: a contract's key: (module, owner class or None, function)
 Key = tuple[str, str | None, str]
@@ -52,6 +52,9 @@ class Drafter:
     deadline: float | None = None
     drafted: set[Key] = field(default_factory=set)
     turns: int = 0
+    #: the test files the steps wrote, while every module drafted so far was drafted by a step that passed
+    tests: list[str] = field(default_factory=list)
+    unproven: bool = False  # a module was drafted by a step that failed, or in one call: no step's tests vouch
 
     async def draft(self, task: str, given: dict[str, str]) -> None:
         """Each module of ``given`` that has stubs, by its step in the plan's order, then the rest in one call."""
@@ -63,30 +66,51 @@ class Drafter:
             step = Step(task, index, len(stepped), self.drafts.steps[path], summary, deadline)
             summary = await self._step(path, given[path], step)
         for path in (p for p in todo if p not in stepped):
+            self.unproven = True
             try:
                 draft = await self.answer(path, given[path])
             except (ValidationError, ValueError) as e:
                 self.log("draft_unused", module=path, reason=first_line(e))
                 continue
             self.put(path, given[path], draft)
+        if self.unproven:
+            self.drop_tests()
+
+    def steps_tests(self) -> list[str]:
+        """The tests the steps wrote, when every module was drafted by a step that passed (its tests weighed by
+        agreement against sampled implementations, and passing with the task's examples): the lead's tests then,
+        as fresh ones of hers would hold a draft l2mac's step finished to tests no one weighed (seen on ClassEval_4
+        at 76a48b6: the draft step passed; one of her new tests failed it, and two rounds of agents' repairs made
+        5 passing tests 0 before the draft was put back). Empty otherwise: their files are gone then."""
+        return [] if self.unproven else [p for p in self.tests if self.store.exists(p)]
+
+    def drop_tests(self) -> None:
+        for path in self.tests:
+            if self.store.exists(path):
+                self.store.delete(path)
+        self.tests = []
 
     async def _step(self, path: str, code: str, step: Step) -> str:
         """The control unit's step that writes module ``path``; returns its summary. What it wrote besides the
-        module is put back as it was (other modules; its tests are removed: the lead's tests are the team's),
-        but new modules, which the draft may import; so is all of it when a budget or the provider stops the run
-        in the step."""
+        module is put back as it was (other modules; its new tests are kept only while every step passed, see
+        :meth:`steps_tests`), but new modules, which the draft may import; so is all of it when a budget or the
+        provider stops the run in the step."""
         assert self.drafts.run is not None
         store = self.store
         before = store.snapshot()
+        passed = False
         try:
             outcome = await self.drafts.run(step)
+            passed = outcome.status is StepStatus.PASSED
         finally:
             after = store.snapshot()
             for other, text in before.items():
                 if other != path and after.get(other) != text:
                     self.write(other, text)
-            for new in (p for p in store.list_files() if p not in before and is_test_file(p)):
-                store.delete(new)
+            self.tests += [p for p in store.list_files() if p not in before and is_test_file(p)]
+            self.unproven = self.unproven or not passed
+            if self.unproven:
+                self.drop_tests()
             self.put(path, code, after.get(path, ""))
         self.turns += outcome.turns
         self.log("draft_step", module=path, status=outcome.status.value, turns=outcome.turns)

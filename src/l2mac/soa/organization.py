@@ -347,7 +347,8 @@ class Organization:
     async def _given(self, agent: Agent, given: dict[str, str]) -> tuple[list[Contract], str] | None:
         """The modules the task gives, written as given: their stubs are the contracts (interfaces first; seen on
         ClassEval, a 1.5B lead asked to design rewrote the given class whole, its methods implemented in one
-        answer, and no agent was made). She drafts them (:class:`Drafter`), then writes their tests."""
+        answer, and no agent was made). She drafts them (:class:`Drafter`), then writes their tests, unless the
+        one step that drafted them passed with its own (:meth:`Drafter.steps_tests`)."""
         for path, code in given.items():
             self._write(agent, path, code)
         drafter = Drafter(
@@ -365,6 +366,13 @@ class Organization:
             agent.calls += drafter.turns
             self._drafted = drafter.drafted
         contracts = [c for path, code in given.items() for c in stubs(code, path)]
+        if len(kept := drafter.steps_tests()) == 1:  # a step passed with them: her tests are the step's
+            self._test_files.append(kept[0])
+            self.log("draft_tests_kept", id=agent.id, test_file=kept[0])
+            agent.owns = ", ".join(given)
+            self._lead_files = [*given, kept[0]]
+            return contracts, kept[0]
+        drafter.drop_tests()  # the lead has one test file: several steps' files give way to hers
         test_file = self._test_path(_first_module(list(given)))
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
         user = self.render("tests_task", task=self.task, files=files, test_file=test_file)
