@@ -399,6 +399,33 @@ def test_a_rewrite_of_a_function_failing_the_tasks_examples_is_sampled_again_unt
     assert len(script.requests) == 6  # the two answers sampled again are no turns of their own
 
 
+def test_a_function_rewritten_as_an_answer_already_found_failing_is_not_sampled_again_and_again(
+    tmp_path: Path,
+) -> None:
+    """Seen on ClassEval at 9e7c0bc: 17 of 44 failing resamples were an answer already found failing, as the 1.5B
+    model, sampled more freely, sends the same body back (ClassEval_1: eight calls, all the cylinder's side area).
+    Such an answer is not tried again, and after two of them the round asks for no more."""
+    test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n"
+
+    def rewrite(body: str) -> Reply:
+        return lambda messages: text(f"    return {body}\n```\n")
+
+    replies = [
+        text("    return max(numbers) + min(numbers)\n```\n"),
+        text(f"tests/test_solution.py\n```python\n{test}```\n"),
+        *[rewrite("max(numbers) * 2")] * 3,  # found failing, then twice more the same: the round ends
+        rewrite("max(numbers) - min(numbers)"),  # the next turn
+        text("STEP COMPLETE"),
+    ]
+    unit, script, store = _unit(tmp_path, replies, continues=True)
+    outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, TESTED, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert _verified(store) == [False, False, False, True]
+    log = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    assert [e.get("known", False) for e in log if e["kind"] == "answer_verified"] == [False, True, True, False]
+    assert len(script.requests) == 7
+
+
 def _verified(store: FileStore) -> list[bool]:
     """Whether each answer held to a check held it, as the run's log says."""
     log = [json.loads(line) for line in (store.root / ".l2mac" / "log.jsonl").read_text().splitlines()]

@@ -134,3 +134,16 @@ def test_a_step_whose_file_imports_the_names_it_mentions_passes(tmp_path: Path) 
     assert outcome.status is StepStatus.PASSED, outcome.reason  # type: ignore[attr-defined]
     assert len(script.requests) == 1  # passed at once: Counter and Word were never asked for
     assert "READ" not in last_user_text(script.requests[0])  # every file is shown: ranged reads go unmentioned
+
+
+def test_a_step_that_is_the_whole_task_shows_it_once(tmp_path: Path) -> None:
+    # Seen on ClassEval: the one step of a one-skeleton task is the task, and every prompt held the class's
+    # docstrings twice (472-876 of its 1,765-3,001 tokens, twice)
+    task = "Write greet.py with greet(name) returning 'hi ' + name. " + "Say hi to everyone by name. " * 20
+    whole = Instruction(title="Greeting", instruction=task, requires_tests=False)
+    for instruction in (whole, STEP):
+        unit, script, _ = make_unit(tmp_path / str(instruction is whole), [text(GREET)], window=8000)
+        asyncio.run(unit.run_step(Step(task, 1, 1, instruction, "")))
+        prompt = last_user_text(script.requests[0])
+        assert prompt.count("Say hi to everyone by name.") == 20  # once as the step, or once as the task
+        assert ("(the whole task is the current step, below)" in prompt) is (instruction is whole)

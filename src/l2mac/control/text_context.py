@@ -65,7 +65,7 @@ def text_messages(
         files += "\n\nWhat you asked to read:\n" + "\n\n".join(reads)
     prompt = domain.render(
         "text_step",
-        **step.values(domain.render("progress", summary=progress) if progress else ""),
+        **step.values(domain.render("progress", summary=progress) if progress else "", domain.render("whole_task")),
         files=files,
         request=request or domain.render("text_request"),
         named_files=", ".join(named_files(instruction)) or "(as the step says)",

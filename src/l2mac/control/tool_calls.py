@@ -61,7 +61,7 @@ class ToolConversation:
         )
         listing = listing or "(none yet)"
         shown = domain.render("progress", summary=progress) if progress else ""
-        prompt = domain.render("step", **self.step.values(shown), files=listing)
+        prompt = domain.render("step", **self.step.values(shown, domain.render("whole_task")), files=listing)
         system = domain.render("step_system", **example_values(self.step.instruction.instruction, domain.name))
         return [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(prompt)])]
 

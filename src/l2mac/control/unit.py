@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 
 from l2mac.checks.agreement import AgreementLimits, Asked, Weigher
 from l2mac.checks.consensus import test_functions
@@ -48,6 +48,17 @@ from l2mac.types import StepOutcome, StepStatus, ToolResult
 #: each time after
 RESAMPLE_TEMPERATURE = 0.8
 RESAMPLE_STEP = 0.1
+#: answers already found failing, in one round of resampling, after which no more are asked for
+MAX_KNOWN_FAILURES = 2
+
+
+def _said(response: ModelResponse) -> str:
+    """What an answer says: its text and its calls, as one string to compare answers by."""
+    return "\n".join(
+        p.content if isinstance(p, TextPart) else f"{p.tool_name}{p.args_as_json_str()}"
+        for p in response.parts
+        if isinstance(p, (TextPart, ToolCallPart))
+    )
 
 
 @dataclass
@@ -66,6 +77,7 @@ class _State:
     measured: tuple[int, Standing] | None = None  # the store's revision when the checks last ran, and the standing
     passed_at: int | None = None  # the store's revision when the checks last passed, if the files are as they were
     checks: StepChecks | None = None
+    failed_answers: set[str] = field(default_factory=set)  # answers that failed what the step held them to
 
 
 @dataclass(frozen=True)
@@ -143,7 +155,7 @@ class ControlUnit:
             state.sent = list(messages)
             state.reported_input = response.usage.input_tokens + response.usage.output_tokens
             if talk.verify is not None:
-                response = await self._verified(step, messages, talk, talk.verify, response)
+                response = await self._verified(step, state, messages, talk, talk.verify, response)
             turn = talk.read(response)
             results, summary = await self._act(step, state, turn)
             verdict = await checks.verdict() if turn.check or summary is not None else None
@@ -166,18 +178,36 @@ class ControlUnit:
                 return await self._fail(step, talk, state, reason)
 
     async def _verified(
-        self, step: Step, messages: list[ModelMessage], talk: Conversation, verify: Verify, response: ModelResponse
+        self,
+        step: Step,
+        state: _State,
+        messages: list[ModelMessage],
+        talk: Conversation,
+        verify: Verify,
+        response: ModelResponse,
     ) -> ModelResponse:
         """The first of ``response`` and up to ``limits.resamples`` more answers to the same request, each
-        sampled more freely, that holds what the conversation holds it to; the first one when none does."""
+        sampled more freely, that holds what the conversation holds it to; the first one when none does. An
+        answer the step already found failing is not tried again, and after two such answers no more are asked
+        for: sampled more freely, the model sends the same answer back (seen on ClassEval at 9e7c0bc: 17 of 44
+        failing resamples were answers already found failing, and 5 rounds asked again for the same answers)."""
+        known = 0
         for n in range(self.limits.resamples + 1):
             answer = response if n == 0 else await self._resample(step, messages, talk, n)
             if answer is None:
                 break
+            said = _said(answer)
+            if said in state.failed_answers:
+                known += 1
+                self.log("answer_verified", step=step.index, sample=n, holds=False, known=True)
+                if known >= MAX_KNOWN_FAILURES:
+                    break
+                continue
             holds = await asyncio.to_thread(verify, answer)
             self.log("answer_verified", step=step.index, sample=n, holds=holds)
             if holds:
                 return answer
+            state.failed_answers.add(said)
         return response
 
     async def _resample(

@@ -29,6 +29,7 @@ REQUIRED_PROMPTS = (
     "repeated_call",
     "text_step_system",
     "text_step",
+    "whole_task",
     "text_request",
     "text_request_file",
     "text_request_test_file",
