@@ -913,3 +913,27 @@ def test_what_a_function_failing_its_examples_makes_wrong_is_every_function_and_
 def test_a_special_methods_examples_are_its_classs() -> None:
     assert _used_as("Calc.__init__") == "Calc" and _used_as("Calc.__eq__") == "Calc"
     assert _used_as("Calc.add") == "add" and _used_as("total") == "total" and _used_as("Calc") == "Calc"
+
+
+def test_a_round_that_sends_an_earlier_rounds_request_weighs_its_samples_again_with_one_more(tmp_path: Path) -> None:
+    """Seen on ClassEval at 9e7c0bc: every second agreement round sent its first round's very request (the step,
+    the code file and the tests hidden), threw that round's samples away and drew three more: 2,839 s in 12
+    rounds, 2 of which chose a new sample. Its answers are weighed again, against the tests as they are now,
+    with one new one."""
+    first_wrong = "from stats import mean\n\n\ndef test_mean():\n    assert mean([5]) == 5\n"
+    first_wrong += "    assert mean([1, 2, 3]) == 3\n"
+    second_wrong = first_wrong.replace("== 3", "== 4")
+    replies = [
+        text(fenced(("stats.py", MEAN), ("tests/test_stats.py", first_wrong))),
+        *[text(fenced(("stats.py", body))) for body in (MEAN, MEAN_LOOP, MEAN_FSUM)],
+        text(fenced(("tests/test_stats.py", second_wrong))),  # told, the model changes the test, still wrong
+        text(fenced(("stats.py", MEAN_LOOP))),  # the one new sample of the second round
+        text("STEP COMPLETE\nstats.py has mean; its test passes."),
+    ]
+    unit, script, _ = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert outcome.tests_removed == ["tests/test_stats.py::test_mean: assert mean([1, 2, 3]) == 4"]
+    assert len(script.requests) == 7  # round 2 asked for one sample: the first round's 3 were weighed again
+    told = " ".join(last_user_text(script.requests[-1]).split())
+    assert "removed: all 5 implementations" in told, told  # the current code, and the 3 + 1 samples

@@ -112,6 +112,7 @@ class Weigher:
     told: set[str] = field(default_factory=set)  # tests already named to the model as doubtful
     rounds: int = 0  # sampling rounds spent
     barren: set[str] = field(default_factory=set)  # sample requests that gave no usable implementation
+    pool: dict[str, list[str]] = field(default_factory=dict)  # per sample request, the answers it was given
 
     async def seek(self, report: str) -> Settled | None:
         """The step's tests fail: tell a wrong test from wrong code by agreement.
@@ -214,10 +215,17 @@ class Weigher:
         if asked in self.barren:  # the very request gave nothing usable before (seen: 7 rounds, none of use)
             self.log("agreement_skipped", target=target, reason="the same sample request gave no usable sample")
             return [], [], [], [], []
+        # the very request of an earlier round: its answers are weighed again, against the tests as they are now,
+        # with one more (seen on ClassEval at 9e7c0bc: every second round sent its first round's request, threw
+        # that round's samples away and drew three more, 2,839 s in 12 rounds; 2 of them chose a new sample)
+        pooled = self.pool.setdefault(asked, [])
+        wanted = 1 if pooled else self.limits.samples
         if self.client.parallel:
-            answers = await asyncio.gather(*(self._sample(messages, given) for _ in range(self.limits.samples)))
+            drawn = list(await asyncio.gather(*(self._sample(messages, given) for _ in range(wanted))))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order
-            answers = [await self._sample(messages, given) for _ in range(self.limits.samples)]
+            drawn = [await self._sample(messages, given) for _ in range(wanted)]
+        answers = [*pooled, *drawn]
+        pooled += drawn
         candidates: list[str] = []
         outcomes: list[dict[str, bool]] = []
         failures: list[dict[str, str]] = []
