@@ -919,7 +919,38 @@ def test_a_round_that_sends_an_earlier_rounds_request_weighs_its_samples_again_w
     """Seen on ClassEval at 9e7c0bc: every second agreement round sent its first round's very request (the step,
     the code file and the tests hidden), threw that round's samples away and drew three more: 2,839 s in 12
     rounds, 2 of which chose a new sample. Its answers are weighed again, against the tests as they are now,
-    with one new one."""
+    with one new one; but as many new ones as the first round's when a test the model was told of still fails,
+    as it may be removed on them."""
+    seen: list[str] = []
+
+    def told(reply: str):
+        def answer(messages: list[ModelMessage]):
+            seen.append(" ".join(last_user_text(messages).split()))
+            return text(reply)
+
+        return answer
+
+    replies = [
+        text(fenced(("stats.py", MEAN_BUGGY), ("tests/test_stats.py", RIGHT_TESTS))),
+        *[text(fenced(("stats.py", body))) for body in (MEAN, MEAN_LOOP, MEAN_FSUM)],  # one replaces the code
+        told(fenced(("tests/test_stats.py", WRONG_TEST))),  # a wrong test added: round 2, the same request
+        text(fenced(("stats.py", MEAN_LOOP))),  # its one new sample
+        told(fenced(("tests/test_stats.py", WRONG_TEST)) + "\n\nSTEP COMPLETE"),  # told, it keeps test_wrong
+    ]
+    unit, script, _ = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = run_step(unit)
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert "replaced yours" in seen[0]
+    assert "- tests/test_stats.py::test_wrong: every one of them fails it with `assert 2.0 == 3`" in seen[1]
+    assert outcome.tests_removed == ["tests/test_stats.py::test_wrong"]
+    # the step, 3 samples, the added test, 1 new sample (not 3), the test kept: the removal passes the checks
+    assert len(script.requests) == 7
+
+
+def test_a_test_the_model_was_told_of_is_removed_only_on_as_many_new_samples_as_doubted_it(tmp_path: Path) -> None:
+    """A review of 0d24ea4: weighing the first round's samples again, a told test was removed after one new sample
+    failed it, where three had to. When such a test still fails, the round draws as many new samples as the
+    first."""
     first_wrong = "from stats import mean\n\n\ndef test_mean():\n    assert mean([5]) == 5\n"
     first_wrong += "    assert mean([1, 2, 3]) == 3\n"
     second_wrong = first_wrong.replace("== 3", "== 4")
@@ -927,13 +958,13 @@ def test_a_round_that_sends_an_earlier_rounds_request_weighs_its_samples_again_w
         text(fenced(("stats.py", MEAN), ("tests/test_stats.py", first_wrong))),
         *[text(fenced(("stats.py", body))) for body in (MEAN, MEAN_LOOP, MEAN_FSUM)],
         text(fenced(("tests/test_stats.py", second_wrong))),  # told, the model changes the test, still wrong
-        text(fenced(("stats.py", MEAN_LOOP))),  # the one new sample of the second round
+        *[text(fenced(("stats.py", body))) for body in (MEAN_FSUM, MEAN, MEAN_LOOP)],  # three new samples
         text("STEP COMPLETE\nstats.py has mean; its test passes."),
     ]
     unit, script, _ = make_unit(tmp_path, replies, limits=LIMITS)
     outcome = run_step(unit)
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert outcome.tests_removed == ["tests/test_stats.py::test_mean: assert mean([1, 2, 3]) == 4"]
-    assert len(script.requests) == 7  # round 2 asked for one sample: the first round's 3 were weighed again
+    assert len(script.requests) == 9
     told = " ".join(last_user_text(script.requests[-1]).split())
-    assert "removed: all 5 implementations" in told, told  # the current code, and the 3 + 1 samples
+    assert "removed: all 7 implementations" in told, told  # the current code, the 3 samples again and 3 new

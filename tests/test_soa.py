@@ -849,12 +849,13 @@ class Counter:
 '''
 
 
-def test_a_drafts_functions_are_put_in_the_given_module_and_the_rest_of_it_stays_as_given(tmp_path: Path) -> None:
-    """The draft's functions are grafted as agents' answers are (with its imports and the helpers they call);
-    what the task gives besides its stubs (docstrings, class attributes, code with bodies) stays as given. A
-    function the draft gives another signature is left to its agent, as all are when it does not parse. Where
-    the plan has no step for the module, the draft is one call of the model, grafted alike; one cut off is not
-    used."""
+def test_a_drafts_functions_are_put_in_the_given_module_unless_a_step_that_passed_wrote_it(tmp_path: Path) -> None:
+    """A draft step that passed is the module as it wrote it, what l2mac would have written (its tests, the lead's
+    now, passed with it: a class attribute it added may be what they read). Otherwise the draft's functions are
+    grafted as agents' answers are (with its imports and the helpers they call), and what the task gives besides
+    its stubs (docstrings, class attributes, code with bodies) stays as given. A function the draft gives another
+    signature is left to its agent, as all are when it does not parse. Where the plan has no step for the
+    module, the draft is one call of the model, grafted alike; one cut off is not used."""
     tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
     team = Team({"lead": [("write_tests", {"tests": tests})], "step": _step(GRAFTED)})
     result = run_l2mac(COUNTER_TASK, make_settings(tmp_path / "a", strategy="soa"), model=team.model)
@@ -865,8 +866,8 @@ def test_a_drafts_functions_are_put_in_the_given_module_and_the_rest_of_it_stays
     assert result.files["tests/test_counter.py"] == STEP_TESTS
     code = result.files["counter.py"]
     assert "import math" in code and "def _add(self, n: int) -> None:" in code and "self._add(n)" in code
-    assert '"""A count that starts at zero."""' in code and "rewritten" not in code and "LIMIT" not in code
-    assert '        >>> c.bump(2)\n        2\n        """\n        self._add(n)' in code  # its docstring kept
+    assert "A counter, rewritten." in code and "LIMIT = 10" in code  # the step's module, as it passed
+    assert '        >>> c.bump(2)\n        2\n        """\n        self._add(n)' in code  # the given head put back
 
     changed = _counter(COUNTER_INIT, BUMP.replace("n: int", "n: int = 1"))
     team = Team(
@@ -1220,6 +1221,10 @@ def test_a_draft_step_leaves_the_other_files_as_they_were_and_its_tests_only_whe
     assert drafter.steps_tests() == (["tests/test_counter.py"] if passed else [])
     assert store.read_text("extra.py") == "Y = 1\n"
     code = store.read_text("counter.py")
-    assert "self._add(n)" in code and "LIMIT" not in code and '"""A count that starts at zero."""' in code
+    assert "self._add(n)" in code
+    if passed:  # the step's module as it passed with its tests
+        assert code == GRAFTED
+    else:  # its functions grafted into the given module
+        assert "LIMIT" not in code and '"""A count that starts at zero."""' in code
     assert drafter.drafted == {("counter.py", "Counter", "__init__"), ("counter.py", "Counter", "bump")}
     assert drafter.turns == 3 and logged == ["drafted", "draft_step"]

@@ -155,7 +155,11 @@ class Weigher:
         # a function failing the task's own examples: the body the step gives it is what failed, so the samples
         # are not shown it (seen: every sample copied the plan's wrong body and "agreed" with the code)
         failing = tuple(name for name, _ in now.failed) if now is not None else ()
-        candidates, outcomes, failures, shown, missed = await self._implementations(snapshot, target, examples, failing)
+        # a test named to the model as doubtful that still fails may be removed this round: on fresh evidence only
+        fresh = any(t in self.told and not ok for t, ok in base.items())
+        candidates, outcomes, failures, shown, missed = await self._implementations(
+            snapshot, target, examples, failing, fresh
+        )
         if not candidates:
             self.log("agreement", target=target, samples=self.limits.samples, usable=0)
             return None
@@ -192,12 +196,18 @@ class Weigher:
         return await self._apply(target, agreement, candidates, base)
 
     async def _implementations(
-        self, snapshot: dict[str, str], target: str, examples: list[Example], withheld: tuple[str, ...] = ()
+        self,
+        snapshot: dict[str, str],
+        target: str,
+        examples: list[Example],
+        withheld: tuple[str, ...] = (),
+        fresh: bool = False,
     ) -> tuple[list[str], list[dict[str, bool]], list[dict[str, str]], list[int], list[tuple[str, ...]]]:
         """Sampled implementations of ``target`` written from the step alone (the file and the tests hidden, and
         the bodies the step gives the functions ``withheld``) that define what the step gives it, each (repaired
         as a written file is) with the tests' outcomes with it, the failed tests' messages, how many of
-        ``examples`` it passes and whose examples it fails."""
+        ``examples`` it passes and whose examples it fails. A request asked before weighs its answers again with
+        one new one, or with as many new ones as a first round (``fresh``) when a test may be removed on them."""
 
         def hide(path: str) -> bool:
             return path == target or is_test_file(path)
@@ -217,9 +227,10 @@ class Weigher:
             return [], [], [], [], []
         # the very request of an earlier round: its answers are weighed again, against the tests as they are now,
         # with one more (seen on ClassEval at 9e7c0bc: every second round sent its first round's request, threw
-        # that round's samples away and drew three more, 2,839 s in 12 rounds; 2 of them chose a new sample)
+        # that round's samples away and drew three more, 2,839 s in 12 rounds; 2 of them chose a new sample); but
+        # a test the model was told of is removed only when new samples fail it too, as many as doubted it
         pooled = self.pool.setdefault(asked, [])
-        wanted = 1 if pooled else self.limits.samples
+        wanted = 1 if pooled and not fresh else self.limits.samples
         if self.client.parallel:
             drawn = list(await asyncio.gather(*(self._sample(messages, given) for _ in range(wanted))))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order

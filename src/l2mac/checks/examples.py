@@ -35,7 +35,7 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.runner import ProcessResult, Runner
 from l2mac.fenced import fenced_blocks
-from l2mac.store import FileStore
+from l2mac.store import FileStore, scratch_copy
 
 #: characters of doctest's report kept per failing docstring
 REPORT_CHARS = 600
@@ -253,15 +253,21 @@ def run_examples(
     if not ready:
         return None
     spec = [{"module": module, "name": e.name, "text": e.text} for e, module in ready]
+    files = store.snapshot()  # as they were before the examples ran: what they write is not there again
     rows, result = _driven(spec, store, runner, python, timeout_s)
     if rows is None:  # they never finished (a loop, a crash): all failed
         said = "timed out" if result.timed_out else _short(result.output) or f"exit status {result.returncode}"
         return ExampleRun(len(ready), tuple((e.name, f"could not be run: {said}") for e, _ in ready))
     failing = {str(r["name"]): str(r["report"]) for r in rows if r["failed"]}
-    # a failing docstring is run again, in a process of its own: one whose output then differs shows what
-    # varies from run to run (a shuffled deck, a set's order, the time), which no code can match (seen on
-    # ClassEval_12: create_deck's example shows one shuffle, and two rounds of resampling could not pass it)
-    again = _driven([s for s in spec if s["name"] in failing], store, runner, python, timeout_s)[0] if failing else []
+    # the failing docstrings are run again, in a new process (the hash seed pinned in both, so a set's order
+    # is the same each time) on a copy of the files as they were before the first run (so a database or a file
+    # that run wrote is not there): one whose output then differs shows what varies from run to run (a shuffle,
+    # the time), which no code can match (seen on ClassEval_12: create_deck's example shows one shuffle, and
+    # two rounds of resampling could not pass it)
+    again: list[dict[str, object]] | None = []
+    if failing:
+        with scratch_copy(files, "l2mac-examples-", opaque_from=store) as scratch:
+            again = _driven([s for s in spec if s["name"] in failing], scratch, runner, python, timeout_s)[0]
     varied = tuple(
         str(r["name"])
         for r in again or []
@@ -274,7 +280,8 @@ def run_examples(
 def _driven(
     spec: list[dict[str, str]], store: FileStore, runner: Runner, python: str, timeout_s: float
 ) -> tuple[list[dict[str, object]] | None, ProcessResult]:
-    """The driver's rows for ``spec`` (None when it never finished), and its run."""
+    """The driver's rows for ``spec`` (None when it never finished), and its run; each report with the project's
+    folder as ``.`` (a traceback names it, and the same failure run in a copy of the project names the copy)."""
     driver = package_files("l2mac.checks").joinpath("examples_driver.py").read_text(encoding="utf-8")
     # -I: a project file named like a module the driver imports (json.py) must not stand in for it; -B, as
     # PYTHONDONTWRITEBYTECODE (which -I ignores): a file rewritten within the second at the same size would
@@ -282,7 +289,11 @@ def _driven(
     result = runner.run([python, "-I", "-B", "-c", driver, json.dumps(spec)], store.root, timeout_s)
     try:
         rows = json.loads(result.stdout.strip().splitlines()[-1])
-        return [{"name": str(r["name"]), "failed": r["failed"], "report": str(r["report"])} for r in rows], result
+        root = str(store.root)
+        rows = [
+            {"name": str(r["name"]), "failed": r["failed"], "report": str(r["report"]).replace(root, ".")} for r in rows
+        ]
+        return rows, result
     except (IndexError, ValueError, KeyError, TypeError):
         return None, result
 

@@ -10,14 +10,24 @@ Reader 11; most of the 25 were not wrong output but such differences of form (se
 
 from __future__ import annotations
 
+import os
+import sys
+
+# -I, which keeps a project file named like a module imported here (json.py) out, also ignores PYTHONHASHSEED:
+# a set's order would then change from run to run, and a docstring run twice to see whether its output varies
+# would take code that depends on that order for code no one can make pass. The driver runs itself again with
+# the seed pinned, as isolated otherwise (-P -s, and no PYTHON* variable but the seed).
+if sys.flags.hash_randomization and sys.version_info >= (3, 11):
+    _env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    _env.update(PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    os.execve(sys.executable, [sys.executable, "-P", "-s", *(a for a in sys.orig_argv[1:] if a != "-I")], _env)
+
 import ast
 import doctest
 import importlib
 import io
 import json
-import os
 import re
-import sys
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 #: a line of expected output that is a note of the state after the call, not output: ``self.users = {'a': []}``,

@@ -36,6 +36,7 @@ from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import Domain
 from l2mac.errors import BudgetExceeded, ProviderError
 from l2mac.events import EventSink, ToolUsed, ignore
+from l2mac.journal import request_key
 from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.record import RunRecord
 from l2mac.repo.map import file_entry
@@ -77,7 +78,9 @@ class _State:
     measured: tuple[int, Standing] | None = None  # the store's revision when the checks last ran, and the standing
     passed_at: int | None = None  # the store's revision when the checks last passed, if the files are as they were
     checks: StepChecks | None = None
-    failed_answers: set[str] = field(default_factory=set)  # answers that failed what the step held them to
+    #: answers that failed what they were held to, with the request they answered (what holds depends on it: the
+    #: function rewritten, and the files around it)
+    failed_answers: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -190,13 +193,16 @@ class ControlUnit:
         sampled more freely, that holds what the conversation holds it to; the first one when none does. An
         answer the step already found failing is not tried again, and after two such answers no more are asked
         for: sampled more freely, the model sends the same answer back (seen on ClassEval at 9e7c0bc: 17 of 44
-        failing resamples were answers already found failing, and 5 rounds asked again for the same answers)."""
+        failing resamples were answers already found failing, and 5 rounds asked again for the same answers). An
+        answer is known to fail only for the very request it answered: the same body may hold for another function,
+        or for this one once a function it calls is mended."""
         known = 0
+        asked = request_key(messages, "verified")
         for n in range(self.limits.resamples + 1):
             answer = response if n == 0 else await self._resample(step, messages, talk, n)
             if answer is None:
                 break
-            said = _said(answer)
+            said = (asked, _said(answer))
             if said in state.failed_answers:
                 known += 1
                 self.log("answer_verified", step=step.index, sample=n, holds=False, known=True)

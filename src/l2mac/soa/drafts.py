@@ -85,6 +85,7 @@ class Drafter:
         return [] if self.unproven else [p for p in self.tests if self.store.exists(p)]
 
     def drop_tests(self) -> None:
+        """Remove the test files the steps wrote: no step's tests vouch for the modules as drafted."""
         for path in self.tests:
             if self.store.exists(path):
                 self.store.delete(path)
@@ -111,16 +112,20 @@ class Drafter:
             self.unproven = self.unproven or not passed
             if self.unproven:
                 self.drop_tests()
-            self.put(path, code, after.get(path, ""))
+            self.put(path, code, after.get(path, ""), whole=passed)
         self.turns += outcome.turns
         self.log("draft_step", module=path, status=outcome.status.value, turns=outcome.turns)
         return outcome.summary
 
-    def put(self, path: str, code: str, draft: str) -> None:
+    def put(self, path: str, code: str, draft: str, *, whole: bool = False) -> None:
         """Each given function ``draft`` implements with its given signature put in its place in ``code``, the given
         module (:func:`graft`: the rest of it stays as the task gives it), as the first answer of the agent that
         owns it (kept when it passes the task's examples of it). Those it leaves stubs, or writes with another
-        signature, agents write; a draft that does not parse is not used."""
+        signature, agents write; a draft that does not parse is not used. With ``whole`` (a step that passed drafted
+        it), the draft is the module as it is, when every function of it that the task gives could be put in
+        place: it is what the step's checks and tests passed with (the tests the lead then takes, see
+        :meth:`steps_tests`), and what the l2mac strategy would have written; grafted, a class attribute or a
+        constructor's change the draft made was lost, and the step's tests that read it failed."""
         contracts = stubs(code, path)
         try:
             grafted, placed = graft(code, draft, contracts)
@@ -128,6 +133,8 @@ class Drafter:
             self.write(path, code)
             self.log("draft_unused", module=path, reason=first_line(e))
             return
+        if whole and len(placed) == sum(current_code(draft, c) is not None for c in contracts):
+            grafted = draft
         self.write(path, grafted)
         if placed:
             self.repair([path])

@@ -369,6 +369,7 @@ class Organization:
         if len(kept := drafter.steps_tests()) == 1:  # a step passed with them: her tests are the step's
             self._test_files.append(kept[0])
             self.log("draft_tests_kept", id=agent.id, test_file=kept[0])
+            self.log("agent_files", id=agent.id, files={kept[0]: "written"})  # hers now, as if she wrote it
             agent.owns = ", ".join(given)
             self._lead_files = [*given, kept[0]]
             return contracts, kept[0]
