@@ -34,13 +34,12 @@ from l2mac.checks.demands import is_stub_definition
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.runner import ProcessResult, Runner
+from l2mac.checks.tests import stable_output
 from l2mac.fenced import fenced_blocks
 from l2mac.store import FileStore, scratch_copy
 
 #: characters of doctest's report kept per failing docstring
 REPORT_CHARS = 600
-#: an object's address in a default repr: it differs from one run to the next, whatever the code
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclass(frozen=True)
@@ -271,7 +270,7 @@ def run_examples(
     varied = tuple(
         str(r["name"])
         for r in again or []
-        if _ADDRESS.sub("", failing.get(str(r["name"]), "")) != _ADDRESS.sub("", str(r["report"]))
+        if stable_output(failing.get(str(r["name"]), "")) != stable_output(str(r["report"]))
     )
     failed = tuple((name, _short(report)) for name, report in failing.items() if name not in varied)
     return ExampleRun(len(ready) - len(varied), failed, varied)
