@@ -726,10 +726,11 @@ def test_the_tasks_own_examples_outrank_the_tests_in_choosing_an_implementation(
 def test_choose_ranks_by_the_tasks_examples_before_the_tests() -> None:
     a, b = {"t1": True, "t2": False}, {"t1": False, "t2": True}
     assert choose([a, a, a, b]).chosen == 0  # three agree on a
-    assert choose([a, a, a, b], rank=[0, 0, 0, 1]).chosen == 3  # but only b passes the task's example
-    assert choose([a, a, b, b], rank=[1, 1, 1, 1]).chosen == 0  # ranked alike: the tests choose
+    assert choose([a, a, a, b], rank=[(0,), (0,), (0,), (1,)]).chosen == 3  # but only b passes the example
+    assert choose([a, a, b, b], rank=[(1,), (1,), (1,), (1,)]).chosen == 0  # ranked alike: the tests choose
+    assert choose([a, b, b, b], rank=[(1, 0), (1, -1), (1, -1), (1, -1)]).chosen == 0  # then by problems
     with pytest.raises(ValueError):
-        choose([a, b], rank=[1])
+        choose([a, b], rank=[(1,)])
     assert weighable("Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed", [], "") is False
     report = "Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed"
     assert weighable(report, [], "Examples the task gives, 1 of 1 failing:\nx")
@@ -968,3 +969,52 @@ def test_a_test_the_model_was_told_of_is_removed_only_on_as_many_new_samples_as_
     assert len(script.requests) == 9
     told = " ".join(last_user_text(script.requests[-1]).split())
     assert "removed: all 7 implementations" in told, told  # the current code, the 3 samples again and 3 new
+
+
+ACCOUNT_STEP = Instruction(
+    title="Account",
+    instruction=(
+        "Write account.py with class Account: balance starts at 0; deposit(amount) adds amount to the balance "
+        "and returns the new balance; withdraw(amount) takes amount off it. Write tests/test_account.py."
+    ),
+    requires_tests=True,
+)
+ACCOUNT = (
+    "class Account:\n    def __init__(self):\n        self.balance = 0\n\n"
+    '    def deposit(self, amount):\n        """Add amount to the balance and return the new balance."""\n'
+    "        self.balance += amount\n        return self.balance\n\n"
+    "    def withdraw(self, amount):\n        self.balance -= amount\n"
+)
+ACCOUNT_TESTS = (
+    "from account import Account\n\n\ndef test_deposit():\n    assert Account().deposit(5) == 5\n\n\n"
+    "def test_balance():\n    a = Account()\n    a.deposit(5)\n    assert a.balance == 5\n\n\n"
+    "def test_withdraw():\n    a = Account()\n    a.deposit(5)\n    a.withdraw(2)\n    assert a.balance == 3\n"
+)
+
+
+def test_a_sample_with_more_code_problems_than_the_code_is_not_kept_on_the_tests_alone(tmp_path: Path) -> None:
+    # Seen on ClassEval_8 at 350e515: four implementations agreed on 2 of 4 tests and replaced the code passing
+    # 3, though their deposit() returned nothing where its docstring says it returns the balance: a code problem
+    # the step's checks fail on. Here three samples forget that return alike and so agree on the two tests of
+    # the balance, over the right code passing three of four (the fourth test is wrong).
+    forgetful = ACCOUNT.replace("        return self.balance\n", "")
+    wrong = ACCOUNT_TESTS + "\n\ndef test_wrong():\n    a = Account()\n    a.deposit(5)\n    assert a.balance == 6\n"
+    seen: list[str] = []
+
+    def fixed(messages: list[ModelMessage]):
+        seen.append(last_user_text(messages))
+        return text(fenced(("tests/test_account.py", ACCOUNT_TESTS)))
+
+    replies = [
+        text(fenced(("account.py", ACCOUNT))),
+        text(fenced(("tests/test_account.py", wrong))),
+        *(text(fenced(("account.py", forgetful))) for _ in range(3)),
+        fixed,
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = asyncio.run(unit.run_step(Step("Bank account", 1, 1, ACCOUNT_STEP, "")))
+    assert "replaced yours" not in seen[0]
+    assert "test_wrong" in seen[0]  # the wrong test is still the one doubted
+    assert store.read_text("account.py") == ACCOUNT
+    assert outcome.status is StepStatus.PASSED, outcome.reason

@@ -157,25 +157,33 @@ class Weigher:
         failing = tuple(name for name, _ in now.failed) if now is not None else ()
         # a test named to the model as doubtful that still fails may be removed this round: on fresh evidence only
         fresh = any(t in self.told and not ok for t, ok in base.items())
-        candidates, outcomes, failures, shown, missed = await self._implementations(
-            snapshot, target, examples, failing, fresh
-        )
-        if not candidates:
+        sampled = await self._implementations(snapshot, target, examples, failing, fresh)
+        candidates = [s.content for s in sampled]
+        if not sampled:
             self.log("agreement", target=target, samples=self.limits.samples, usable=0)
             return None
-        messages = [evidence(failure_messages(current.output)), *map(evidence, failures)]
-        # the task's own examples outrank the model's tests: an implementation that passes more of them is kept
+        messages = [evidence(failure_messages(current.output)), *(evidence(s.failures) for s in sampled)]
+        # the task's own examples outrank the model's tests: an implementation that passes more of them is kept;
+        # and a sample with more code problems than the code it would replace is not kept on the tests alone,
+        # since the step's checks would fail on it (seen on ClassEval_8 at 350e515: four implementations agreed
+        # on 2 of 4 tests, and the one kept over the code passing 3 had a deposit() that returned nothing where
+        # its docstring says it returns the balance)
         tried = now.tried if now is not None else 0
-        rank = [tried - len(now.failed) if now is not None else 0, *shown] if examples else []
-        agreement = choose([base, *map(evidence, outcomes)], messages, rank)
-        if tried and rank[agreement.chosen] < tried:
+        own = await asyncio.to_thread(_problems, env, target)
+        rank = [
+            (tried - len(now.failed) if now is not None else 0, 0),
+            *((s.examples_passed, -max(0, s.problems - own)) for s in sampled),
+        ]
+        agreement = choose([base, *(evidence(s.outcomes) for s in sampled)], messages, rank)
+        if tried and rank[agreement.chosen][0] < tried:
             # even the implementation kept fails the task's own examples: that code is wrong, whatever the tests
             # of it say (seen: every sample copied the wrong body the plan gave, and the right test was removed).
             # Only its tests are not doubted: those of the functions whose examples pass still are (seen on
             # ClassEval_1 at 9e7c0bc: the cylinder's example failed in every sample, and the tests expecting
             # round(area, 5) to equal the unrounded area of the circle and the sphere were never doubted)
             kept = candidates[agreement.chosen - 1] if agreement.chosen else snapshot.get(target, "")
-            wrong = callers(kept, {_used_as(name) for name in [failing, *missed][agreement.chosen]})
+            missed = [failing, *(s.examples_failed for s in sampled)][agreement.chosen]
+            wrong = callers(kept, {_used_as(name) for name in missed})
             of_wrong = reaching_tests(snapshot, agreement.disputed, wrong)
             agreement = replace(
                 agreement,
@@ -189,6 +197,7 @@ class Weigher:
             samples=self.limits.samples,
             usable=len(candidates),
             scores=list(agreement.scores),
+            problems=[own, *(s.problems for s in sampled)],
             chosen=agreement.chosen,
             disputed=list(agreement.disputed),
             agreed=dict(agreement.agreed),
@@ -202,12 +211,12 @@ class Weigher:
         examples: list[Example],
         withheld: tuple[str, ...] = (),
         fresh: bool = False,
-    ) -> tuple[list[str], list[dict[str, bool]], list[dict[str, str]], list[int], list[tuple[str, ...]]]:
+    ) -> list[Sampled]:
         """Sampled implementations of ``target`` written from the step alone (the file and the tests hidden, and
         the bodies the step gives the functions ``withheld``) that define what the step gives it, each (repaired
-        as a written file is) with the tests' outcomes with it, the failed tests' messages, how many of
-        ``examples`` it passes and whose examples it fails. A request asked before weighs its answers again with
-        one new one, or with as many new ones as a first round (``fresh``) when a test may be removed on them."""
+        as a written file is) as the tests, the task's ``examples`` and the checks found it. A request asked
+        before weighs its answers again with one new one, or with as many new ones as a first round
+        (``fresh``) when a test may be removed on them."""
 
         def hide(path: str) -> bool:
             return path == target or is_test_file(path)
@@ -224,7 +233,7 @@ class Weigher:
         asked = request_key(messages, "sample")
         if asked in self.barren:  # the very request gave nothing usable before (seen: 7 rounds, none of use)
             self.log("agreement_skipped", target=target, reason="the same sample request gave no usable sample")
-            return [], [], [], [], []
+            return []
         # the very request of an earlier round: its answers are weighed again, against the tests as they are now,
         # with one more (seen on ClassEval at 9e7c0bc: every second round sent its first round's request, threw
         # that round's samples away and drew three more, 2,839 s in 12 rounds; 2 of them chose a new sample); but
@@ -237,25 +246,17 @@ class Weigher:
             drawn = [await self._sample(messages, given) for _ in range(wanted)]
         answers = [*pooled, *drawn]
         pooled += drawn
-        candidates: list[str] = []
-        outcomes: list[dict[str, bool]] = []
-        failures: list[dict[str, str]] = []
-        shown: list[int] = []
-        missed: list[tuple[str, ...]] = []
+        sampled: list[Sampled] = []
         for answer in answers:
             content = finish(answer) if finish is not None else sampled_file(answer, target)
             if content is None or set(owned) & set(missing_definitions(self.instruction, {target: content})):
                 continue
             run = await asyncio.to_thread(outcomes_with, self.env, self.recover, snapshot, target, content, examples)
             if run is not None:
-                candidates.append(run.content)
-                outcomes.append(run.outcomes)
-                failures.append(run.failures)
-                shown.append(run.examples_passed)
-                missed.append(run.examples_failed)
-        if not candidates:
+                sampled.append(run)
+        if not sampled:
             self.barren.add(asked)
-        return candidates, outcomes, failures, shown, missed
+        return sampled
 
     async def _apply(
         self, target: str, agreement: Agreement, candidates: list[str], base: dict[str, bool]
@@ -427,6 +428,7 @@ class Sampled:
     failures: dict[str, str]  # the failed tests' messages
     examples_passed: int = 0
     examples_failed: tuple[str, ...] = ()  # whose examples (``Class.method``) it fails
+    problems: int = 0  # code problems the checks find in it (those that fail a step)
 
 
 def outcomes_with(
@@ -447,13 +449,19 @@ def outcomes_with(
 
         if recover:
             repair_written(scratch, check, [target], lambda recovery, **fields: None)
+        problems = sum(1 for issue in check([target]) if issue.blocking)
         output = env.test_run(scratch.root, each=True).output
         outcome = per_test_outcomes(output)
         if not outcome:
             return None
         run = run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s) if examples else None
         passed, failed = (run.tried - len(run.failed), tuple(n for n, _ in run.failed)) if run else (0, ())
-        return Sampled(scratch.read_text(target), outcome, failure_messages(output), passed, failed)
+        return Sampled(scratch.read_text(target), outcome, failure_messages(output), passed, failed, problems)
+
+
+def _problems(env: ToolEnv, target: str) -> int:
+    """How many code problems the checks find in ``target`` as the project has it (those that fail a step)."""
+    return sum(1 for issue in env.check_files([target], types=False) if issue.blocking)
 
 
 def _used_as(example: str) -> str:
