@@ -97,7 +97,12 @@ def test_ctrl_c_then_resume_replays_journaled_answers_and_finishes(tmp_path: Pat
     result = resume_l2mac(project, model=rest.model)
     assert result.ok, result.report
     assert rest.remaining == 0 and len(rest.requests) == 4
-    assert result.report.journal.model_dump() == {"resumed": True, "replayed_calls": 4, "diverged_at_call": None}
+    assert result.report.journal.model_dump() == {
+        "resumed": True,
+        "replayed_calls": 4,
+        "reused_calls": 0,
+        "diverged_at_call": None,
+    }
     assert result.report.requests == 8  # the replayed calls count: they were paid for
     # what the interrupted run left is set aside, not deleted
     assert (project / ".l2mac" / "before-resume-1" / "todo" / "store.py").exists()

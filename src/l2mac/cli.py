@@ -206,6 +206,13 @@ def run_command(
     ] = True,
     prompt_program: Annotated[Path | None, typer.Option(help="Use this plan (YAML/JSON) instead of planning.")] = None,
     prompts_file: Annotated[Path | None, typer.Option(help="Prompt set for --domain custom.")] = None,
+    answers_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="An earlier run's project folder: reuse its answers to the same requests, ask the model the rest "
+            "(to see what a changed setting or version does on the same task)."
+        ),
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Model, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5.")] = None,
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (prefer the environment or config file).")] = None,
@@ -301,6 +308,7 @@ def run_command(
                 "run_tests": run_tests,
                 "prompt_program": prompt_program,
                 "prompts_file": prompts_file,
+                "answers_from": answers_from,
                 "workspace": workspace,
                 "project_name": project_name,
                 "max_cost": max_cost,

@@ -43,6 +43,15 @@ WorkersOpt = Annotated[
     int, typer.Option(help="Tasks generated at once (threads: sharing --llama-server's slots; ray: actors).", min=1)
 ]
 OutOpt = Annotated[Path | None, typer.Option(help="Results file (default: bench/results/<date>-...json).")]
+AnswersFromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="An earlier engine run's workspace (its folder of task projects): each task reuses its project's "
+        "answers to the same requests, so what a change does shows on the same runs.",
+        exists=True,
+        file_okay=False,
+    ),
+]
 
 
 ExecutorOpt = Annotated[
@@ -79,11 +88,13 @@ class Generating:
     ray_address: str | None = None
     cpus_per_worker: float = 1.0
     slots_per_worker: int = 1
+    answers_from: Path | None = None
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> Generating:
-        """From a command's options (its ``locals()``), which bear these names."""
-        return cls(**{f.name: options[f.name] for f in fields(cls)})
+        """From a command's options (its ``locals()``), which bear these names (a command may lack those with a
+        default)."""
+        return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
 
 
 def run_suite(
@@ -106,6 +117,8 @@ def run_suite(
     try:
         if how.strategy not in runner.STRATEGIES:
             raise typer.BadParameter(f"--strategy must be one of {', '.join(runner.STRATEGIES)}")
+        if how.answers_from is not None and how.strategy not in runner.ENGINE_STRATEGIES:
+            raise typer.BadParameter("--answers-from reuses an engine run's answers: use it with --strategy l2mac or soa")
         executor = make_executor(
             how.executor,
             how.workers,
@@ -124,7 +137,7 @@ def run_suite(
             slots=server_slots(
                 how.workers if local else how.slots_per_worker, load_settings(run=suite.engine_budget).run
             ),
-            run=suite.engine_budget,
+            run={**suite.engine_budget, **({"answers_from": str(how.answers_from)} if how.answers_from else {})},
             threads=None if local else max(1, round(how.cpus_per_worker)),
         )
         label = spec.label()
@@ -167,6 +180,7 @@ def humaneval_command(
     slots_per_worker: SlotsOpt = 1,
     data: Annotated[Path | None, typer.Option(help="HumanEval+ v0.1.10 .jsonl.gz (default: bench/data).")] = None,
     out: OutOpt = None,
+    answers_from: AnswersFromOpt = None,
     self_test: Annotated[
         bool, typer.Option("--self-test", help="Score the canonical solutions (expect the ceiling) and exit.")
     ] = False,
@@ -215,6 +229,7 @@ def classeval_command(
     slots_per_worker: SlotsOpt = 1,
     data: Annotated[Path | None, typer.Option(help="ClassEval_dev.json (default: bench/data).")] = None,
     out: OutOpt = None,
+    answers_from: AnswersFromOpt = None,
 ) -> None:
     """ClassEval: classes whose every test passes, and tests passed, of one strategy; resumable."""
     from l2mac.benchmarks import classeval as ce
@@ -246,6 +261,7 @@ def devbench_command(
     slots_per_worker: SlotsOpt = 1,
     data: Annotated[Path | None, typer.Option(help="DevBench repositories (default: bench/data/devbench).")] = None,
     out: OutOpt = None,
+    answers_from: AnswersFromOpt = None,
 ) -> None:
     """DevBench: hidden acceptance and unit tests passed by the codebase one strategy writes; resumable."""
     from l2mac.benchmarks import devbench as db

@@ -96,19 +96,25 @@ def load_journal(path: Path) -> list[JournaledCall]:
 
 
 class Journal:
-    """Appends calls as they happen and serves the journaled ones to a resumed run.
+    """Appends calls as they happen and serves the journaled ones to a resumed run; and, given an earlier run's
+    calls to ``reuse``, serves its answers to the same requests (a changed setting or version of l2mac run on
+    the same task: the same answers up to where the run goes differently, so what the change does shows alone).
 
     A journaled answer is served to a request with the same digest, in the order they were journaled (so
     agents that ran concurrently, in another order this time, still get their own answers); a request the
     journal does not hold is made live and journaled."""
 
-    def __init__(self, path: Path, replay: Sequence[JournaledCall] = ()) -> None:
+    def __init__(self, path: Path, replay: Sequence[JournaledCall] = (), reuse: Sequence[JournaledCall] = ()) -> None:
         self.path = path
         self._pending: dict[str, deque[JournaledCall]] = {}
         for call in replay:
             self._pending.setdefault(call.key, deque()).append(call)
+        self._borrowed: dict[str, deque[JournaledCall]] = {}
+        for call in reuse:
+            self._borrowed.setdefault(call.key, deque()).append(call)
         self._seq = 0
         self.replayed = 0
+        self.reused = 0
         self.diverged_at: int | None = None
         if replay:  # rewrite without a torn tail, so new entries start on a line of their own
             self._rewrite(replay)
@@ -118,14 +124,20 @@ class Journal:
         return self._seq
 
     def lookup(self, seq: int, key: str) -> JournaledCall | None:
-        """The journaled answer to this request, if the journal holds one not served yet; else None."""
-        waiting = self._pending.get(key)
-        if not waiting:
-            if self.diverged_at is None and any(self._pending.values()):
-                self.diverged_at = seq  # the first request the journal did not hold while it still had answers
-            return None
-        self.replayed += 1
-        return waiting.popleft()
+        """The journaled answer to this request, if the journal holds one not served yet, else one of the earlier
+        run's answers it reuses (journaled here as this run's); else None."""
+        if waiting := self._pending.get(key):
+            self.replayed += 1
+            return waiting.popleft()
+        if borrowed := self._borrowed.get(key):
+            call = borrowed.popleft()
+            call = JournaledCall(seq, key, call.purpose, call.response, call.cost_usd)
+            self.append(call)
+            self.reused += 1
+            return call
+        if self.diverged_at is None and any([*self._pending.values(), *self._borrowed.values()]):
+            self.diverged_at = seq  # the first request the journal did not hold while it still had answers
+        return None
 
     def append(self, call: JournaledCall) -> None:
         with self.path.open("a", encoding="utf-8") as f:

@@ -125,10 +125,12 @@ class ChangeSummary(BaseModel):
 
 
 class JournalSummary(BaseModel):
-    """Whether the run was resumed, and how much of it was replayed from the journal."""
+    """Whether the run was resumed, how much of it was replayed from its journal or reused from an earlier run's
+    (``answers_from``), and the first call made live while answers were left."""
 
     resumed: bool = False
     replayed_calls: int = 0
+    reused_calls: int = 0
     diverged_at_call: int | None = None
 
 

@@ -37,7 +37,14 @@ from l2mac.strategies import RunContext, StrategyResult, strategy_for
 from l2mac.tools import Toolbox, ToolEnv, tools_named
 from l2mac.types import PromptProgram, StepOutcome
 from l2mac.visual import write_run_report
-from l2mac.workspace import load_run, project_dir, project_name_for, save_run_file, set_aside_for_resume
+from l2mac.workspace import (
+    earlier_answers,
+    load_run,
+    project_dir,
+    project_name_for,
+    save_run_file,
+    set_aside_for_resume,
+)
 
 NO_MODEL_HINT = (
     "no LLM is configured and the embedded local model is not installed. Either install it "
@@ -98,6 +105,7 @@ class _Start:
 
     root: Path
     program: PromptProgram | None
+    reuse: list[JournaledCall] = field(default_factory=list)  # an earlier run's answers (``answers_from``)
     replay: list[JournaledCall] = field(default_factory=list)
     resumed: bool = False
     worktree: Worktree | None = None  # the task is a change to this repository, made here
@@ -122,13 +130,14 @@ async def arun_l2mac(
             f"--strategy soa builds codebases (its agents own functions); write the {rs.domain} domain with "
             "--strategy l2mac"
         )
+    reuse = earlier_answers(rs.answers_from) if rs.answers_from is not None else []  # before any folder is made
     if rs.repo is not None:
         if rs.domain not in ("codebase", "book"):
             raise ConfigError(
                 "--repo changes a codebase (with the l2mac or soa strategy) or a book (with the l2mac strategy)"
             )
         worktree = open_worktree(rs.repo, task, rs.workspace, allow_dirty=rs.allow_dirty)
-        start = _Start(worktree.path, program, worktree=worktree)
+        start = _Start(worktree.path, program, reuse=reuse, worktree=worktree)
         try:
             return await _execute(task.strip(), settings, start, model=model, runner=runner, emit=emit)
         except L2MACError:  # e.g. a prompt too long for the model, found before any step: no branch left over
@@ -138,7 +147,7 @@ async def arun_l2mac(
         root = project_dir(rs.workspace, rs.project_name or project_name_for(task), force=rs.force)
     except OSError as e:
         raise WorkspaceError(f"cannot use the workspace {rs.workspace}: {e.strerror}") from e
-    return await _execute(task.strip(), settings, _Start(root, program), model=model, runner=runner, emit=emit)
+    return await _execute(task.strip(), settings, _Start(root, program, reuse), model=model, runner=runner, emit=emit)
 
 
 async def aresume_l2mac(
@@ -162,7 +171,7 @@ async def aresume_l2mac(
     if worktree is not None:  # a change to a repository: its files are put back at the base commit, kept in git
         worktree.set_aside_for_resume()
     set_aside_for_resume(root, files=worktree is None)
-    start = _Start(root, program, replay, resumed=True, worktree=worktree)
+    start = _Start(root, program, replay=replay, resumed=True, worktree=worktree)
     return await _execute(task, settings, start, model=model, runner=runner, emit=emit)
 
 
@@ -242,7 +251,7 @@ async def _execute_with(
     except OSError as e:
         raise WorkspaceError(f"cannot write to the project folder {start.root}: {e.strerror}") from e
     save_run_file(store.root, task, settings, start.program, start.worktree.as_dict() if start.worktree else None)
-    journal = Journal(record.dir / JOURNAL_FILE, start.replay)
+    journal = Journal(record.dir / JOURNAL_FILE, start.replay, start.reuse)
     history = GitHistory(store.root)
     if not start.resumed and not start.worktree and store.list_files():  # --force into a folder with files
         history.commit("files present before the run")  # kept in the history
@@ -363,7 +372,10 @@ def _finish(
         stopped_by=done.stopped_by,
         tests_required=bool(done.program and any(s.requires_tests for s in done.program.steps)),
         journal=JournalSummary(
-            resumed=start.resumed, replayed_calls=journal.replayed, diverged_at_call=journal.diverged_at
+            resumed=start.resumed,
+            replayed_calls=journal.replayed,
+            reused_calls=journal.reused,
+            diverged_at_call=journal.diverged_at,
         ),
         readme=readme,
         change=change,

@@ -113,6 +113,11 @@ class RunSettings(BaseModel):
     )
     prompt_program: Path | None = Field(default=None, description="A plan file (YAML or JSON); skips planning.")
     run_tests: bool = Field(default=True, description="Run the project's tests as a check at every step.")
+    answers_from: Path | None = Field(
+        default=None,
+        description="An earlier run's project folder (or its .l2mac/journal.jsonl): its answers are reused for the "
+        "same requests, the rest asked of the model; to see what a changed setting or version does on the same task.",
+    )
     workspace: Path = Field(default=Path("workspace"), description="Folder holding one sub-folder per project.")
     project_name: str | None = Field(default=None, description="Name of the project folder; derived if absent.")
     max_cost: float | None = Field(default=None, gt=0, description="Stop the run once this many USD are spent.")

@@ -1,5 +1,5 @@
-"""The project folder: its name, what a run saves there so it can be resumed, and setting an interrupted run's
-files aside before a replay rebuilds them."""
+"""The project folder: its name, what a run saves there so it can be resumed (or its answers reused), and
+setting an interrupted run's files aside before a replay rebuilds them."""
 
 from __future__ import annotations
 
@@ -11,12 +11,23 @@ from pathlib import Path
 from typing import Any
 
 from l2mac.errors import ConfigError
-from l2mac.journal import JOURNAL_FILE
+from l2mac.journal import JOURNAL_FILE, JournaledCall, load_journal
 from l2mac.record import RECORD_DIR
 from l2mac.settings import Settings
 from l2mac.types import PromptProgram
 
 RUN_FILE = "run.json"
+
+
+def earlier_answers(path: Path) -> list[JournaledCall]:
+    """The model calls of the earlier run at ``path``: its project folder, or its journal file."""
+    journal = path / RECORD_DIR / JOURNAL_FILE if path.is_dir() else path
+    if not journal.is_file():
+        raise ConfigError(
+            f"no answers to reuse at {path}: give an earlier run's project folder (it holds "
+            f"{RECORD_DIR}/{JOURNAL_FILE}) or that journal file"
+        )
+    return load_journal(journal)
 
 
 def project_name_for(task: str) -> str:

@@ -124,10 +124,13 @@ def generate_engine(repo: Repo, settings: Settings, model: Model | None, workspa
     """The engine end to end in a fresh project folder; the solution is every file it wrote."""
     from l2mac.run import run_l2mac
 
-    rs = settings.run.model_copy(update={"workspace": workspace, "project_name": repo.task_id})
-    result = run_l2mac(prompt(repo), settings.model_copy(update={"run": rs}), model=model)
+    chosen = runner.task_settings(settings, workspace, repo.task_id)
+    result = run_l2mac(prompt(repo), chosen, model=model)
     report = result.report
-    return Generation(as_solution(result.files), report.tokens.total, report.requests, cost_usd=report.cost_usd)
+    reused = report.journal.reused_calls if chosen.run.answers_from is not None else None
+    return Generation(
+        as_solution(result.files), report.tokens.total, report.requests, cost_usd=report.cost_usd, reused_calls=reused
+    )
 
 
 def count_tests(folder: Path) -> int:

@@ -31,7 +31,9 @@ from l2mac.executors.base import Executor, Start, Worker
 from l2mac.executors.sweep import Timed, sweep
 from l2mac.executors.threads import ThreadExecutor
 from l2mac.fenced import fenced_blocks
+from l2mac.journal import JOURNAL_FILE
 from l2mac.models.client import ModelClient
+from l2mac.record import RECORD_DIR
 from l2mac.settings import Settings
 
 
@@ -58,6 +60,7 @@ class Generation:
     requests: int
     error: str | None = None
     cost_usd: float | None = None  # None: the model's price is unknown (local models)
+    reused_calls: int | None = None  # answers reused from an earlier run's (None: it was given none)
 
 
 @dataclass
@@ -169,6 +172,7 @@ def generate_missing(
             "wall_time_s": outcome.wall_time_s,
             "workers": executor.workers,
             "error": gen.error,
+            **({"reused_calls": gen.reused_calls} if gen.reused_calls is not None else {}),
             **unscored,
         }
 
@@ -251,6 +255,18 @@ def defining_block(text: str, defines: Callable[[str], bool]) -> str:
     return next((b for b in blocks if defines(b)), blocks[0] if blocks else text)
 
 
+def task_settings(settings: Settings, workspace: Path, project: str) -> Settings:
+    """The engine's settings for one task: its project folder ``workspace/project``; no report page (drawing
+    it would count in the task's wall time); and when the benchmark reuses an earlier run's answers
+    (``answers_from``: that run's workspace), those of the same task's project, if it made one."""
+    rs = settings.run
+    earlier = rs.answers_from / project if rs.answers_from is not None else None
+    if earlier is not None and not (earlier / RECORD_DIR / JOURNAL_FILE).is_file():
+        earlier = None  # the earlier run did not reach this task: its answers are all new
+    update = {"workspace": workspace, "project_name": project, "report_page": False, "answers_from": earlier}
+    return settings.model_copy(update={"run": rs.model_copy(update=update)})
+
+
 def engine_generation(
     prompt: str,
     project: str,
@@ -268,9 +284,8 @@ def engine_generation(
     first), and is an error naming ``what`` when none does."""
     from l2mac.run import run_l2mac
 
-    # no page per task: drawing it would count in the task's wall time
-    rs = settings.run.model_copy(update={"workspace": workspace, "project_name": project, "report_page": False})
-    result = run_l2mac(prompt, settings.model_copy(update={"run": rs}), model=model)
+    chosen = task_settings(settings, workspace, project)
+    result = run_l2mac(prompt, chosen, model=model)
     if result.report.stopped_by == "provider":  # its solution is what the provider let it write: not a score
         raise ProviderError(result.report.stopped_reason or "the provider failed")
     candidates = sorted(
@@ -278,9 +293,10 @@ def engine_generation(
         key=lambda p: (p != "solution.py", len(p)),
     )
     tokens, requests, cost = result.report.tokens.total, result.report.requests, result.report.cost_usd
+    reused = result.report.journal.reused_calls if chosen.run.answers_from is not None else None
     if not candidates:
-        return Generation("", tokens, requests, error=f"no file defines {what}", cost_usd=cost)
-    return Generation(solution(result.files[candidates[0]]), tokens, requests, cost_usd=cost)
+        return Generation("", tokens, requests, error=f"no file defines {what}", cost_usd=cost, reused_calls=reused)
+    return Generation(solution(result.files[candidates[0]]), tokens, requests, cost_usd=cost, reused_calls=reused)
 
 
 def usage_summary(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
