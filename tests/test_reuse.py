@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic_ai.messages import ModelResponse, TextPart
 from scenario import full_run_replies
 from test_resume import project_files
 
 from l2mac.benchmarks.runner import task_settings
 from l2mac.errors import ConfigError
-from l2mac.journal import JOURNAL_FILE, load_journal
+from l2mac.journal import JOURNAL_FILE, Journal, JournaledCall, load_journal
 from l2mac.models.scripted import ScriptedModel
 from l2mac.run import run_l2mac
 
@@ -65,7 +66,7 @@ def test_where_the_run_goes_differently_the_model_is_asked_and_reuse_goes_on_whe
 
 def test_answers_from_a_folder_without_a_run_is_a_clear_error_and_makes_no_project(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, answers_from=tmp_path / "nothing")
-    with pytest.raises(ConfigError, match="no answers to reuse at .*nothing: give an earlier run's project folder"):
+    with pytest.raises(ConfigError, match=r"no answers to reuse at .*nothing: give an earlier run's project folder"):
         run_l2mac("Build a todo app", settings, model=ScriptedModel([]).model)
     assert not (tmp_path / "ws").exists()
 
@@ -83,3 +84,14 @@ def test_a_benchmark_task_reuses_the_answers_of_its_own_project_in_the_earlier_w
     )
     assert task_settings(settings, tmp_path / "now", "ClassEval_2").run.answers_from is None  # not reached before
     assert task_settings(make_settings(tmp_path), tmp_path / "now", "ClassEval_1").run.answers_from is None
+
+
+def test_identical_requests_made_at_once_get_the_answers_they_got_before_in_the_order_they_were_made(
+    tmp_path: Path,
+) -> None:
+    # samples are asked at once: numbered as they are made, journaled as they finish (here the second first)
+    first, second = (ModelResponse(parts=[TextPart(t)]) for t in ("first", "second"))
+    calls = [JournaledCall(5, "k", "sample", second, None), JournaledCall(4, "k", "sample", first, None)]
+    for journal in (Journal(tmp_path / "a.jsonl", replay=calls), Journal(tmp_path / "b.jsonl", reuse=calls)):
+        served = [journal.lookup(journal.next_seq(), "k") for _ in range(2)]
+        assert [c.response for c in served if c is not None] == [first, second]

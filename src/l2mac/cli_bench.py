@@ -118,7 +118,7 @@ def run_suite(
         if how.strategy not in runner.STRATEGIES:
             raise typer.BadParameter(f"--strategy must be one of {', '.join(runner.STRATEGIES)}")
         if how.answers_from is not None and how.strategy not in runner.ENGINE_STRATEGIES:
-            raise typer.BadParameter("--answers-from reuses an engine run's answers: use it with --strategy l2mac or soa")
+            raise typer.BadParameter("--answers-from reuses an engine run's answers: give --strategy l2mac or soa")
         executor = make_executor(
             how.executor,
             how.workers,

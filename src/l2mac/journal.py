@@ -100,17 +100,20 @@ class Journal:
     calls to ``reuse``, serves its answers to the same requests (a changed setting or version of l2mac run on
     the same task: the same answers up to where the run goes differently, so what the change does shows alone).
 
-    A journaled answer is served to a request with the same digest, in the order they were journaled (so
-    agents that ran concurrently, in another order this time, still get their own answers); a request the
+    A journaled answer is served to a request with the same digest, in the order the requests were made (so
+    agents that ran concurrently, and finished in another order, still get their own answers); a request the
     journal does not hold is made live and journaled."""
 
     def __init__(self, path: Path, replay: Sequence[JournaledCall] = (), reuse: Sequence[JournaledCall] = ()) -> None:
         self.path = path
+        # identical requests made at once (samples) are journaled as they finish, but their numbers are taken
+        # as they are made: served by number, each gets the answer it got before, so the same pool of samples
+        # comes in the same order (seen: served as journaled, a replayed agreement kept another sample)
         self._pending: dict[str, deque[JournaledCall]] = {}
-        for call in replay:
+        for call in sorted(replay, key=lambda c: c.seq):
             self._pending.setdefault(call.key, deque()).append(call)
         self._borrowed: dict[str, deque[JournaledCall]] = {}
-        for call in reuse:
+        for call in sorted(reuse, key=lambda c: c.seq):
             self._borrowed.setdefault(call.key, deque()).append(call)
         self._seq = 0
         self.replayed = 0
