@@ -50,8 +50,11 @@ def run_conditions(r: dict[str, Any]) -> str:
 
 
 def time_text(r: dict[str, Any]) -> str:
-    """Generation time: the tasks' own times summed; with several workers, also the elapsed time."""
+    """Generation time: the tasks' own times summed; with several workers, also the elapsed time; and for a run
+    that reused an earlier run's answers, that its time is not its code's."""
     summed = f"{r['generation_wall_time_s'] / 60:.0f} min"
+    if r.get("reused_calls"):
+        summed += f" ({r['reused_calls']:,} answers reused from an earlier run, taking no time: not this code's time)"
     parallel = [x for x in r.get("sessions") or [] if x.get("workers", 1) > 1]
     if not parallel:
         return summed
@@ -376,8 +379,9 @@ def result_rows(benchmark: str) -> list[dict[str, Any]]:
 
 
 def full_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per strategy, the row of its latest code over the most tasks any row scored (a partial run is a table row
-    only), in the order the strategies first appear."""
+    """Per strategy, the row of its latest code over the most tasks any row scored (a partial run, or one that
+    reused an earlier run's answers, is a table row only), in the order the strategies first appear."""
+    rows = [r for r in rows if not r.get("reused_calls")]  # a change measured on an earlier run's answers
     most = max((r["scored"] for r in rows), default=0)
     latest: dict[str, dict[str, Any]] = {}
     for r in sorted((r for r in rows if r["scored"] == most), key=lambda r: (commit_time(commit_of(r)), r["file"])):

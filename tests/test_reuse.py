@@ -11,7 +11,7 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from scenario import full_run_replies
 from test_resume import project_files
 
-from l2mac.benchmarks.runner import task_settings
+from l2mac.benchmarks.runner import task_settings, usage_summary
 from l2mac.errors import ConfigError
 from l2mac.journal import JOURNAL_FILE, Journal, JournaledCall, load_journal
 from l2mac.models.scripted import ScriptedModel
@@ -95,3 +95,9 @@ def test_identical_requests_made_at_once_get_the_answers_they_got_before_in_the_
     for journal in (Journal(tmp_path / "a.jsonl", replay=calls), Journal(tmp_path / "b.jsonl", reuse=calls)):
         served = [journal.lookup(journal.next_seq(), "k") for _ in range(2)]
         assert [c.response for c in served if c is not None] == [first, second]
+
+
+def test_a_results_summary_counts_the_answers_reused_only_when_some_were() -> None:
+    entry = {"tokens": 10, "requests": 2, "cost_usd": None, "wall_time_s": 1.0}
+    assert "reused_calls" not in usage_summary({"a": entry})
+    assert usage_summary({"a": {**entry, "reused_calls": 2}, "b": {**entry, "reused_calls": 0}})["reused_calls"] == 2

@@ -302,11 +302,14 @@ def engine_generation(
 def usage_summary(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What generating the tasks took: tokens, requests, cost (None when a price is unknown) and wall time."""
     costs = [t.get("cost_usd") for t in tasks.values()]
+    reused = [t["reused_calls"] for t in tasks.values() if "reused_calls" in t]
     return {
         "tokens": sum(t["tokens"] for t in tasks.values()),
         "requests": sum(t["requests"] for t in tasks.values()),
         "cost_usd": None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 4),
         "generation_wall_time_s": round(sum(t["wall_time_s"] for t in tasks.values()), 1),
+        # answers reused from an earlier run's (--answers-from): counted in the tokens, taking no time
+        **({"reused_calls": sum(reused)} if reused else {}),
     }
 
 
