@@ -849,6 +849,18 @@ class Counter:
 '''
 
 
+def test_a_draft_step_begins_where_the_l2mac_strategys_step_does(tmp_path: Path) -> None:
+    """The module a step drafts is the step's to write: written as given first, the draft step of a ClassEval task
+    began with the skeleton in place, asked for the tests first, and its prompt's example of an import was
+    `from tests.test_solution import ...`. It now makes the very requests the l2mac strategy makes."""
+    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
+    soa = Team({"lead": [("write_tests", {"tests": tests})], "step": _step(GRAFTED)})
+    assert run_l2mac(COUNTER_TASK, make_settings(tmp_path / "soa", strategy="soa"), model=soa.model).ok
+    l2mac = Team({"step": _step(GRAFTED)})
+    assert run_l2mac(COUNTER_TASK, make_settings(tmp_path / "l2mac"), model=l2mac.model).ok
+    assert soa.asked["step"] == l2mac.asked["step"]
+
+
 def test_a_drafts_functions_are_put_in_the_given_module_unless_a_step_that_passed_wrote_it(tmp_path: Path) -> None:
     """A draft step that passed is the module as it wrote it, what l2mac would have written (its tests, the lead's
     now, passed with it: a class attribute it added may be what they read). Otherwise the draft's functions are

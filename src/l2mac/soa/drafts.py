@@ -56,10 +56,15 @@ class Drafter:
     tests: list[str] = field(default_factory=list)
     unproven: bool = False  # a module was drafted by a step that failed, or in one call: no step's tests vouch
 
+    def stepped(self, given: Mapping[str, str]) -> list[str]:
+        """The modules of ``given`` a step drafts: those with stubs the plan has a step for, in the plan's order."""
+        todo = [p for p, code in given.items() if stubs(code, p)]
+        return [p for p in self.drafts.steps if p in todo] if self.drafts.run is not None else []
+
     async def draft(self, task: str, given: dict[str, str]) -> None:
         """Each module of ``given`` that has stubs, by its step in the plan's order, then the rest in one call."""
         todo = [p for p, code in given.items() if stubs(code, p)]
-        stepped = [p for p in self.drafts.steps if p in todo] if self.drafts.run is not None else []
+        stepped = self.stepped(given)
         summary = ""
         for index, path in enumerate(stepped, 1):
             deadline = time_share(self.deadline, len(stepped) - index + 2)  # and the agents' share after

@@ -349,8 +349,6 @@ class Organization:
         ClassEval, a 1.5B lead asked to design rewrote the given class whole, its methods implemented in one
         answer, and no agent was made). She drafts them (:class:`Drafter`), then writes their tests, unless the
         one step that drafted them passed with its own (:meth:`Drafter.steps_tests`)."""
-        for path, code in given.items():
-            self._write(agent, path, code)
         drafter = Drafter(
             self.drafts,
             self.env.store,
@@ -360,6 +358,13 @@ class Organization:
             log=partial(self.log, id=agent.id),
             deadline=self.client.deadline,
         )
+        # a module a step drafts is the step's to write, so the step begins where the l2mac strategy's does (seen:
+        # with the skeleton already in place, the draft step of a ClassEval task asked for the tests first, and
+        # its prompt's example of an import became `from tests.test_solution import ...`)
+        stepped = drafter.stepped(given)
+        for path, code in given.items():
+            if path not in stepped:
+                self._write(agent, path, code)
         try:
             await drafter.draft(self.task, given)
         finally:  # a stop in a later draft: the steps before it still count
