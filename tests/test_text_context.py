@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
-from l2mac.checks.demands import missing_definitions
+from l2mac.checks.demands import example_values, missing_definitions
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.context import ContextBudget
 from l2mac.control import ControlUnit, Step, StepLimits
@@ -147,3 +147,15 @@ def test_a_step_that_is_the_whole_task_shows_it_once(tmp_path: Path) -> None:
         prompt = last_user_text(script.requests[0])
         assert prompt.count("Say hi to everyone by name.") == 20  # once as the step, or once as the task
         assert ("(the whole task is the current step, below)" in prompt) is (instruction is whole)
+
+
+def test_the_prompts_example_of_an_import_is_a_code_files_even_when_a_test_file_is_asked_for() -> None:
+    # seen on an soa draft step: asked for tests/test_solution.py, the system prompt's example of an import
+    # was `from tests.test_solution import ...`
+    instruction = "Write solution.py with class Stack, and tests in tests/test_solution.py."
+    assert example_values(instruction, "codebase", "tests/test_solution.py") == {
+        "example_path": "tests/test_solution.py",
+        "example_module": "solution",
+    }
+    assert example_values(instruction, "codebase")["example_module"] == "solution"
+    assert example_values("Write tests/test_x.py.", "codebase", "tests/test_x.py")["example_module"] == "main"

@@ -448,6 +448,9 @@ def example_path(instruction: str, domain: str) -> str:
 
 def example_values(instruction: str, domain: str, focus: str | None = None) -> dict[str, str]:
     """What the prompts' examples show: ``focus`` (the file asked for) or else a file the step names, since a
-    small model writes whatever path an example shows."""
+    small model writes whatever path an example shows; and the module tests import, a code file's (asked for a
+    test file, the example of an import was once ``from tests.test_solution import ...``)."""
     example = focus or example_path(instruction, domain)
-    return {"example_path": example, "example_module": module_name(example) if example.endswith(".py") else "main"}
+    code = example if not is_test_file(example) else example_path(instruction, domain)
+    module = module_name(code) if code.endswith(".py") and not is_test_file(code) else "main"
+    return {"example_path": example, "example_module": module}
