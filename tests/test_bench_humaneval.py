@@ -97,6 +97,10 @@ def test_a_run_is_resumable_and_a_failing_task_is_recorded_not_fatal(tasks: list
     assert second["summary"]["tasks"] == 5 and json.loads(out.read_text())["summary"]["scored"] == 5
     with pytest.raises(ConfigError, match="holds a different run"):
         he.run_benchmark(tasks[:1], strategy="l2mac", generate=generate, score=score, out=out, meta=meta)
+    # a run reusing an earlier run's answers measures a change: it never goes on in a live run's file
+    reusing = {**meta, "answers_from": "/tmp/earlier"}
+    with pytest.raises(ConfigError, match="other reused answers"):
+        he.run_benchmark(tasks[:6], strategy="single", generate=generate, score=score, out=out, meta=reusing)
 
 
 def test_a_task_the_provider_failed_is_not_recorded_and_a_rerun_makes_it(tasks: list[he.Task], tmp_path: Path) -> None:

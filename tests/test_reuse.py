@@ -101,3 +101,24 @@ def test_a_results_summary_counts_the_answers_reused_only_when_some_were() -> No
     entry = {"tokens": 10, "requests": 2, "cost_usd": None, "wall_time_s": 1.0}
     assert "reused_calls" not in usage_summary({"a": entry})
     assert usage_summary({"a": {**entry, "reused_calls": 2}, "b": {**entry, "reused_calls": 0}})["reused_calls"] == 2
+
+
+def test_answers_from_another_model_or_a_damaged_journal_are_clear_errors(tmp_path: Path) -> None:
+    before = earlier_run(tmp_path)
+    other = make_settings(tmp_path, workspace=tmp_path / "after", answers_from=before, llm={"temperature": 0.9})
+    with pytest.raises(ConfigError, match=r"came from other model settings \(temperature None then, 0.9 now\)"):
+        run_l2mac("Build a todo app", other, model=ScriptedModel([]).model)
+    journal = before / ".l2mac" / JOURNAL_FILE
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join([lines[0], "{not json", *lines[2:]]) + "\n")
+    settings = make_settings(tmp_path, workspace=tmp_path / "after", answers_from=before)
+    with pytest.raises(ConfigError, match=r"cannot reuse these answers: .*line 2 is damaged") as e:
+        run_l2mac("Build a todo app", settings, model=ScriptedModel([]).model)
+    assert "resume" not in str(e.value)
+    assert not (tmp_path / "after").exists()
+
+
+def test_a_benchmarks_answers_from_must_be_a_folder_here(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, answers_from=tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match="is not a folder here"):
+        task_settings(settings, tmp_path / "now", "ClassEval_1")

@@ -7,6 +7,7 @@ import gzip
 import json
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, fields
@@ -46,8 +47,8 @@ OutOpt = Annotated[Path | None, typer.Option(help="Results file (default: bench/
 AnswersFromOpt = Annotated[
     Path | None,
     typer.Option(
-        help="An earlier engine run's workspace (its folder of task projects): each task reuses its project's "
-        "answers to the same requests, so what a change does shows on the same runs.",
+        help="An earlier engine run's workspace (its folder of task projects, which its results file names): each "
+        "task reuses its project's answers to the same requests, so what a change does shows on the same runs.",
         exists=True,
         file_okay=False,
     ),
@@ -119,6 +120,7 @@ def run_suite(
             raise typer.BadParameter(f"--strategy must be one of {', '.join(runner.STRATEGIES)}")
         if how.answers_from is not None and how.strategy not in runner.ENGINE_STRATEGIES:
             raise typer.BadParameter("--answers-from reuses an engine run's answers: give --strategy l2mac or soa")
+        earlier = how.answers_from.resolve() if how.answers_from is not None else None  # as workers elsewhere see it
         executor = make_executor(
             how.executor,
             how.workers,
@@ -137,18 +139,26 @@ def run_suite(
             slots=server_slots(
                 how.workers if local else how.slots_per_worker, load_settings(run=suite.engine_budget).run
             ),
-            run={**suite.engine_budget, **({"answers_from": str(how.answers_from)} if how.answers_from else {})},
+            run={**suite.engine_budget, **({"answers_from": str(earlier)} if earlier else {})},
             threads=None if local else max(1, round(how.cpus_per_worker)),
         )
         label = spec.label()
-        target = how.out or runner.results_path(Path("bench/results"), suite.name, label, how.strategy)
+        # a run reusing answers is a measurement of a change, never the live run of the same day's file
+        named = how.strategy + ("-answers-from" if earlier else "")
+        target = how.out or runner.results_path(Path("bench/results"), suite.name, label, named)
         meta = results_meta(suite.title, data_md5, spec, how.strategy, suite.engine_budget, executor)
+        meta["answers_from"] = str(earlier) if earlier else None
         if scorer_note:
             meta["scorer"] = scorer_note
+        workspace = None
+        if local and how.strategy in runner.ENGINE_STRATEGIES:  # the task projects, for a later --answers-from
+            workspace = Path(tempfile.mkdtemp(prefix=f"l2mac-bench-{how.strategy}-"))
+            meta["workspace"] = str(workspace)
+            console.print(f"The tasks' projects go to {workspace} (a later run's --answers-from takes this folder)")
         result = runner.run_benchmark(
             tasks,
             strategy=how.strategy,
-            start=functools.partial(suite_worker, suite, how.strategy, spec),
+            start=functools.partial(suite_worker, suite, how.strategy, spec, workspace),
             score=score,
             summarise=suite.summarise,
             unscored=suite.unscored,

@@ -130,7 +130,7 @@ async def arun_l2mac(
             f"--strategy soa builds codebases (its agents own functions); write the {rs.domain} domain with "
             "--strategy l2mac"
         )
-    reuse = earlier_answers(rs.answers_from) if rs.answers_from is not None else []  # before any folder is made
+    reuse = earlier_answers(rs.answers_from, settings.llm) if rs.answers_from else []  # before any folder is made
     if rs.repo is not None:
         if rs.domain not in ("codebase", "book"):
             raise ConfigError(

@@ -3,6 +3,7 @@ setting an interrupted run's files aside before a replay rebuilds them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -10,24 +11,40 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from l2mac.errors import ConfigError
+from l2mac.errors import ConfigError, RunError
 from l2mac.journal import JOURNAL_FILE, JournaledCall, load_journal
 from l2mac.record import RECORD_DIR
-from l2mac.settings import Settings
+from l2mac.settings import LLMSettings, Settings
 from l2mac.types import PromptProgram
 
 RUN_FILE = "run.json"
 
 
-def earlier_answers(path: Path) -> list[JournaledCall]:
-    """The model calls of the earlier run at ``path``: its project folder, or its journal file."""
+#: what of the model settings makes an answer: an earlier run's answers are reused only with the same
+SAME_MODEL = ("model", "base_url", "temperature", "seed")
+
+
+def earlier_answers(path: Path, llm: LLMSettings) -> list[JournaledCall]:
+    """The model calls of the earlier run at ``path`` (its project folder, or its journal file), made with the
+    model settings ``llm`` has (when its run file says which)."""
     journal = path / RECORD_DIR / JOURNAL_FILE if path.is_dir() else path
+    run_file = journal.parent / RUN_FILE
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        before = json.loads(run_file.read_text(encoding="utf-8"))["llm"]
+        now = llm.model_dump(mode="json")
+        if differ := [k for k in SAME_MODEL if k in before and before[k] != now.get(k)]:
+            said = ", ".join(f"{k} {before[k]!r} then, {now.get(k)!r} now" for k in differ)
+            raise ConfigError(f"the answers at {path} came from other model settings ({said}): reuse them with those")
     if not journal.is_file():
         raise ConfigError(
             f"no answers to reuse at {path}: give an earlier run's project folder (it holds "
             f"{RECORD_DIR}/{JOURNAL_FILE}) or that journal file"
         )
-    return load_journal(journal)
+    try:
+        return load_journal(journal)
+    except RunError as e:
+        damaged = str(e).partition(";")[0]  # "<journal> line N is damaged (...)", without resume's advice
+        raise ConfigError(f"cannot reuse these answers: {damaged}. Give another run, or none") from e
 
 
 def project_name_for(task: str) -> str:

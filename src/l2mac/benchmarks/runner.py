@@ -125,6 +125,9 @@ def run_benchmark(
     data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     if data and (data.get("strategy") != strategy or data.get("data_md5") != meta.get("data_md5")):
         raise ConfigError(f"{out} holds a different run ({data.get('strategy')}); pass another --out")
+    if data and data.get("answers_from") != meta.get("answers_from"):
+        was = data.get("answers_from") or "none"
+        raise ConfigError(f"{out} holds a run with other reused answers (--answers-from: {was}); pass another --out")
     data = {**meta, "strategy": strategy, **{k: v for k, v in data.items() if k in ("tasks", "sessions")}}
     done: dict[str, dict[str, Any]] = data.setdefault("tasks", {})
     chosen = {t.task_id for t in tasks}
@@ -260,6 +263,8 @@ def task_settings(settings: Settings, workspace: Path, project: str) -> Settings
     it would count in the task's wall time); and when the benchmark reuses an earlier run's answers
     (``answers_from``: that run's workspace), those of the same task's project, if it made one."""
     rs = settings.run
+    if rs.answers_from is not None and not rs.answers_from.is_dir():
+        raise ConfigError(f"--answers-from {rs.answers_from} is not a folder here: give the earlier run's workspace")
     earlier = rs.answers_from / project if rs.answers_from is not None else None
     if earlier is not None and not (earlier / RECORD_DIR / JOURNAL_FILE).is_file():
         earlier = None  # the earlier run did not reach this task: its answers are all new

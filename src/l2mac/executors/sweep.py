@@ -75,6 +75,8 @@ def sweep(
         if not isinstance(executor, ThreadExecutor):
             record["executor"] = executor.describe
         record["l2mac"] = data.get("l2mac")
+        if data.get("workspace"):  # where this invocation's projects are (each invocation has its own)
+            record["workspace"] = data["workspace"]
         return {**record, "interrupted": True} if interrupted else record
 
     stopping = threading.Event()

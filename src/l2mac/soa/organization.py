@@ -370,6 +370,9 @@ class Organization:
         finally:  # a stop in a later draft: the steps before it still count
             agent.calls += drafter.turns
             self._drafted = drafter.drafted
+            for path in stepped:  # a stop before a module's step: the module is there as given
+                if not self.env.store.exists(path):
+                    self._write(agent, path, given[path])
         contracts = [c for path, code in given.items() for c in stubs(code, path)]
         if len(kept := drafter.steps_tests()) == 1:  # a step passed with them: her tests are the step's
             self._test_files.append(kept[0])
