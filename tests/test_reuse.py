@@ -122,3 +122,11 @@ def test_a_benchmarks_answers_from_must_be_a_folder_here(tmp_path: Path) -> None
     settings = make_settings(tmp_path, answers_from=tmp_path / "elsewhere")
     with pytest.raises(ConfigError, match="is not a folder here"):
         task_settings(settings, tmp_path / "now", "ClassEval_1")
+
+
+def test_an_earlier_run_file_that_names_no_model_settings_does_not_stop_the_reuse(tmp_path: Path) -> None:
+    before = earlier_run(tmp_path)
+    (before / ".l2mac" / "run.json").write_text("{}")  # as written by hand, or by an older l2mac
+    settings = make_settings(tmp_path, workspace=tmp_path / "after", answers_from=before)
+    result = run_l2mac("Build a todo app", settings, model=ScriptedModel([]).model)
+    assert result.ok and result.report.journal.reused_calls == 8

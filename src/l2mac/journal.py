@@ -95,6 +95,14 @@ def load_journal(path: Path) -> list[JournaledCall]:
     return calls
 
 
+def _by_request(calls: Sequence[JournaledCall]) -> dict[str, deque[JournaledCall]]:
+    """``calls`` queued by request digest, each queue in the order the requests were made."""
+    queues: dict[str, deque[JournaledCall]] = {}
+    for call in sorted(calls, key=lambda c: c.seq):
+        queues.setdefault(call.key, deque()).append(call)
+    return queues
+
+
 class Journal:
     """Appends calls as they happen and serves the journaled ones to a resumed run; and, given an earlier run's
     calls to ``reuse``, serves its answers to the same requests (a changed setting or version of l2mac run on
@@ -109,12 +117,8 @@ class Journal:
         # identical requests made at once (samples) are journaled as they finish, but their numbers are taken
         # as they are made: served by number, each gets the answer it got before, so the same pool of samples
         # comes in the same order (seen: served as journaled, a replayed agreement kept another sample)
-        self._pending: dict[str, deque[JournaledCall]] = {}
-        for call in sorted(replay, key=lambda c: c.seq):
-            self._pending.setdefault(call.key, deque()).append(call)
-        self._borrowed: dict[str, deque[JournaledCall]] = {}
-        for call in sorted(reuse, key=lambda c: c.seq):
-            self._borrowed.setdefault(call.key, deque()).append(call)
+        self._pending = _by_request(replay)
+        self._borrowed = _by_request(reuse)
         self._seq = 0
         self.replayed = 0
         self.reused = 0
@@ -138,7 +142,7 @@ class Journal:
             self.append(call)
             self.reused += 1
             return call
-        if self.diverged_at is None and any([*self._pending.values(), *self._borrowed.values()]):
+        if self.diverged_at is None and (any(self._pending.values()) or any(self._borrowed.values())):
             self.diverged_at = seq  # the first request the journal did not hold while it still had answers
         return None
 

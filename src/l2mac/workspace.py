@@ -3,7 +3,6 @@ setting an interrupted run's files aside before a replay rebuilds them."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -28,13 +27,10 @@ def earlier_answers(path: Path, llm: LLMSettings) -> list[JournaledCall]:
     """The model calls of the earlier run at ``path`` (its project folder, or its journal file), made with the
     model settings ``llm`` has (when its run file says which)."""
     journal = path / RECORD_DIR / JOURNAL_FILE if path.is_dir() else path
-    run_file = journal.parent / RUN_FILE
-    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        before = json.loads(run_file.read_text(encoding="utf-8"))["llm"]
-        now = llm.model_dump(mode="json")
-        if differ := [k for k in SAME_MODEL if k in before and before[k] != now.get(k)]:
-            said = ", ".join(f"{k} {before[k]!r} then, {now.get(k)!r} now" for k in differ)
-            raise ConfigError(f"the answers at {path} came from other model settings ({said}): reuse them with those")
+    before, now = _saved_llm(journal.parent / RUN_FILE), llm.model_dump(mode="json")
+    if differ := [k for k in SAME_MODEL if k in before and before[k] != now.get(k)]:
+        said = ", ".join(f"{k} {before[k]!r} then, {now.get(k)!r} now" for k in differ)
+        raise ConfigError(f"the answers at {path} came from other model settings ({said}): reuse them with those")
     if not journal.is_file():
         raise ConfigError(
             f"no answers to reuse at {path}: give an earlier run's project folder (it holds "
@@ -45,6 +41,15 @@ def earlier_answers(path: Path, llm: LLMSettings) -> list[JournaledCall]:
     except RunError as e:
         damaged = str(e).partition(";")[0]  # "<journal> line N is damaged (...)", without resume's advice
         raise ConfigError(f"cannot reuse these answers: {damaged}. Give another run, or none") from e
+
+
+def _saved_llm(run_file: Path) -> dict[str, Any]:
+    """The model settings a run file saved; empty when there is none to read."""
+    try:
+        saved = json.loads(run_file.read_text(encoding="utf-8")).get("llm")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return saved if isinstance(saved, dict) else {}
 
 
 def project_name_for(task: str) -> str:

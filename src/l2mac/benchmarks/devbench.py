@@ -127,7 +127,7 @@ def generate_engine(repo: Repo, settings: Settings, model: Model | None, workspa
     chosen = runner.task_settings(settings, workspace, repo.task_id)
     result = run_l2mac(prompt(repo), chosen, model=model)
     report = result.report
-    reused = report.journal.reused_calls if chosen.run.answers_from is not None else None
+    reused = runner.reused_calls(chosen, report)
     return Generation(
         as_solution(result.files), report.tokens.total, report.requests, cost_usd=report.cost_usd, reused_calls=reused
     )

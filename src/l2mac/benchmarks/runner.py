@@ -34,6 +34,7 @@ from l2mac.fenced import fenced_blocks
 from l2mac.journal import JOURNAL_FILE
 from l2mac.models.client import ModelClient
 from l2mac.record import RECORD_DIR
+from l2mac.report import RunReport
 from l2mac.settings import Settings
 
 
@@ -272,6 +273,11 @@ def task_settings(settings: Settings, workspace: Path, project: str) -> Settings
     return settings.model_copy(update={"run": rs.model_copy(update=update)})
 
 
+def reused_calls(chosen: Settings, report: RunReport) -> int | None:
+    """How many of a task's answers its run reused from an earlier run's; None when it was given none."""
+    return report.journal.reused_calls if chosen.run.answers_from is not None else None
+
+
 def engine_generation(
     prompt: str,
     project: str,
@@ -298,7 +304,7 @@ def engine_generation(
         key=lambda p: (p != "solution.py", len(p)),
     )
     tokens, requests, cost = result.report.tokens.total, result.report.requests, result.report.cost_usd
-    reused = result.report.journal.reused_calls if chosen.run.answers_from is not None else None
+    reused = reused_calls(chosen, result.report)
     if not candidates:
         return Generation("", tokens, requests, error=f"no file defines {what}", cost_usd=cost, reused_calls=reused)
     return Generation(solution(result.files[candidates[0]]), tokens, requests, cost_usd=cost, reused_calls=reused)

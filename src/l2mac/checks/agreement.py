@@ -169,7 +169,7 @@ class Weigher:
         # on 2 of 4 tests, and the one kept over the code passing 3 had a deposit() that returned nothing where
         # its docstring says it returns the balance)
         tried = now.tried if now is not None else 0
-        own = await asyncio.to_thread(_problems, env, target)
+        own = _blocking(await asyncio.to_thread(partial(env.check_files, [target], types=False)))
         rank = [
             (tried - len(now.failed) if now is not None else 0, 0),
             *((s.examples_passed, -max(0, s.problems - own)) for s in sampled),
@@ -449,7 +449,7 @@ def outcomes_with(
 
         if recover:
             repair_written(scratch, check, [target], lambda recovery, **fields: None)
-        problems = sum(1 for issue in check([target]) if issue.blocking)
+        problems = _blocking(check([target]))
         output = env.test_run(scratch.root, each=True).output
         outcome = per_test_outcomes(output)
         if not outcome:
@@ -459,9 +459,9 @@ def outcomes_with(
         return Sampled(scratch.read_text(target), outcome, failure_messages(output), passed, failed, problems)
 
 
-def _problems(env: ToolEnv, target: str) -> int:
-    """How many code problems the checks find in ``target`` as the project has it (those that fail a step)."""
-    return sum(1 for issue in env.check_files([target], types=False) if issue.blocking)
+def _blocking(issues: list[CodeIssue]) -> int:
+    """How many of ``issues`` fail a step (warnings do not)."""
+    return sum(1 for issue in issues if issue.blocking)
 
 
 def _used_as(example: str) -> str:
