@@ -1191,6 +1191,28 @@ def test_a_budget_stop_inside_the_draft_step_keeps_the_drafted_module_and_remove
     assert "tests/test_counter.py" not in result.files
 
 
+TWO_MODULE_SPEC = OPS_SPEC.replace("│   └── ops.py", "│   ├── ops.py\n│   └── stats.py") + (
+    "\n`calc/stats.py`:\n- mean(xs): the arithmetic mean of xs, using calc.ops.add.\n"
+)
+
+
+def test_a_budget_stop_in_the_first_draft_step_leaves_the_later_modules_as_the_task_gives_them(
+    tmp_path: Path,
+) -> None:
+    """A module a step drafts is not written before its step: a stop inside an earlier module's step must still
+    leave it there as the task gives it (its interface), not missing, so what the run stopped with imports."""
+    ops = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+    written = [("write_files", {"files": [{"path": "calc/ops.py", "content": ops}]})]
+    team = Team({"step": [*written, ("step_complete", {"summary": "written"})]})
+    settings = make_settings(tmp_path, strategy="soa", max_tokens=LIMIT_IN_STEP)
+    result = run_l2mac(TWO_MODULE_SPEC, settings, model=team.model)
+    assert result.report.stopped_by == "budget", result.report
+    assert len(team.asked["step"]) == 1 and "lead" not in team.asked  # stopped in the first module's step
+    assert "return a * b" in result.files["calc/ops.py"]  # the step's draft of its module is kept
+    later = result.files.get("calc/stats.py", "")  # as the task gives it: its interface, a stub
+    assert "def mean(xs" in later and stubs(later, "calc/stats.py"), later
+
+
 @pytest.mark.parametrize("status", [StepStatus.PASSED, StepStatus.FAILED])
 def test_a_draft_step_leaves_the_other_files_as_they_were_and_its_tests_only_when_it_passed(
     tmp_path: Path, status: StepStatus
