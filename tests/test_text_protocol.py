@@ -314,6 +314,28 @@ def test_a_failing_step_ends_with_its_files_as_they_were_at_its_best(tmp_path: P
     assert store.read_text("stack.py") == broken and "put back" not in outcome.reason
 
 
+def test_code_that_does_not_parse_is_never_kept_over_code_that_does(tmp_path: Path) -> None:
+    # Seen on ClassEval_17 at 83ddd40: the step's first code had two undefined names and 2 of its 6 examples
+    # failing; its last answer pasted a pytest traceback into the file. That file, 1 problem and no example
+    # run, ranked above the first code and was what the run kept: 0 of 29 hidden tests.
+    skeleton = (
+        'def push(s, x):\n    """Push x onto s, and return s.\n\n    >>> push([1], 2)\n    [1, 2]\n    """\n\n\n'
+        'def top(s):\n    """The last item of s.\n\n    >>> top([1, 2])\n    2\n    """\n'
+    )
+    instruction = Instruction(
+        title="Stack", instruction=f"Write stack.py:\n```python\n{skeleton}```", requires_tests=False
+    )
+    bodies = '    """\n    s.append(x)\n    return s\n\n\n'
+    first = skeleton.replace('    """\n\n\n', bodies) + "    return s[count - offset]\n"
+    pasted = first.replace("    return s[count", ">       return s[count") + "E       NameError: name 'count'\n"
+    replies = [text(fenced(("stack.py", first))), text(fenced(("stack.py", pasted)))]
+    unit, _, store = make_unit(tmp_path, replies, limits=StepLimits(max_turns=2, samples=0))
+    outcome = asyncio.run(unit.run_step(Step(instruction.instruction, 1, 1, instruction, "")))
+    assert outcome.status is StepStatus.FAILED
+    assert store.read_text("stack.py") == first
+    assert "put back as they were after turn 1" in outcome.reason
+
+
 def test_a_failing_step_whose_later_code_came_no_closer_to_passing_ends_with_its_first_code(tmp_path: Path) -> None:
     # Seen on HumanEval+: right first code rewritten to fit a wrong test, the test still failing (a float
     # compared with ==), and the rewrite was what the run kept.
@@ -335,6 +357,9 @@ def test_states_are_ranked_in_stages_and_test_counts_only_over_the_same_tests() 
     from l2mac.checks.verdict import Standing
 
     failing = Standing(green=False, passed=3, failing=2, tests="a", code="c")
+    # a file that does not parse ranks below any that does, whatever else either lacks or fails
+    assert Standing(problems=3, examples_failing=2).better_than(Standing(unparsed=1, problems=1))
+    assert not Standing(unparsed=1).better_than(Standing(lacking=2, problems=2, green=False, ran=False))
     assert Standing(lacking=0, problems=0, green=False, tests="a").better_than(Standing(problems=1))
     assert Standing(green=True, served=False).better_than(failing)  # tests pass, the server does not answer
     assert failing.better_than(Standing(green=False, ran=False, tests="a"))  # a timeout, or nothing collected

@@ -61,11 +61,16 @@ _COMMANDS = re.compile(r"\bcommands?\b", re.IGNORECASE)
 
 @dataclass(frozen=True, kw_only=True)
 class Standing:
-    """How far the project is from passing the step's checks, in stages: what the step still lacks and blocking
-    problems (code problems, a failed install), then the examples the task gives, then its tests (whether they
-    all pass; else whether they ran one by one, and how many passed and failed, with a digest of the test
-    files), then whether a program that serves answered."""
+    """How far the project is from passing the step's checks, in stages: files that do not parse, then what the
+    step still lacks and blocking problems (code problems, a failed install), then the examples the task gives,
+    then its tests (whether they all pass; else whether they ran one by one, and how many passed and failed, with
+    a digest of the test files), then whether a program that serves answered."""
 
+    #: Python files that do not parse. First, since nothing in them can run: their examples are not run (so not
+    #: counted as failing) and their tests are not collected. Seen on ClassEval_17 at 83ddd40: a file with a
+    #: pasted traceback in it (1 problem, its 6 examples unrun) ranked above the step's first code (2 undefined
+    #: names, 2 of 6 examples failing) and was kept; it scored 0 of 29 hidden tests.
+    unparsed: int = 0
     lacking: int = 0
     problems: int = 0
     examples_failing: int = 0  # docstrings whose examples, the task's own, fail
@@ -80,6 +85,8 @@ class Standing:
     def better_than(self, other: Standing) -> bool:
         """Better at the first stage where the two differ. Test counts compare only between states with the
         same tests: a test bent to wrong code passes too."""
+        if self.unparsed != other.unparsed:
+            return self.unparsed < other.unparsed
         mine, theirs = self.lacking + self.problems, other.lacking + other.problems
         if mine != theirs:
             return mine < theirs
@@ -106,8 +113,9 @@ class Standing:
         same tests, since a bent test passes too; a rewritten test file that passes more is still progress)."""
         if self.better_than(other):
             return True
-        stage = (self.lacking + self.problems, self.examples_failing)
-        if stage != (other.lacking + other.problems, other.examples_failing) or self.tests == other.tests:
+        stage = (self.unparsed, self.lacking + self.problems, self.examples_failing)
+        theirs = (other.unparsed, other.lacking + other.problems, other.examples_failing)
+        if stage != theirs or self.tests == other.tests:
             return False
         return self.passed > other.passed or self.failing < other.failing
 
@@ -230,7 +238,7 @@ class StepChecks:
         """Code problems in any file, and the project's tests when the step requires tests or tests exist."""
         env = self.env
         problems: list[str] = []
-        blocking = 0
+        blocking = unparsed = 0
         self.inherited_problems = []
         if env.python_checks:
             issues = [i for i in env.check_files(env.store.list_files()) if i.blocking]
@@ -242,6 +250,7 @@ class StepChecks:
             install = self._install()
             problems += install
             blocking = len(issues) + len(install)
+            unparsed = len({i.path for i in issues if i.kind == "syntax"})
         examples = run_examples(self.examples, env.store, env.runner, env.python, env.test_timeout_s)
         self.examples_report = ""
         self.examples_failed = tuple(name for name, _ in examples.failed) if examples is not None else ()
@@ -277,7 +286,8 @@ class StepChecks:
         else:
             served = []
         standing = self._standing(blocking, outcome, served=not served)
-        self.standing = replace(standing, examples_failing=len(examples.failed) if examples is not None else 0)
+        failing = len(examples.failed) if examples is not None else 0
+        self.standing = replace(standing, unparsed=unparsed, examples_failing=failing)
         return not problems, "\n\n".join(problems)
 
     def _tests(self) -> TestRun:
