@@ -117,6 +117,19 @@ def test_collection_error_counts_as_failure(tmp_path: Path) -> None:
     assert outcome.status == "failed" and outcome.errors >= 1
 
 
+def test_the_report_names_project_files_from_the_project_not_by_where_it_is(tmp_path: Path) -> None:
+    # Seen on ClassEval_17: the absolute path of a file that did not compile was in the prompt, so the same
+    # project in another folder sent another prompt (and its replay went to the model again).
+    write(
+        tmp_path, {"solution.py": "def f(:\n", "tests/test_a.py": "from solution import f\n\ndef test_f():\n    f()\n"}
+    )
+    out = run_tests(SubprocessRunner(), tmp_path, 60).output
+    assert 'File "solution.py", line 1' in out and str(tmp_path) not in out
+    write(tmp_path, {"solution.py": "import nowhere_module\n"})
+    out = run_tests(SubprocessRunner(), tmp_path, 60).output
+    assert "ImportError while importing test module 'tests/test_a.py'" in out and str(tmp_path) not in out
+
+
 def test_trim_keeps_the_first_error_whole() -> None:
     first = "_____ test_one _____\n" + "\n".join(f"line {i}" for i in range(40)) + "\nE   AssertionError: one\n"
     second = "_____ test_two _____\n" + "noise\n" * 2000

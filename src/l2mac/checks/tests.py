@@ -123,7 +123,7 @@ def run_tests(
     before = _project_files(root)
     result = runner.run(argv, root, timeout_s)
     litter = tuple(_remove_new_files(root, before))
-    out = stable_output(result.output)
+    out = relative_to(root, stable_output(result.output))
     if result.timed_out:
         return TestRun("timeout", 0, 0, 0, out, litter)
     counts = {"passed": 0, "failed": 0, "errors": 0}
@@ -151,6 +151,14 @@ def stable_output(output: str) -> str:
     replay on resume) drifts. (Under bubblewrap /tmp is new for every run, so tmp_path is the same each time
     too.)"""
     return _ADDRESS.sub(" at 0x...>", _DURATION.sub("", output))
+
+
+def relative_to(root: Path, output: str) -> str:
+    """``output`` with the project's files named as the model names them, from the project's folder: Python
+    prints a file it could not compile, and pytest a test module it could not import, by absolute path. Seen on
+    ClassEval_17: ``File "/tmp/l2mac-bench-l2mac-rnaa2w06/ClassEval_17/solution.py"`` in the report, so the same
+    project in another folder sent another prompt, and its replay went to the model again."""
+    return output.replace(f"{root}{os.sep}", "").replace(str(root), ".")
 
 
 #: folders that are not the project's files: version control, the run record, caches
