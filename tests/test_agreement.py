@@ -1018,3 +1018,34 @@ def test_a_sample_with_more_code_problems_than_the_code_is_not_kept_on_the_tests
     assert "test_wrong" in seen[0]  # the wrong test is still the one doubted
     assert store.read_text("account.py") == ACCOUNT
     assert outcome.status is StepStatus.PASSED, outcome.reason
+
+
+def test_code_with_more_code_problems_than_a_sample_gives_way_to_it_when_the_tests_tie(tmp_path: Path) -> None:
+    # Seen on ClassEval_28 at 76d8de1: the code used another method's local variables (undefined names, which
+    # the step's checks fail on); a sample without them passed the very tests the code passed, and the tie kept
+    # the code, which the step then never mended. Here the code's statement() uses a name only withdraw() has;
+    # three samples write it whole, and all four fail the same wrong test.
+    statement = (
+        '    def statement(self):\n        """The balance as text."""\n        return f"balance {self.balance}"\n'
+    )
+    clean = ACCOUNT + "\n" + statement
+    broken = ACCOUNT + "\n" + statement.replace("self.balance}", "amount}")
+    wrong = ACCOUNT_TESTS + "\n\ndef test_wrong():\n    a = Account()\n    a.deposit(5)\n    assert a.balance == 6\n"
+    seen: list[str] = []
+
+    def fixed(messages: list[ModelMessage]):
+        seen.append(last_user_text(messages))
+        return text(fenced(("tests/test_account.py", ACCOUNT_TESTS)))
+
+    replies = [
+        text(fenced(("account.py", broken))),
+        text(fenced(("tests/test_account.py", wrong))),
+        *(text(fenced(("account.py", clean))) for _ in range(3)),
+        fixed,
+        text("STEP COMPLETE"),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = asyncio.run(unit.run_step(Step("Bank account", 1, 1, ACCOUNT_STEP, "")))
+    assert "replaced yours" in seen[0], seen[0]
+    assert store.read_text("account.py") == clean
+    assert outcome.status is StepStatus.PASSED, outcome.reason

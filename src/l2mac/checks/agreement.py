@@ -164,15 +164,18 @@ class Weigher:
             return None
         messages = [evidence(failure_messages(current.output)), *(evidence(s.failures) for s in sampled)]
         # the task's own examples outrank the model's tests: an implementation that passes more of them is kept;
-        # and a sample with more code problems than the code it would replace is not kept on the tests alone,
-        # since the step's checks would fail on it (seen on ClassEval_8 at 350e515: four implementations agreed
-        # on 2 of 4 tests, and the one kept over the code passing 3 had a deposit() that returned nothing where
-        # its docstring says it returns the balance)
+        # then the one with the fewest code problems, since the step's checks fail on any: an implementation is
+        # not kept on the tests alone over one they would pass. Both ways: a sample with more problems than the
+        # code never replaces it (seen on ClassEval_8 at 350e515: four implementations agreed on 2 of 4 tests,
+        # and the one kept over the code passing 3 had a deposit() that returned nothing where its docstring
+        # says it returns the balance), and code with more problems than a sample gives way to it (seen on
+        # ClassEval_28 at 76d8de1: the code used another method's local variables, undefined names; a sample
+        # without them passed the same tests, and the tie kept the code, which the step never mended)
         tried = now.tried if now is not None else 0
         own = _blocking(await asyncio.to_thread(partial(env.check_files, [target], types=False)))
         rank = [
-            (tried - len(now.failed) if now is not None else 0, 0),
-            *((s.examples_passed, -max(0, s.problems - own)) for s in sampled),
+            (tried - len(now.failed) if now is not None else 0, -own),
+            *((s.examples_passed, -s.problems) for s in sampled),
         ]
         agreement = choose([base, *(evidence(s.outcomes) for s in sampled)], messages, rank)
         if tried and rank[agreement.chosen][0] < tried:

@@ -50,7 +50,7 @@ def choose(
     then to the earliest, so an equal alternative never churns the code. ``failures``, per implementation, the
     message of each test it failed, tell which tests they all fail the same way. ``rank``, per implementation,
     is evidence that outranks the tests (how many of the task's own examples it passes, then how few code
-    problems it adds), compared in order: the best ranked is kept, the tests choosing among those."""
+    problems it has), compared in order: the best ranked is kept, the tests choosing among those."""
     if not outcomes:
         raise ValueError("no implementations to choose from")
     tests = list(dict.fromkeys(t for o in outcomes for t in o))
