@@ -9,6 +9,7 @@ from pathlib import Path
 
 from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
 from l2mac.checks.autofix import drop_placeholder_tests, drop_shadowed_imports, repair_ignored_argv
+from l2mac.checks.env import ToolEnv
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.setups import opened_in_init
 from l2mac.checks.tests import failure_messages
@@ -128,6 +129,34 @@ def test_the_report_names_project_files_from_the_project_not_by_where_it_is(tmp_
     write(tmp_path, {"solution.py": "import nowhere_module\n"})
     out = run_tests(SubprocessRunner(), tmp_path, 60).output
     assert "ImportError while importing test module 'tests/test_a.py'" in out and str(tmp_path) not in out
+
+
+def test_each_test_begins_from_one_seed_so_the_same_code_gives_the_same_report(tmp_path: Path) -> None:
+    # Seen on ClassEval_12: a failure message showed a shuffled deck, another each run, so the same code sent the
+    # model another prompt every time. Each test now begins with random (and numpy) seeded with the run's seed,
+    # whatever ran before it; a benchmark's own tests (seed=None) run as pytest runs them.
+    import random
+
+    import numpy as np
+
+    want = random.Random(7).sample(range(1000), 5)
+    np.random.seed(7)
+    want_np = np.random.randint(0, 1000, 5).tolist()
+    tests = (
+        "import random\n\nimport numpy as np\n\n\n"
+        "def test_first():\n    random.random()\n    np.random.random()\n\n\n"
+        f"def test_python():\n    assert random.sample(range(1000), 5) == {want}\n\n\n"
+        f"def test_numpy():\n    assert np.random.randint(0, 1000, 5).tolist() == {want_np}\n\n\n"
+        "def test_shown():\n    assert random.sample(range(1000), 20) == []\n"
+    )
+    write(tmp_path, {"tests/test_seeded.py": tests})
+    store = FileStore(tmp_path)
+    env = ToolEnv(store, SubprocessRunner(), test_seed=7)
+    first, again = env.test_run(each=True), env.test_run(each=True)
+    assert (first.passed, first.failed) == (3, 1), first.output
+    assert first.output == again.output  # test_shown's message lists the same 20 numbers
+    unseeded = run_tests(SubprocessRunner(), tmp_path, 60, each=True)
+    assert unseeded.passed < 3, unseeded.output
 
 
 def test_trim_keeps_the_first_error_whole() -> None:

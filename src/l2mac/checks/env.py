@@ -31,6 +31,8 @@ class ToolEnv:
     #: pytest runs with the project's own addopts (a repository l2mac did not write: its options are part of
     #: how its tests run); else without (a generated project's ``--cov`` would need a plugin it never installs)
     own_pytest_options: bool = False
+    #: each test begins with ``random`` seeded with this, so the same code gives the same report (None: unseeded)
+    test_seed: int | None = 0
 
     @property
     def python(self) -> str:
@@ -60,6 +62,7 @@ class ToolEnv:
             python=self.python,
             skip=skip,
             addopts=self.own_pytest_options,
+            seed=self.test_seed,
         )
 
     def check_files(self, paths: list[str], *, types: bool = True) -> list[CodeIssue]:

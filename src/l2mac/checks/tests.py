@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.metadata import entry_points
+from importlib.resources import files as package_files
 from pathlib import Path
 
 from l2mac.checks.hints import FRAME, failure_hints
@@ -77,6 +78,9 @@ class TestRun:
         return f"{self.passed} passed, {self.failed} failed, {self.errors} errors"
 
 
+_SEEDED_PYTEST = package_files("l2mac.checks").joinpath("seeded_pytest.py")
+
+
 @cache
 def own_plugins() -> tuple[str, ...]:
     """The pytest plugins installed with l2mac itself (hypothesis, anyio, ...): not the project's, and loading
@@ -94,17 +98,20 @@ def run_tests(
     python: str = sys.executable,
     skip: Sequence[str] = (),
     addopts: bool = False,
+    seed: int | None = None,
 ) -> TestRun:
     """pytest in ``root`` on ``python`` (the project's environment, or l2mac's interpreter, whose own pytest
     plugins are then left out); with ``each``, the output ends with every test's outcome (``-rA``), and a test
     file that fails to import does not stop the others. ``skip``: test ids left out, and test files not
-    collected at all. ``addopts``: with the project's own pytest options (else without them)."""
+    collected at all. ``addopts``: with the project's own pytest options (else without them). ``seed``: each
+    test begins with ``random`` (and numpy's global generator) seeded with it (``seeded_pytest.py``); None runs
+    pytest as it is, as a benchmark's own tests are run."""
     plugins = [arg for name in own_plugins() for arg in ("-p", f"no:{name}")] if python == sys.executable else []
     left_out = [arg for s in skip for arg in (("--deselect", s) if "::" in s else ("--ignore", s))]
+    pytest = ["-m", "pytest"] if seed is None else ["-c", _SEEDED_PYTEST.read_text(encoding="utf-8"), str(seed)]
     argv = [
         python,
-        "-m",
-        "pytest",
+        *pytest,
         # with each test's outcome, its failure message whole: at -q pytest cuts it to the terminal's width
         # (``assert 'b...``), and failures alike across implementations are then no evidence (agreement.py)
         "-vv" if each else "-q",

@@ -6,7 +6,6 @@ from pydantic import BaseModel, Field
 
 from l2mac.checks.env import ToolEnv
 from l2mac.checks.output import trim_output
-from l2mac.checks.tests import run_tests as run_pytest
 from l2mac.tools.base import Tool
 from l2mac.types import ToolResult
 
@@ -42,7 +41,7 @@ class RunTestsArgs(BaseModel):
 def run_tests(args: RunTestsArgs, env: ToolEnv) -> ToolResult:
     targets = [env.store.relative(env.store.resolve(p)) for p in args.paths]
     failed = _install_problem(env)
-    outcome = run_pytest(env.runner, env.store.root, env.test_timeout_s, targets, python=env.python)
+    outcome = env.test_run(targets=targets)
     return ToolResult(failed + outcome.report(env.max_output_chars), ok=outcome.ok and not failed)
 
 

@@ -1,0 +1,36 @@
+"""Run inside the sandbox, on the project's interpreter (as ``python -c``, the seed then pytest's arguments):
+pytest, each test begun with Python's ``random`` (and numpy's global generator, once a test module has loaded
+numpy) seeded alike, as pytest-randomly does, so the same code gives the same report every run. Without it a
+shuffled deck or a random id in a failure message differed from run to run: the report, and so the next prompt,
+changed with the code unchanged (seen on ClassEval_12: ``assert 'AS' in ['6D', '6H', 'QueenD', ...]``, another
+deck each run, sent a replayed run live), and implementations failing a test alike failed it with different
+messages. Standard library and pytest only."""
+
+import contextlib
+import random
+import sys
+
+import pytest
+
+
+class Seeded:
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def reseed(self) -> None:
+        random.seed(self.seed)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            with contextlib.suppress(Exception):  # a numpy too broken to seed: its tests say so themselves
+                numpy.random.seed(self.seed)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: object) -> None:
+        self.reseed()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: object) -> None:
+        self.reseed()
+
+
+sys.exit(pytest.main(sys.argv[2:], plugins=[Seeded(int(sys.argv[1]))]))
