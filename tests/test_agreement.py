@@ -10,7 +10,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage
 from test_text_protocol import fenced, make_unit
 
-from l2mac.checks.agreement import Asked, Weigher, _used_as, outcomes_with
+from l2mac.checks.agreement import Asked, Weigher, _used_as, outcomes_with, problems_with
 from l2mac.checks.consensus import (
     callers,
     choose,
@@ -21,10 +21,12 @@ from l2mac.checks.consensus import (
     weighable,
 )
 from l2mac.checks.demands import untested_functions, untested_modules
+from l2mac.checks.env import ToolEnv
 from l2mac.checks.runner import SubprocessRunner
 from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes, run_tests
 from l2mac.control import Step, StepLimits
 from l2mac.models.scripted import last_user_text, text
+from l2mac.store import FileStore
 from l2mac.types import Instruction, StepStatus
 
 STEP = Instruction(
@@ -729,8 +731,14 @@ def test_choose_ranks_by_the_tasks_examples_before_the_tests() -> None:
     assert choose([a, a, a, b], rank=[(0,), (0,), (0,), (1,)]).chosen == 3  # but only b passes the example
     assert choose([a, a, b, b], rank=[(1,), (1,), (1,), (1,)]).chosen == 0  # ranked alike: the tests choose
     assert choose([a, b, b, b], rank=[(1, 0), (1, -1), (1, -1), (1, -1)]).chosen == 0  # then by problems
+    # where the tests score alike, the fewest problems win; they never outweigh the tests
+    assert choose([a, a, a], problems=[1, 0, 1]).chosen == 1
+    both, none = {"t1": True, "t2": True}, {"t1": False, "t2": False}
+    assert choose([both, none, none], problems=[1, 0, 0]).chosen == 0
     with pytest.raises(ValueError):
         choose([a, b], rank=[(1,)])
+    with pytest.raises(ValueError):
+        choose([a, b], problems=[1])
     assert weighable("Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed", [], "") is False
     report = "Examples the task gives, 1 of 1 failing:\nx\n\nTests: 0 passed, 1 failed"
     assert weighable(report, [], "Examples the task gives, 1 of 1 failing:\nx")
@@ -1049,3 +1057,16 @@ def test_code_with_more_code_problems_than_a_sample_gives_way_to_it_when_the_tes
     assert "replaced yours" in seen[0], seen[0]
     assert store.read_text("account.py") == clean
     assert outcome.status is StepStatus.PASSED, outcome.reason
+
+
+def test_the_codes_problems_are_counted_as_a_samples_are(tmp_path: Path) -> None:
+    # A sample is counted after the repairs a written file gets; the code, edited in place, may never have had
+    # them: its missing import would count against it in a tie that the same code as a sample would win.
+    store = FileStore(tmp_path)
+    env = ToolEnv(store, SubprocessRunner())
+    code = "def load(text):\n    return json.loads(text)\n"
+    snapshot = {"store.py": code}
+    store.write_text("store.py", code)
+    assert problems_with(env, False, snapshot, "store.py") == 1  # json is undefined
+    assert problems_with(env, True, snapshot, "store.py") == 0  # the repairs add `import json`
+    assert store.read_text("store.py") == code  # counted in a copy: the project is untouched

@@ -46,7 +46,7 @@ from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcome
 from l2mac.domains import Domain
 from l2mac.journal import request_key
 from l2mac.models.client import ContextOverflow, ModelClient
-from l2mac.store import scratch_copy
+from l2mac.store import FileStore, scratch_copy
 
 
 class Asked(NamedTuple):
@@ -164,20 +164,21 @@ class Weigher:
             return None
         messages = [evidence(failure_messages(current.output)), *(evidence(s.failures) for s in sampled)]
         # the task's own examples outrank the model's tests: an implementation that passes more of them is kept;
-        # then the one with the fewest code problems, since the step's checks fail on any: an implementation is
-        # not kept on the tests alone over one they would pass. Both ways: a sample with more problems than the
-        # code never replaces it (seen on ClassEval_8 at 350e515: four implementations agreed on 2 of 4 tests,
-        # and the one kept over the code passing 3 had a deposit() that returned nothing where its docstring
-        # says it returns the balance), and code with more problems than a sample gives way to it (seen on
-        # ClassEval_28 at 76d8de1: the code used another method's local variables, undefined names; a sample
-        # without them passed the same tests, and the tie kept the code, which the step never mended)
+        # and a sample with more code problems than the code it would replace is not kept on the tests alone,
+        # since the step's checks would fail on it (seen on ClassEval_8 at 350e515: four implementations agreed
+        # on 2 of 4 tests, and the one kept over the code passing 3 had a deposit() that returned nothing where
+        # its docstring says it returns the balance). Among those the tests score alike, the fewest problems
+        # win, the code's counted as the samples' are (seen on ClassEval_28 at 76d8de1: the code used another
+        # method's local variables, undefined names; a sample without them passed the very tests the code
+        # passed, and the tie kept the code, which the step never mended)
         tried = now.tried if now is not None else 0
-        own = _blocking(await asyncio.to_thread(partial(env.check_files, [target], types=False)))
+        own = await asyncio.to_thread(problems_with, env, self.recover, snapshot, target)
         rank = [
-            (tried - len(now.failed) if now is not None else 0, -own),
-            *((s.examples_passed, -s.problems) for s in sampled),
+            (tried - len(now.failed) if now is not None else 0, 0),
+            *((s.examples_passed, -max(0, s.problems - own)) for s in sampled),
         ]
-        agreement = choose([base, *(evidence(s.outcomes) for s in sampled)], messages, rank)
+        problems = [own, *(s.problems for s in sampled)]
+        agreement = choose([base, *(evidence(s.outcomes) for s in sampled)], messages, rank, problems)
         if tried and rank[agreement.chosen][0] < tried:
             # even the implementation kept fails the task's own examples: that code is wrong, whatever the tests
             # of it say (seen: every sample copied the wrong body the plan gave, and the right test was removed).
@@ -200,7 +201,7 @@ class Weigher:
             samples=self.limits.samples,
             usable=len(candidates),
             scores=list(agreement.scores),
-            problems=[own, *(s.problems for s in sampled)],
+            problems=problems,
             chosen=agreement.chosen,
             disputed=list(agreement.disputed),
             agreed=dict(agreement.agreed),
@@ -446,13 +447,7 @@ def outcomes_with(
     ``target`` is ``content`` (after the same repairs a written file gets, when ``recover``), or None if no test
     ran. The project itself is untouched."""
     with scratch_copy({**snapshot, target: content}, "l2mac-sample-", opaque_from=env.store) as scratch:
-
-        def check(paths: list[str]) -> list[CodeIssue]:
-            return find_code_issues(scratch.root, scratch.list_files(), only=paths, types=False)
-
-        if recover:
-            repair_written(scratch, check, [target], lambda recovery, **fields: None)
-        problems = _blocking(check([target]))
+        problems = _repaired_problems(scratch, target, recover)
         output = env.test_run(scratch.root, each=True).output
         outcome = per_test_outcomes(output)
         if not outcome:
@@ -460,6 +455,25 @@ def outcomes_with(
         run = run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s) if examples else None
         passed, failed = (run.tried - len(run.failed), tuple(n for n, _ in run.failed)) if run else (0, ())
         return Sampled(scratch.read_text(target), outcome, failure_messages(output), passed, failed, problems)
+
+
+def problems_with(env: ToolEnv, recover: bool, snapshot: dict[str, str], target: str) -> int:
+    """The code problems of ``target`` as the project holds it, counted as a sample's are: in a scratch copy,
+    after the repairs a written file gets (code changed by an edit was never repaired, and a missing import
+    the repairs add is no problem in a sample)."""
+    with scratch_copy(snapshot, "l2mac-own-", opaque_from=env.store) as scratch:
+        return _repaired_problems(scratch, target, recover)
+
+
+def _repaired_problems(scratch: FileStore, target: str, recover: bool) -> int:
+    """The code problems in ``target`` that fail a step, after the repairs a written file gets (``recover``)."""
+
+    def check(paths: list[str]) -> list[CodeIssue]:
+        return find_code_issues(scratch.root, scratch.list_files(), only=paths, types=False)
+
+    if recover:
+        repair_written(scratch, check, [target], lambda recovery, **fields: None)
+    return _blocking(check([target]))
 
 
 def _blocking(issues: list[CodeIssue]) -> int:

@@ -44,13 +44,15 @@ def choose(
     outcomes: Sequence[Mapping[str, bool]],
     failures: Sequence[Mapping[str, str]] = (),
     rank: Sequence[tuple[int, ...]] = (),
+    problems: Sequence[int] = (),
 ) -> Agreement:
     """The implementation to keep: the one whose set of passed tests has the highest CodeT score (how many
-    implementations pass exactly that set, times its size). Ties go to the current implementation (index 0),
-    then to the earliest, so an equal alternative never churns the code. ``failures``, per implementation, the
-    message of each test it failed, tell which tests they all fail the same way. ``rank``, per implementation,
-    is evidence that outranks the tests (how many of the task's own examples it passes, then how few code
-    problems it has), compared in order: the best ranked is kept, the tests choosing among those."""
+    implementations pass exactly that set, times its size). Ties go to the one with the fewest ``problems``
+    (per implementation, the code problems a step's checks fail on), then to the current implementation (index
+    0), then to the earliest, so an equal alternative never churns the code. ``failures``, per implementation,
+    the message of each test it failed, tell which tests they all fail the same way. ``rank``, per
+    implementation, is evidence that outranks the tests (how many of the task's own examples it passes, then
+    how few code problems it adds), compared in order: the best ranked is kept, the tests choosing among those."""
     if not outcomes:
         raise ValueError("no implementations to choose from")
     tests = list(dict.fromkeys(t for o in outcomes for t in o))
@@ -59,8 +61,11 @@ def choose(
     scores = tuple(support[p] * len(p) if outcomes[i] else 0 for i, p in enumerate(passed))
     if rank and len(rank) != len(outcomes):
         raise ValueError(f"{len(rank)} ranks for {len(outcomes)} implementations")
+    if problems and len(problems) != len(outcomes):
+        raise ValueError(f"{len(problems)} problem counts for {len(outcomes)} implementations")
     ranks = list(rank) or [()] * len(outcomes)
-    best = max(range(len(outcomes)), key=lambda i: (ranks[i], scores[i], i == 0, -i))
+    issues = list(problems) or [0] * len(outcomes)
+    best = max(range(len(outcomes)), key=lambda i: (ranks[i], scores[i], -issues[i], i == 0, -i))
     return Agreement(
         chosen=best,
         supporters=support[passed[best]],
