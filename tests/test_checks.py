@@ -134,7 +134,8 @@ def test_the_report_names_project_files_from_the_project_not_by_where_it_is(tmp_
 def test_each_test_begins_from_one_seed_so_the_same_code_gives_the_same_report(tmp_path: Path) -> None:
     # Seen on ClassEval_12: a failure message showed a shuffled deck, another each run, so the same code sent the
     # model another prompt every time. Each test now begins with random (and numpy) seeded with the run's seed,
-    # whatever ran before it; a benchmark's own tests (seed=None) run as pytest runs them.
+    # whatever ran before it, and so does the collection; the code under test sees the arguments and path that
+    # `python -m pytest` gives it; a benchmark's own tests (seed=None) run as pytest runs them.
     import random
 
     import numpy as np
@@ -142,8 +143,12 @@ def test_each_test_begins_from_one_seed_so_the_same_code_gives_the_same_report(t
     want = random.Random(7).sample(range(1000), 5)
     np.random.seed(7)
     want_np = np.random.randint(0, 1000, 5).tolist()
+    at_import = random.Random(7).random()
     tests = (
-        "import random\n\nimport numpy as np\n\n\n"
+        "import os\nimport random\nimport sys\n\nimport numpy as np\n\nAT_IMPORT = random.random()\n\n\n"
+        f"def test_collected():\n    assert AT_IMPORT == {at_import!r}\n\n\n"
+        "def test_argv():\n    assert os.path.basename(sys.argv[0]) == '__main__.py'\n"
+        "    assert os.getcwd() in sys.path and '' not in sys.path\n\n\n"
         "def test_first():\n    random.random()\n    np.random.random()\n\n\n"
         f"def test_python():\n    assert random.sample(range(1000), 5) == {want}\n\n\n"
         f"def test_numpy():\n    assert np.random.randint(0, 1000, 5).tolist() == {want_np}\n\n\n"
@@ -153,10 +158,10 @@ def test_each_test_begins_from_one_seed_so_the_same_code_gives_the_same_report(t
     store = FileStore(tmp_path)
     env = ToolEnv(store, SubprocessRunner(), test_seed=7)
     first, again = env.test_run(each=True), env.test_run(each=True)
-    assert (first.passed, first.failed) == (3, 1), first.output
+    assert (first.passed, first.failed) == (5, 1), first.output
     assert first.output == again.output  # test_shown's message lists the same 20 numbers
     unseeded = run_tests(SubprocessRunner(), tmp_path, 60, each=True)
-    assert unseeded.passed < 3, unseeded.output
+    assert unseeded.passed == 2, unseeded.output  # test_argv and test_first: as `python -m pytest` runs them
 
 
 def test_trim_keeps_the_first_error_whole() -> None:
