@@ -78,7 +78,7 @@ class TestRun:
         return f"{self.passed} passed, {self.failed} failed, {self.errors} errors"
 
 
-_SEEDED_PYTEST = package_files("l2mac.checks").joinpath("seeded_pytest.py")
+_SEEDED_PYTEST = package_files("l2mac.checks").joinpath("pytest_driver.py")
 
 
 @cache
@@ -104,7 +104,7 @@ def run_tests(
     plugins are then left out); with ``each``, the output ends with every test's outcome (``-rA``), and a test
     file that fails to import does not stop the others. ``skip``: test ids left out, and test files not
     collected at all. ``addopts``: with the project's own pytest options (else without them). ``seed``: each
-    test begins with ``random`` (and numpy's global generator) seeded with it (``seeded_pytest.py``); None runs
+    test begins with ``random`` (and numpy's global generator) seeded with it (``pytest_driver.py``); None runs
     pytest as it is, as a benchmark's own tests are run."""
     plugins = [arg for name in own_plugins() for arg in ("-p", f"no:{name}")] if python == sys.executable else []
     left_out = [arg for s in skip for arg in (("--deselect", s) if "::" in s else ("--ignore", s))]

@@ -38,11 +38,16 @@ class Seeded:
         self.reseed()
 
 
-seeded = Seeded(int(sys.argv[1]))
-# what `python -m pytest` gives the code under test: its arguments (code reading sys.argv or calling
-# parse_args() sees pytest's, not the seed) and the folder it starts in, whole, first on the path
-args = sys.argv[2:]
-sys.argv[:] = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *args]
-sys.path[0] = os.getcwd()
-seeded.reseed()  # what test modules draw as they are collected
-sys.exit(pytest.main(args, plugins=[seeded]))
+def main() -> None:
+    seeded = Seeded(int(sys.argv[1]))
+    # what `python -m pytest` gives the code under test: its arguments (code reading sys.argv or calling
+    # parse_args() sees pytest's, not the seed) and the folder it starts in, whole, first on the path
+    args = sys.argv[2:]
+    sys.argv[:] = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *args]
+    sys.path[0] = os.getcwd()
+    seeded.reseed()  # what test modules draw as they are collected
+    sys.exit(pytest.main(args, plugins=[seeded]))
+
+
+if __name__ == "__main__":
+    main()
