@@ -27,7 +27,7 @@ from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcome
 from l2mac.control import Step, StepLimits
 from l2mac.models.scripted import last_user_text, text
 from l2mac.store import FileStore
-from l2mac.types import Instruction, StepStatus
+from l2mac.types import Instruction, StepOutcome, StepStatus
 
 STEP = Instruction(
     title="Stats",
@@ -1000,13 +1000,14 @@ ACCOUNT_TESTS = (
 )
 
 
-def test_a_sample_with_more_code_problems_than_the_code_is_not_kept_on_the_tests_alone(tmp_path: Path) -> None:
-    # Seen on ClassEval_8 at 350e515: four implementations agreed on 2 of 4 tests and replaced the code passing
-    # 3, though their deposit() returned nothing where its docstring says it returns the balance: a code problem
-    # the step's checks fail on. Here three samples forget that return alike and so agree on the two tests of
-    # the balance, over the right code passing three of four (the fourth test is wrong).
-    forgetful = ACCOUNT.replace("        return self.balance\n", "")
-    wrong = ACCOUNT_TESTS + "\n\ndef test_wrong():\n    a = Account()\n    a.deposit(5)\n    assert a.balance == 6\n"
+ACCOUNT_WRONG_TESTS = (
+    ACCOUNT_TESTS + "\n\ndef test_wrong():\n    a = Account()\n    a.deposit(5)\n    assert a.balance == 6\n"
+)
+
+
+def weigh_account(tmp_path: Path, code: str, sample: str) -> tuple[str, FileStore, StepOutcome]:
+    """A step that writes ``code`` and the account tests with a wrong one, then gets three samples alike
+    (``sample``) and fixes the tests: what the model was told after agreement, the store, and the outcome."""
     seen: list[str] = []
 
     def fixed(messages: list[ModelMessage]):
@@ -1014,16 +1015,26 @@ def test_a_sample_with_more_code_problems_than_the_code_is_not_kept_on_the_tests
         return text(fenced(("tests/test_account.py", ACCOUNT_TESTS)))
 
     replies = [
-        text(fenced(("account.py", ACCOUNT))),
-        text(fenced(("tests/test_account.py", wrong))),
-        *(text(fenced(("account.py", forgetful))) for _ in range(3)),
+        text(fenced(("account.py", code))),
+        text(fenced(("tests/test_account.py", ACCOUNT_WRONG_TESTS))),
+        *(text(fenced(("account.py", sample))) for _ in range(3)),
         fixed,
         text("STEP COMPLETE"),
     ]
     unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
     outcome = asyncio.run(unit.run_step(Step("Bank account", 1, 1, ACCOUNT_STEP, "")))
-    assert "replaced yours" not in seen[0]
-    assert "test_wrong" in seen[0]  # the wrong test is still the one doubted
+    return (seen[0] if seen else ""), store, outcome
+
+
+def test_a_sample_with_more_code_problems_than_the_code_is_not_kept_on_the_tests_alone(tmp_path: Path) -> None:
+    # Seen on ClassEval_8 at 350e515: four implementations agreed on 2 of 4 tests and replaced the code passing
+    # 3, though their deposit() returned nothing where its docstring says it returns the balance: a code problem
+    # the step's checks fail on. Here three samples forget that return alike and so agree on the two tests of
+    # the balance, over the right code passing three of four (the fourth test is wrong).
+    forgetful = ACCOUNT.replace("        return self.balance\n", "")
+    told, store, outcome = weigh_account(tmp_path, ACCOUNT, forgetful)
+    assert "replaced yours" not in told
+    assert "test_wrong" in told  # the wrong test is still the one doubted
     assert store.read_text("account.py") == ACCOUNT
     assert outcome.status is StepStatus.PASSED, outcome.reason
 
@@ -1038,23 +1049,8 @@ def test_code_with_more_code_problems_than_a_sample_gives_way_to_it_when_the_tes
     )
     clean = ACCOUNT + "\n" + statement
     broken = ACCOUNT + "\n" + statement.replace("self.balance}", "amount}")
-    wrong = ACCOUNT_TESTS + "\n\ndef test_wrong():\n    a = Account()\n    a.deposit(5)\n    assert a.balance == 6\n"
-    seen: list[str] = []
-
-    def fixed(messages: list[ModelMessage]):
-        seen.append(last_user_text(messages))
-        return text(fenced(("tests/test_account.py", ACCOUNT_TESTS)))
-
-    replies = [
-        text(fenced(("account.py", broken))),
-        text(fenced(("tests/test_account.py", wrong))),
-        *(text(fenced(("account.py", clean))) for _ in range(3)),
-        fixed,
-        text("STEP COMPLETE"),
-    ]
-    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
-    outcome = asyncio.run(unit.run_step(Step("Bank account", 1, 1, ACCOUNT_STEP, "")))
-    assert "replaced yours" in seen[0], seen[0]
+    told, store, outcome = weigh_account(tmp_path, broken, clean)
+    assert "replaced yours" in told, told
     assert store.read_text("account.py") == clean
     assert outcome.status is StepStatus.PASSED, outcome.reason
 

@@ -78,7 +78,10 @@ class TestRun:
         return f"{self.passed} passed, {self.failed} failed, {self.errors} errors"
 
 
-_SEEDED_PYTEST = package_files("l2mac.checks").joinpath("pytest_driver.py")
+@cache
+def _pytest_driver() -> str:
+    """The source of ``pytest_driver.py``, read once: it goes with every seeded test run."""
+    return package_files("l2mac.checks").joinpath("pytest_driver.py").read_text(encoding="utf-8")
 
 
 @cache
@@ -108,10 +111,10 @@ def run_tests(
     pytest as it is, as a benchmark's own tests are run."""
     plugins = [arg for name in own_plugins() for arg in ("-p", f"no:{name}")] if python == sys.executable else []
     left_out = [arg for s in skip for arg in (("--deselect", s) if "::" in s else ("--ignore", s))]
-    pytest = ["-m", "pytest"] if seed is None else ["-c", _SEEDED_PYTEST.read_text(encoding="utf-8"), str(seed)]
+    pytest_call = ["-m", "pytest"] if seed is None else ["-c", _pytest_driver(), str(seed)]
     argv = [
         python,
-        *pytest,
+        *pytest_call,
         # with each test's outcome, its failure message whole: at -q pytest cuts it to the terminal's width
         # (``assert 'b...``), and failures alike across implementations are then no evidence (agreement.py)
         "-vv" if each else "-q",
