@@ -5,6 +5,7 @@ scorer environment, which must pass the reference solutions (but the two whose t
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -94,6 +95,19 @@ def test_a_class_passes_only_when_every_test_passes() -> None:
     assert ce.score_one(broken, ADDER, sandbox, python)["passed"] == 0
 
 
+def test_a_method_that_never_returns_fails_only_its_own_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    # seen on ClassEval_35: a solve() looping forever on the hidden tests' boards timed the whole file out, and
+    # the 14 tests of its other methods, which pass, were counted as failed with it
+    monkeypatch.setattr(ce, "PER_TEST_TIMEOUT_S", 1)
+    monkeypatch.setattr(ce, "TEST_TIMEOUT_S", 20)
+    looping = RIGHT.replace("return math.sqrt(x)", "while True:\n            pass")
+    assert ce.score_one(looping, ADDER, SubprocessRunner(), sys.executable) == {
+        "tests": 3,
+        "passed": 2,
+        "class_passed": False,
+    }
+
+
 def test_a_run_through_the_benchmark_runner_is_scored_summarised_and_resumed(tmp_path: Path) -> None:
     calls: list[str] = []
 
@@ -121,6 +135,7 @@ def test_the_scorer_installs_what_the_tasks_import(tasks: list[ce.Task]) -> None
         "numpy",
         "openpyxl",
         "pandas",
+        "pytest-timeout",
         "python-docx",
     ]
 
@@ -168,3 +183,30 @@ def test_a_served_model_has_a_slot_for_each_call_the_tasks_done_at_once_may_have
     args = ["bench", "classeval", "--tasks", "0", "--model", "gpt-4o", "--workers", "3", "--out", str(out)]
     assert cli([*args, "--llama-server", sys.executable]) == 0
     assert json.loads(out.read_text())["serving"] == "llama-server, 12 slots"  # 3 tasks, 4 calls in flight each
+
+
+def test_a_results_file_is_rescored_keeping_its_generation_and_saying_what_it_scored_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ce, "PER_TEST_TIMEOUT_S", 1)
+    spec = importlib.util.spec_from_file_location("rescore", Path(__file__).parents[1] / "bench" / "rescore.py")
+    assert spec is not None and spec.loader is not None
+    rescore = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rescore)
+    looping = RIGHT.replace("return math.sqrt(x)", "while True:\n            pass")
+    entry = {"solution": looping, "tokens": 7, "requests": 1, "cost_usd": None, "wall_time_s": 3.0}
+    tasks = {"ClassEval_x": {**entry, "tests": 3, "passed": 0, "class_passed": False}}
+    path = tmp_path / "results.json"
+    path.write_text(
+        json.dumps({"benchmark": "ClassEval (first 50 tasks)", "tasks": tasks, "summary": ce.summarise(tasks)})
+    )
+
+    def scorer(ids: list[str]) -> tuple[runner.Scorer, object]:
+        return ce.scorer_for([ADDER], SubprocessRunner(), sys.executable), ce.summarise
+
+    line = rescore.rescore(path, {"ClassEval": (scorer, "per-test timeout")})
+    data = json.loads(path.read_text())
+    assert line.endswith("0/3 tests, 0 classes -> 2/3 tests, 0 classes")
+    assert data["tasks"]["ClassEval_x"]["passed"] == 2 and data["tasks"]["ClassEval_x"]["tokens"] == 7
+    assert (data["summary"]["tests_passed"], data["summary"]["tokens"], data["scorer"]) == (2, 7, "per-test timeout")
+    assert "scored before: 0/3 tests, 0 classes" in data["notes"][-1]

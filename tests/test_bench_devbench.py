@@ -67,8 +67,9 @@ def test_the_repositories_and_what_the_generator_is_shown() -> None:
             names = [line.split("(")[0] for line in test.read_text().splitlines() if line.strip().startswith("def ")]
             assert not any(name.strip() in shown for name in names if "test" in name)
     assert db.count_tests(repos[0].root / "hidden" / "unit_tests") == 38
-    assert db.scorer_requirements(repos[0]) == ["pandas"]  # os, csv, ... are the standard library
-    assert db.scorer_requirements(hybrid) == ["numpy", "opencv-python"]
+    # os, csv, ... are the standard library; pytest-timeout is the scorer's, for its per-test timeout
+    assert db.scorer_requirements(repos[0]) == ["pandas", "pytest-timeout"]
+    assert db.scorer_requirements(hybrid) == ["numpy", "opencv-python", "pytest-timeout"]
 
 
 def test_single_writes_the_codebase_as_files_in_one_answer(tmp_path: Path) -> None:

@@ -251,7 +251,7 @@ def classeval_command(
         return chosen, ce.DATA_MD5, ce.scorer_for(all_tasks, choose_runner("auto"), ce.scorer_python(all_tasks))
 
     how = Generating.of(locals())
-    run_suite(ce.SUITE, how, prepare)
+    run_suite(ce.SUITE, how, prepare, scorer_note=ce.SCORER)
 
 
 @bench_app.command("devbench")
@@ -285,7 +285,7 @@ def devbench_command(
         return chosen, db.data_digest(chosen), score
 
     how = Generating.of(locals())
-    run_suite(db.SUITE, how, prepare)
+    run_suite(db.SUITE, how, prepare, scorer_note=db.SCORER)
 
 
 @bench_app.command("project")

@@ -27,7 +27,7 @@ from l2mac.benchmarks.runner import Generation
 from l2mac.checks.dependencies import REQUIREMENTS, distribution_for, is_third_party
 from l2mac.checks.environment import ProjectEnvironment
 from l2mac.checks.runner import Runner
-from l2mac.checks.tests import per_test_outcomes, run_tests
+from l2mac.checks.tests import TIMEOUT_PLUGIN, per_test_outcomes, run_tests
 from l2mac.errors import ConfigError
 from l2mac.models.client import ModelClient
 from l2mac.settings import Settings
@@ -39,8 +39,12 @@ DATA_MD5 = "2ed7dac795eb7bebbfee473c35a20484"
 #: events in January 2024 to be upcoming (true only before then), ClassEval_48's expects the authors' host name
 KNOWN_BROKEN = ("ClassEval_17", "ClassEval_48")
 CEILING_NOTE = f"ceiling 48/50 classes: the reference solutions of {', '.join(KNOWN_BROKEN)} fail their own tests"
-#: seconds one task's tests may run
-TEST_TIMEOUT_S = 120
+#: seconds one test may run (then it fails alone: a method that never returns costs only its own tests)
+PER_TEST_TIMEOUT_S = 20
+#: seconds one task's tests may run in all
+TEST_TIMEOUT_S = 600
+#: how solutions are scored, as results files record it
+SCORER = f"pytest, each test at most {PER_TEST_TIMEOUT_S} s (pytest-timeout), a task's tests at most {TEST_TIMEOUT_S} s"
 UNSCORED = {"tests": None, "passed": None, "class_passed": None}
 #: the engine's limits per ClassEval task (besides the token budget): a few steps for a class of several methods
 ENGINE_BUDGET: dict[str, int] = {"steps": 3, "max_turns": 12, "max_check_failures": 4}
@@ -136,16 +140,19 @@ def score_one(solution: str, task: Task, sandbox: Runner, python: str) -> dict[s
     if not solution.strip():
         return {"tests": len(names), "passed": 0, "class_passed": False}
     with scratch_copy({"test_task.py": f"{solution}\n\n{task.test}\n"}, "l2mac-classeval-") as scratch:
-        run = run_tests(sandbox, scratch.root, TEST_TIMEOUT_S, each=True, python=python)
+        run = run_tests(
+            sandbox, scratch.root, TEST_TIMEOUT_S, each=True, python=python, per_test_timeout_s=PER_TEST_TIMEOUT_S
+        )
     outcomes = per_test_outcomes(run.output)
     passed = sum(1 for name in names if outcomes.get(name, False))
     return {"tests": len(names), "passed": passed, "class_passed": bool(names) and passed == len(names)}
 
 
 def scorer_packages(tasks: Sequence[Task]) -> list[str]:
-    """The distributions the tasks' import statements need beyond the standard library, sorted."""
+    """The distributions the tasks' import statements need beyond the standard library, and the per-test
+    timeout's plugin, sorted."""
     modules = {m for t in tasks for line in t.imports for m in re.findall(r"^(?:from|import)\s+([\w.]+)", line)}
-    return sorted({distribution_for(m) for m in modules if is_third_party(m)})
+    return sorted({distribution_for(m) for m in modules if is_third_party(m)} | {TIMEOUT_PLUGIN})
 
 
 def scorer_python(tasks: Sequence[Task], root: Path | None = None) -> str:

@@ -30,7 +30,7 @@ from l2mac.benchmarks.runner import Generation
 from l2mac.checks.dependencies import REQUIREMENTS
 from l2mac.checks.environment import ProjectEnvironment
 from l2mac.checks.runner import Runner
-from l2mac.checks.tests import per_test_outcomes, run_tests
+from l2mac.checks.tests import TIMEOUT_PLUGIN, per_test_outcomes, run_tests
 from l2mac.errors import ConfigError
 from l2mac.fenced import fenced_files
 from l2mac.models.client import ModelClient
@@ -39,8 +39,12 @@ from l2mac.store import scratch_copy
 
 #: the hidden test suites, each scored on its own
 SUITES = ("acceptance_tests", "unit_tests")
-#: seconds one suite may run
+#: seconds one hidden test may run (then it fails alone, and the suite's other tests still count)
+PER_TEST_TIMEOUT_S = 120
+#: seconds one suite may run in all
 TEST_TIMEOUT_S = 600
+#: how solutions are scored, as results files record it
+SCORER = f"pytest, each test at most {PER_TEST_TIMEOUT_S} s (pytest-timeout), a suite at most {TEST_TIMEOUT_S} s"
 UNSCORED = {"acceptance": None, "acceptance_total": None, "unit": None, "unit_total": None}
 #: the engine's limits per repository (besides the token budget): the plan and steps are its own
 ENGINE_BUDGET: dict[str, int] = {"max_wall_time_s": 3600}
@@ -164,7 +168,15 @@ def score_repo(solution: str, repo: Repo, sandbox: Runner, python: str) -> dict[
         for suite in SUITES:
             hidden = repo.root / "hidden" / suite
             shutil.copytree(hidden, scratch.root / suite)
-            run = run_tests(sandbox, scratch.root, TEST_TIMEOUT_S, [suite], each=True, python=python)
+            run = run_tests(
+                sandbox,
+                scratch.root,
+                TEST_TIMEOUT_S,
+                [suite],
+                each=True,
+                python=python,
+                per_test_timeout_s=PER_TEST_TIMEOUT_S,
+            )
             outcomes = per_test_outcomes(run.output)
             name = suite.removesuffix("_tests")
             scores[name] = sum(1 for test, ok in outcomes.items() if ok and test.startswith(f"{suite}/"))
@@ -173,11 +185,12 @@ def score_repo(solution: str, repo: Repo, sandbox: Runner, python: str) -> dict[
 
 
 def scorer_requirements(repo: Repo) -> list[str]:
-    """``docs/requirements.txt`` without the lines that name standard-library modules (or pytest)."""
+    """``docs/requirements.txt`` without the lines that name standard-library modules (or pytest), and the
+    per-test timeout's plugin."""
     path = repo.root / "docs" / "requirements.txt"
     lines = path.read_text(encoding="utf-8").split() if path.is_file() else []
     provided = set(sys.stdlib_module_names) | {"pytest"}
-    return [line for line in lines if line.split(".")[0] not in provided]
+    return [line for line in lines if line.split(".")[0] not in provided] + [TIMEOUT_PLUGIN]
 
 
 def scorer_python(repo: Repo, cache: Path | None = None) -> str:

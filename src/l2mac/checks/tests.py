@@ -19,6 +19,8 @@ from l2mac.checks.runner import Runner
 from l2mac.store import IGNORED_DIRS, RESERVED_DIRS
 
 _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")
+#: the distribution ``run_tests(per_test_timeout_s=...)`` needs in the interpreter that runs the tests
+TIMEOUT_PLUGIN = "pytest-timeout"
 
 
 @dataclass(frozen=True)
@@ -102,14 +104,22 @@ def run_tests(
     skip: Sequence[str] = (),
     addopts: bool = False,
     seed: int | None = None,
+    per_test_timeout_s: float | None = None,
 ) -> TestRun:
     """pytest in ``root`` on ``python`` (the project's environment, or l2mac's interpreter, whose own pytest
     plugins are then left out); with ``each``, the output ends with every test's outcome (``-rA``), and a test
     file that fails to import does not stop the others. ``skip``: test ids left out, and test files not
     collected at all. ``addopts``: with the project's own pytest options (else without them). ``seed``: each
     test begins with ``random`` (and numpy's global generator) seeded with it (``pytest_driver.py``); None runs
-    pytest as it is, as a benchmark's own tests are run."""
-    plugins = [arg for name in own_plugins() for arg in ("-p", f"no:{name}")] if python == sys.executable else []
+    pytest as it is, as a benchmark's own tests are run. ``per_test_timeout_s``: a test running longer fails alone
+    and the others still count (pytest-timeout, which ``python`` must have: ``TIMEOUT_PLUGIN``); without it a
+    test that never ends times the whole run out, and no test's outcome is known."""
+    kept = {"timeout"} if per_test_timeout_s else set()  # pytest-timeout's entry point, when it is l2mac's own
+    plugins = (
+        [arg for name in own_plugins() if name not in kept for arg in ("-p", f"no:{name}")]
+        if python == sys.executable
+        else []
+    )
     left_out = [arg for s in skip for arg in (("--deselect", s) if "::" in s else ("--ignore", s))]
     pytest_call = ["-m", "pytest"] if seed is None else ["-c", _pytest_driver(), str(seed)]
     argv = [
@@ -127,6 +137,7 @@ def run_tests(
         "--rootdir",
         str(root),
         *(["-rA", "--continue-on-collection-errors"] if each else []),
+        *([f"--timeout={per_test_timeout_s:g}"] if per_test_timeout_s else []),
         *left_out,
         *(targets or []),
     ]

@@ -1,0 +1,88 @@
+"""Scores the solutions kept in results files again with today's scorer, when the scorer changed (ClassEval and
+DevBench; HumanEval+'s is evalplus, unchanged): each task's score fields and the summary are made anew, the
+generation's figures (tokens, wall time, the command) are kept, and a note says what the scores were before.
+
+    .venv/bin/python bench/rescore.py bench/results/2026-11-25-classeval-...json [more files]
+    .venv/bin/python bench/report.py
+
+The scorer is the benchmark's own (``l2mac.benchmarks``), in its own environment under the sandbox, as
+``l2mac bench`` scores; nothing is generated.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from l2mac.benchmarks import classeval as ce
+from l2mac.benchmarks import devbench as db
+from l2mac.benchmarks import runner
+from l2mac.checks.sandbox import choose_runner
+
+
+def classeval_scorer(ids: list[str]) -> tuple[runner.Scorer, Callable[[dict[str, dict[str, Any]]], dict[str, Any]]]:
+    tasks = ce.load_tasks(ce.default_data_path())
+    return ce.scorer_for(tasks, choose_runner("auto"), ce.scorer_python(tasks)), ce.summarise
+
+
+def devbench_scorer(ids: list[str]) -> tuple[runner.Scorer, Callable[[dict[str, dict[str, Any]]], dict[str, Any]]]:
+    repos = db.select(db.load_repos(db.default_data_path()), None, ids)
+    pythons = {r.task_id: db.scorer_python(r) for r in repos}
+    return db.scorer_for(repos, choose_runner("auto"), lambda r: pythons[r.task_id]), db.summarise
+
+
+#: per benchmark (as results files name it, first word): its scorer and summariser for the given task ids, and
+#: how it scores
+MakeScorer = Callable[[list[str]], tuple[runner.Scorer, Callable[[dict[str, dict[str, Any]]], dict[str, Any]]]]
+SCORERS: dict[str, tuple[MakeScorer, str]] = {
+    "ClassEval": (classeval_scorer, ce.SCORER),
+    "DevBench": (devbench_scorer, db.SCORER),
+}
+
+
+def headline(summary: Mapping[str, Any]) -> str:
+    if "classes_passed" in summary:
+        return f"{summary['tests_passed']}/{summary['tests']} tests, {summary['classes_passed']} classes"
+    return f"{summary['tests_passed']}/{summary['tests']} hidden tests"
+
+
+def rescore(path: Path, scorers: Mapping[str, tuple[MakeScorer, str]] = SCORERS) -> str:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    kind = next((k for k in scorers if str(data.get("benchmark", "")).startswith(k)), None)
+    if kind is None:
+        return f"{path.name}: not a ClassEval or DevBench results file; left as it is"
+    make, scorer = scorers[kind]
+    tasks: dict[str, dict[str, Any]] = data["tasks"]
+    ids = sorted(tid for tid, t in tasks.items() if "solution" in t)
+    score, summarise = make(ids)
+    before = dict(data.get("summary", {}))
+    for tid, fields in score({tid: tasks[tid]["solution"] for tid in ids}).items():
+        tasks[tid].update(fields)
+    data["summary"] = summarise(tasks)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    data["scorer"] = scorer
+    data.setdefault("notes", []).append(
+        f"Re-scored on {day} at {commit or 'this checkout'} by bench/rescore.py ({scorer}); scored before: "
+        f"{headline(before) if before else 'not scored'}."
+    )
+    runner.save_results(path, data)
+    return f"{path.name}: {headline(before) if before else 'not scored'} -> {headline(data['summary'])}"
+
+
+def main(paths: list[str]) -> int:
+    if not paths:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for p in paths:
+        print(rescore(Path(p)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
