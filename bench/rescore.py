@@ -1,6 +1,7 @@
 """Scores the solutions kept in results files again with today's scorer, when the scorer changed (ClassEval and
 DevBench; HumanEval+'s is evalplus, unchanged): each task's score fields and the summary are made anew, the
-generation's figures (tokens, wall time, the command) are kept, and a note says what the scores were before.
+generation's figures (tokens, wall time, the command) are kept, the file records the scorer, and where a figure
+changed a note says what it was before.
 
     .venv/bin/python bench/rescore.py bench/results/2026-11-25-classeval-...json [more files]
     .venv/bin/python bench/report.py
@@ -67,10 +68,11 @@ def rescore(path: Path, scorers: Mapping[str, tuple[MakeScorer, str]] = SCORERS)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     data["scorer"] = scorer
-    data.setdefault("notes", []).append(
-        f"Re-scored on {day} at {commit or 'this checkout'} by bench/rescore.py ({scorer}); scored before: "
-        f"{headline(before) if before else 'not scored'}."
-    )
+    was = headline(before) if before else "not scored"
+    if was != headline(data["summary"]):  # the same scores need no note: ``scorer`` says how they were made
+        data.setdefault("notes", []).append(
+            f"Re-scored on {day} at {commit or 'this checkout'} by bench/rescore.py ({scorer}); scored before: {was}."
+        )
     runner.save_results(path, data)
     return f"{path.name}: {headline(before) if before else 'not scored'} -> {headline(data['summary'])}"
 
