@@ -19,7 +19,7 @@ from l2mac.control.text import TEXT
 from l2mac.domains import load_domain
 from l2mac.models.client import ModelClient
 from l2mac.models.local.llama import LocalChat
-from l2mac.models.scripted import Reply, ScriptedModel, text
+from l2mac.models.scripted import Reply, ScriptedModel, last_user_text, text
 from l2mac.record import RunRecord
 from l2mac.store import FileStore
 from l2mac.tools import Toolbox, ToolEnv, tools_named
@@ -182,7 +182,9 @@ def test_a_local_model_continues_an_answer_begun_for_it() -> None:
     assert chat.render(begun[:1], []) == "<user>write it</user><assistant>"
 
 
-def _unit(tmp_path: Path, replies: list[Reply], *, continues: bool) -> tuple[ControlUnit, ScriptedModel, FileStore]:
+def _unit(
+    tmp_path: Path, replies: list[Reply], *, continues: bool, samples: int = 0
+) -> tuple[ControlUnit, ScriptedModel, FileStore]:
     script = ScriptedModel(list(replies))
     store = FileStore(tmp_path / "proj")
     domain = load_domain("codebase")
@@ -193,7 +195,7 @@ def _unit(tmp_path: Path, replies: list[Reply], *, continues: bool) -> tuple[Con
         domain,
         ContextBudget(window=16000, reply=500, margin=0.1),
         protocol=TEXT,
-        limits=StepLimits(max_turns=6, samples=0),
+        limits=StepLimits(max_turns=6, samples=samples),
         record=RunRecord(store.root),
     )
     return unit, script, store
@@ -275,6 +277,9 @@ def test_agreement_samples_of_a_function_added_to_an_existing_module_are_its_bod
     assert isinstance(begun, ModelResponse) and begun.text is not None and begun.text.endswith('"""A free name."""\n')
     assert "return name\n" not in begun.text and finish is not None  # the body left out, to be written again
     assert finish("    return name + '-2'\n```") == module + "    return name + '-2'\n"
+    # nor is agreement's one answer written whole asked of it: written from nothing, it would be those imports
+    whole = unit._ask_sample(step, setting, frozenset({"names.py"}), "names.py", "Write it.", bool, (), False)
+    assert whole.messages == []
     # a module the step itself wrote is sampled whole, as before
     messages, finish, _ = unit._ask_sample(step, setting, frozenset(), "names.py", "Write it.", bool)
     assert finish is None and not isinstance(messages[-1], ModelResponse)
@@ -940,3 +945,34 @@ def test_stub_methods_of_a_class_the_step_names_without_a_signature_are_asked_fo
     outcome = asyncio.run(unit.run_step(Step("shortener", 1, 1, task, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
     assert "return url.rsplit('/', 1)[-1]" in store.read_text("solution.py")
+
+
+def test_agreement_weighs_one_implementation_written_whole_beside_the_samples_begun_inside_the_file(
+    tmp_path: Path,
+) -> None:
+    """Seen on ClassEval_37 at 5fff897: one call wrote a class passing all its hidden tests, while the step's draft
+    and its three samples, begun inside the class, each failed the docstring's examples, and the step failed. The
+    samples begun inside the file are one kind of answer; one more, written whole at temperature 0 as one call
+    would write it, is weighed with them, and kept here, where it alone makes the example and the test pass."""
+    test = "from solution import spread\n\n\ndef test_spread():\n    assert spread([1.0, 4.0, 2.5]) == 3.0\n"
+    whole = STUB + "    return max(numbers) - min(numbers)\n"
+    asked: list[str] = []
+
+    def model(messages: list[ModelMessage]) -> ModelResponse:
+        last = messages[-1]
+        if isinstance(last, ModelResponse):  # begun: the test file at its start, or a body inside spread
+            if str(last.text).startswith("tests/"):
+                begun = str(last.text).partition("```python\n")[2]
+                return text(test.removeprefix(begun) + "```\n")
+            asked.append("begun")
+            return text("    return max(numbers) + min(numbers)\n```\n")  # always the same wrong body
+        if "Write the complete file solution.py" in last_user_text(messages):
+            asked.append("whole")
+            return text(f"solution.py\n```python\n{whole}```\n")
+        return text("STEP COMPLETE")
+
+    unit, _, store = _unit(tmp_path, [model] * 30, continues=True, samples=3)
+    outcome = asyncio.run(unit.run_step(Step("spread", 1, 1, TESTED, "")))
+    assert "whole" in asked and asked.index("whole") > asked.index("begun")  # weighed beside the begun samples
+    assert "return max(numbers) - min(numbers)" in store.read_text("solution.py")
+    assert outcome.status is StepStatus.PASSED, outcome.reason

@@ -59,8 +59,9 @@ class Asked(NamedTuple):
     given: Mapping[str, str] = MappingProxyType({})
 
 
-#: asks for one file for a sample: (path, request, which files to hide, which functions' given bodies to withhold)
-AskForFile = Callable[[str, str, Callable[[str], bool], tuple[str, ...]], Asked]
+#: asks for one file for a sample: (path, request, which files to hide, which functions' given bodies to withhold,
+#: whether the answer may be begun inside the file)
+AskForFile = Callable[[str, str, Callable[[str], bool], tuple[str, ...], bool], Asked]
 #: saves one file for the step, as a write the model did not ask for: (path, content, why)
 SaveFile = Callable[[str, str, str], Awaitable[None]]
 
@@ -68,6 +69,8 @@ _T = TypeVar("_T")
 
 #: sampling temperature of the implementations that settle a dispute between code and tests
 SAMPLE_TEMPERATURE = 0.8
+#: the temperature of the one implementation written whole, as one call would write it (see ``_whole``)
+WHOLE_TEMPERATURE = 0.0
 #: implementations (the current one and samples) that must all fail a test before its expectation is questioned
 MIN_IMPLEMENTATIONS_TO_QUESTION = 3
 #: failing statements dropped from the last test of a function the step names, in place of the whole test
@@ -233,7 +236,7 @@ class Weigher:
             if owned
             else self.domain.render("text_request_file", path=target)
         )
-        messages, finish, given = self.ask(target, request, hide, withheld)
+        messages, finish, given = self.ask(target, request, hide, withheld, True)
         asked = request_key(messages, "sample")
         if asked in self.barren:  # the very request gave nothing usable before (seen: 7 rounds, none of use)
             self.log("agreement_skipped", target=target, reason="the same sample request gave no usable sample")
@@ -248,11 +251,13 @@ class Weigher:
             drawn = list(await asyncio.gather(*(self._sample(messages, given) for _ in range(wanted))))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order
             drawn = [await self._sample(messages, given) for _ in range(wanted)]
-        answers = [*pooled, *drawn]
+        answers = [(answer, finish) for answer in [*pooled, *drawn]]
         pooled += drawn
+        if finish is not None:  # begun inside the file: one more written whole, after them (last on a tie)
+            answers.append((await self._whole(target, request, hide, withheld), None))
         sampled: list[Sampled] = []
-        for answer in answers:
-            content = finish(answer) if finish is not None else sampled_file(answer, target)
+        for answer, made in answers:
+            content = made(answer) if made is not None else sampled_file(answer, target)
             if content is None or set(owned) & set(missing_definitions(self.instruction, {target: content})):
                 continue
             run = await asyncio.to_thread(outcomes_with, self.env, self.recover, snapshot, target, content, examples)
@@ -398,10 +403,31 @@ class Weigher:
         before = untested_functions(instruction, code, sources)
         return untested_functions(instruction, code, {**sources, path: source}) != before
 
-    async def _sample(self, messages: list[ModelMessage], given: Mapping[str, str]) -> str:
+    async def _whole(self, target: str, request: str, hide: Callable[[str], bool], withheld: tuple[str, ...]) -> str:
+        """An implementation of ``target`` written whole from the step alone, at temperature 0: what one call
+        given the same information writes, asked once per request. The samples begun inside the file are the
+        small model's better answers on the whole, but not on every task; this one keeps the step's choice from
+        being worse than one call where the evidence shows it (seen on ClassEval_37 at 5fff897: one call wrote
+        a class passing all 18 hidden tests; the step's draft and its three samples, begun inside the class,
+        each used another method's local variable or failed the docstring's examples, and the step failed)."""
+        messages, _, given = self.ask(target, request, hide, withheld, False)
+        if not messages:  # not asked for whole (a module that was there before the step)
+            return ""
+        asked = request_key(messages, "whole")
+        if asked not in self.pool:
+            self.pool[asked] = [await self._sample(messages, given, WHOLE_TEMPERATURE, "whole")]
+        return self.pool[asked][0]
+
+    async def _sample(
+        self,
+        messages: list[ModelMessage],
+        given: Mapping[str, str],
+        temperature: float = SAMPLE_TEMPERATURE,
+        kind: str = "sample",
+    ) -> str:
         try:
             response = await self.client.request(
-                messages, [], purpose=f"{self.label} sample", temperature=SAMPLE_TEMPERATURE, given=given
+                messages, [], purpose=f"{self.label} {kind}", temperature=temperature, given=given
             )
         except ContextOverflow:
             return ""

@@ -349,22 +349,27 @@ class ControlUnit:
         request: str,
         hide: Callable[[str], bool],
         withheld: tuple[str, ...] = (),
+        begun: bool = True,
     ) -> Asked:
         """How agreement asks for an implementation of ``target`` from the step alone, without the bodies the
         step gives the functions ``withheld`` (``f`` or ``Class.m``): begun inside the stub the step gives it,
         when the model continues begun answers (see control.continuation). A module that ``existed`` before the
         step is not written again: the sample is a body of the function the step asks of it, begun inside it
         in the module as it is (seen on a change to python-slugify: samples of slugify/slugify.py written from
-        nothing were a line or two of imports)."""
+        nothing were a line or two of imports). Not ``begun``: the whole file, written from its start, or no
+        request at all (no messages) for such a module."""
         if withheld:
             shown = step.instruction.instruction
             for name in withheld:
                 owner, _, function = name.rpartition(".")
                 shown = without_body(shown, function, owner or None)
             step = replace(step, instruction=step.instruction.model_copy(update={"instruction": shown}))
-        opening = step_opening(step.instruction.instruction, target) if self.client.continues else None
+        continues = begun and self.client.continues
+        opening = step_opening(step.instruction.instruction, target) if continues else None
         store = self.toolbox.env.store
-        if opening is None and self.client.continues and target in existed and store.exists(target):
+        if not begun and target in existed:
+            return Asked([])
+        if opening is None and continues and target in existed and store.exists(target):
             source = store.read_text(target)
             names = names_for_file(step.instruction.instruction, target)
             opening = next((o for n in names if (o := function_opening(target, source, n)) is not None), None)
