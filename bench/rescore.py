@@ -23,27 +23,26 @@ from typing import Any
 from l2mac.benchmarks import classeval as ce
 from l2mac.benchmarks import devbench as db
 from l2mac.benchmarks import runner
-from l2mac.checks.sandbox import choose_runner
+
+#: a benchmark's scorer for the given task ids
+MakeScorer = Callable[[list[str]], runner.Scorer]
 
 
-def classeval_scorer(ids: list[str]) -> tuple[runner.Scorer, Callable[[dict[str, dict[str, Any]]], dict[str, Any]]]:
-    tasks = ce.load_tasks(ce.default_data_path())
-    return ce.scorer_for(tasks, choose_runner("auto"), ce.scorer_python(tasks)), ce.summarise
+def classeval_scorer(ids: list[str]) -> runner.Scorer:
+    return ce.default_scorer(ce.load_tasks(ce.default_data_path()))
 
 
-def devbench_scorer(ids: list[str]) -> tuple[runner.Scorer, Callable[[dict[str, dict[str, Any]]], dict[str, Any]]]:
-    repos = db.select(db.load_repos(db.default_data_path()), None, ids)
-    pythons = {r.task_id: db.scorer_python(r) for r in repos}
-    return db.scorer_for(repos, choose_runner("auto"), lambda r: pythons[r.task_id]), db.summarise
+def devbench_scorer(ids: list[str]) -> runner.Scorer:
+    return db.default_scorer(db.select(db.load_repos(db.default_data_path()), None, ids))
 
 
-#: per benchmark (as results files name it, first word): its scorer and summariser for the given task ids, and
-#: how it scores
-MakeScorer = Callable[[list[str]], tuple[runner.Scorer, Callable[[dict[str, dict[str, Any]]], dict[str, Any]]]]
+#: per benchmark, as results files name it (first word): its scorer and how it scores
 SCORERS: dict[str, tuple[MakeScorer, str]] = {
     "ClassEval": (classeval_scorer, ce.SCORER),
     "DevBench": (devbench_scorer, db.SCORER),
 }
+#: per benchmark, its summary of the tasks' entries
+SUMMARIES: dict[str, runner.Summariser] = {"ClassEval": ce.summarise, "DevBench": db.summarise}
 
 
 def headline(summary: Mapping[str, Any]) -> str:
@@ -60,11 +59,10 @@ def rescore(path: Path, scorers: Mapping[str, tuple[MakeScorer, str]] = SCORERS)
     make, scorer = scorers[kind]
     tasks: dict[str, dict[str, Any]] = data["tasks"]
     ids = sorted(tid for tid, t in tasks.items() if "solution" in t)
-    score, summarise = make(ids)
     before = dict(data.get("summary", {}))
-    for tid, fields in score({tid: tasks[tid]["solution"] for tid in ids}).items():
+    for tid, fields in make(ids)({tid: tasks[tid]["solution"] for tid in ids}).items():
         tasks[tid].update(fields)
-    data["summary"] = summarise(tasks)
+    data["summary"] = SUMMARIES[kind](tasks)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     data["scorer"] = scorer
@@ -74,7 +72,7 @@ def rescore(path: Path, scorers: Mapping[str, tuple[MakeScorer, str]] = SCORERS)
             f"Re-scored on {day} at {commit or 'this checkout'} by bench/rescore.py ({scorer}); scored before: {was}."
         )
     runner.save_results(path, data)
-    return f"{path.name}: {headline(before) if before else 'not scored'} -> {headline(data['summary'])}"
+    return f"{path.name}: {was} -> {headline(data['summary'])}"
 
 
 def main(paths: list[str]) -> int:

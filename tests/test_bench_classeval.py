@@ -201,8 +201,8 @@ def test_a_results_file_is_rescored_keeping_its_generation_and_saying_what_it_sc
         json.dumps({"benchmark": "ClassEval (first 50 tasks)", "tasks": tasks, "summary": ce.summarise(tasks)})
     )
 
-    def scorer(ids: list[str]) -> tuple[runner.Scorer, object]:
-        return ce.scorer_for([ADDER], SubprocessRunner(), sys.executable), ce.summarise
+    def scorer(ids: list[str]) -> runner.Scorer:
+        return ce.scorer_for([ADDER], SubprocessRunner(), sys.executable)
 
     line = rescore.rescore(path, {"ClassEval": (scorer, "per-test timeout")})
     data = json.loads(path.read_text())

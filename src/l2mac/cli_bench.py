@@ -243,12 +243,11 @@ def classeval_command(
 ) -> None:
     """ClassEval: classes whose every test passes, and tests passed, of one strategy; resumable."""
     from l2mac.benchmarks import classeval as ce
-    from l2mac.checks.sandbox import choose_runner
 
     def prepare() -> tuple[list[ce.Task], str, Scorer]:
         all_tasks = ce.load_tasks(data or ce.default_data_path())
         chosen = ce.select(all_tasks, limit, tasks.split(",") if tasks else None)
-        return chosen, ce.DATA_MD5, ce.scorer_for(all_tasks, choose_runner("auto"), ce.scorer_python(all_tasks))
+        return chosen, ce.DATA_MD5, ce.default_scorer(all_tasks)
 
     how = Generating.of(locals())
     run_suite(ce.SUITE, how, prepare, scorer_note=ce.SCORER)
@@ -275,14 +274,11 @@ def devbench_command(
 ) -> None:
     """DevBench: hidden acceptance and unit tests passed by the codebase one strategy writes; resumable."""
     from l2mac.benchmarks import devbench as db
-    from l2mac.checks.sandbox import choose_runner
 
     def prepare() -> tuple[list[db.Repo], str, Scorer]:
         repos = db.load_repos(data or db.default_data_path())
         chosen = db.select(repos, limit, tasks.split(",") if tasks else None)
-        pythons = {r.task_id: db.scorer_python(r) for r in chosen}  # before generating: an install can fail
-        score = db.scorer_for(chosen, choose_runner("auto"), lambda r: pythons[r.task_id])
-        return chosen, db.data_digest(chosen), score
+        return chosen, db.data_digest(chosen), db.default_scorer(chosen)
 
     how = Generating.of(locals())
     run_suite(db.SUITE, how, prepare, scorer_note=db.SCORER)

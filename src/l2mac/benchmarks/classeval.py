@@ -27,6 +27,7 @@ from l2mac.benchmarks.runner import Generation
 from l2mac.checks.dependencies import REQUIREMENTS, distribution_for, is_third_party
 from l2mac.checks.environment import ProjectEnvironment
 from l2mac.checks.runner import Runner
+from l2mac.checks.sandbox import choose_runner
 from l2mac.checks.tests import TIMEOUT_PLUGIN, per_test_outcomes, run_tests
 from l2mac.errors import ConfigError
 from l2mac.models.client import ModelClient
@@ -170,6 +171,11 @@ def scorer_python(tasks: Sequence[Task], root: Path | None = None) -> str:
 def scorer_for(tasks: Sequence[Task], sandbox: Runner, python: str) -> runner.Scorer:
     """Scores solutions ``{task_id: code}`` of ``tasks``, one by one, on ``python`` under ``sandbox``."""
     return runner.scorer_for(tasks, lambda code, task: score_one(code, task, sandbox, python))
+
+
+def default_scorer(tasks: Sequence[Task]) -> runner.Scorer:
+    """The scorer ``l2mac bench classeval`` uses: on the scorer's own environment, under the sandbox."""
+    return scorer_for(tasks, choose_runner("auto"), scorer_python(tasks))
 
 
 def summarise(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:

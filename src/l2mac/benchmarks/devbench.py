@@ -30,6 +30,7 @@ from l2mac.benchmarks.runner import Generation
 from l2mac.checks.dependencies import REQUIREMENTS
 from l2mac.checks.environment import ProjectEnvironment
 from l2mac.checks.runner import Runner
+from l2mac.checks.sandbox import choose_runner
 from l2mac.checks.tests import TIMEOUT_PLUGIN, per_test_outcomes, run_tests
 from l2mac.errors import ConfigError
 from l2mac.fenced import fenced_files
@@ -208,6 +209,13 @@ def scorer_python(repo: Repo, cache: Path | None = None) -> str:
 def scorer_for(repos: Sequence[Repo], sandbox: Runner, python_for: Callable[[Repo], str]) -> runner.Scorer:
     """Scores solutions ``{repo: files as JSON}``, each on its repository's own environment, under ``sandbox``."""
     return runner.scorer_for(repos, lambda code, repo: score_repo(code, repo, sandbox, python_for(repo)))
+
+
+def default_scorer(repos: Sequence[Repo]) -> runner.Scorer:
+    """The scorer ``l2mac bench devbench`` uses: each repository's environment made now (an install can fail,
+    and should before anything is generated), under the sandbox."""
+    pythons = {r.task_id: scorer_python(r) for r in repos}
+    return scorer_for(repos, choose_runner("auto"), lambda r: pythons[r.task_id])
 
 
 def summarise(repos: dict[str, dict[str, Any]]) -> dict[str, Any]:

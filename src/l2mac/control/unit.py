@@ -358,6 +358,8 @@ class ControlUnit:
         in the module as it is (seen on a change to python-slugify: samples of slugify/slugify.py written from
         nothing were a line or two of imports). Not ``begun``: the whole file, written from its start, or no
         request at all (no messages) for such a module."""
+        if not begun and target in existed:
+            return Asked([])
         if withheld:
             shown = step.instruction.instruction
             for name in withheld:
@@ -367,8 +369,6 @@ class ControlUnit:
         continues = begun and self.client.continues
         opening = step_opening(step.instruction.instruction, target) if continues else None
         store = self.toolbox.env.store
-        if not begun and target in existed:
-            return Asked([])
         if opening is None and continues and target in existed and store.exists(target):
             source = store.read_text(target)
             names = names_for_file(step.instruction.instruction, target)
