@@ -485,6 +485,62 @@ def test_the_last_test_of_a_function_the_step_names_is_never_removed(tmp_path: P
     assert weigher.leaves_a_step_function_untested("tests/test_stats.py", without_all)  # mean() untested
 
 
+CLASS_STEP = Instruction(
+    title="Counter",
+    instruction=(
+        "Implement the class below in solution.py and test it in tests/test_solution.py.\n\n```python\n"
+        'class Counter:\n    def __init__(self, start):\n        """Starts at start."""\n\n'
+        '    def add(self, n):\n        """Adds n; returns the total."""\n\n'
+        '    def load(self, path):\n        """Reads the total from the file at path."""\n```\n'
+    ),
+    requires_tests=True,
+)
+COUNTER = (
+    "class Counter:\n    def __init__(self, start):\n        self.total = start\n\n"
+    "    def add(self, n):\n        self.total += n\n        return self.total\n\n"
+    "    def load(self, path):\n        with open(path) as f:\n            self.total = int(f.read())\n"
+)
+# the only test of load() opens a file it never writes: every implementation fails it the same way
+COUNTER_TESTS = (
+    "from solution import Counter\n\n\ndef test_add():\n    assert Counter(1).add(2) == 3\n\n\n"
+    "def test_add_again():\n    assert Counter(0).add(1) == 1\n\n\n"
+    "def test_load():\n    c = Counter(0)\n    c.load('path/to/total.txt')\n    assert c.total == 5\n"
+)
+
+
+def test_the_last_test_of_a_method_the_step_names_is_never_removed(tmp_path: Path) -> None:
+    # Seen on ClassEval_34 at ec0ff1d: the only tests of four of a class's five methods failed on a document
+    # they opened and never wrote, in every sample; all four were removed and the step passed on one test.
+    unit, _, store = make_unit(tmp_path, [], limits=LIMITS)
+    store.write_text("solution.py", COUNTER)
+    store.write_text("tests/test_solution.py", COUNTER_TESTS)
+
+    async def no_save(path: str, content: str, why: str) -> None:
+        raise AssertionError("nothing is saved here")
+
+    weigher = Weigher(
+        unit.client,
+        unit.toolbox.env,
+        unit.domain,
+        CLASS_STEP.instruction,
+        ask=lambda *a: Asked([]),
+        save=no_save,
+        log=print,
+    )
+    path = "tests/test_solution.py"
+    without_load, _ = remove_tests(COUNTER_TESTS, [f"{path}::test_load"])
+    without_one_add, _ = remove_tests(COUNTER_TESTS, [f"{path}::test_add"])
+    without_adds, _ = remove_tests(COUNTER_TESTS, [f"{path}::test_add", f"{path}::test_add_again"])
+    assert weigher.leaves_a_step_function_untested(path, without_load)
+    assert weigher.leaves_a_step_function_untested(path, without_adds)
+    assert not weigher.leaves_a_step_function_untested(path, without_one_add)  # add() still has a test
+    sources = {"solution.py": COUNTER, path: without_load}
+    assert untested_functions(CLASS_STEP.instruction, ["solution.py"], sources, methods=True) == {
+        "solution.py": ["load"]  # __init__ is run by every use of the class
+    }
+    assert untested_functions(CLASS_STEP.instruction, ["solution.py"], sources) == {}  # methods not asked for
+
+
 def test_remove_statement_takes_out_the_failing_statement_but_never_the_last_expectation() -> None:
     source = (
         "import pytest\nfrom stats import mean\n\n\ndef test_mean():\n    assert mean([2]) == 2\n"

@@ -395,13 +395,15 @@ class Weigher:
         return source, []
 
     def leaves_a_step_function_untested(self, path: str, source: str) -> bool:
-        """Whether ``path`` becoming ``source`` would leave a function the step names with no test: such a test
-        is never removed, however the samples agree (seen: the CLI step's only test of main() removed)."""
+        """Whether ``path`` becoming ``source`` would leave a function or method the step names with no test:
+        such a test is never removed, however the samples agree (seen: the CLI step's only test of main()
+        removed; on ClassEval_34 at ec0ff1d, the only tests of four of a class's five methods, all failing on
+        the document file they opened and never wrote, removed, and the step passed on the one test left)."""
         instruction = self.instruction
         code = [p for p in named_files(instruction) if p.endswith(".py") and not is_test_file(p)]
         sources = python_files(self.env.store)
-        before = untested_functions(instruction, code, sources)
-        return untested_functions(instruction, code, {**sources, path: source}) != before
+        before = untested_functions(instruction, code, sources, methods=True)
+        return untested_functions(instruction, code, {**sources, path: source}, methods=True) != before
 
     async def _whole(self, target: str, request: str, hide: Callable[[str], bool], withheld: tuple[str, ...]) -> str:
         """An implementation of ``target`` written whole from the step alone, at temperature 0: what one call

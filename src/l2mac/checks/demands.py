@@ -239,11 +239,14 @@ def _defines(source: str) -> bool:
     return re.search(r"^(?:async\s+def|def|class)\s", source, re.MULTILINE) is not None
 
 
-def untested_functions(instruction: str, paths: list[str], sources: dict[str, str]) -> dict[str, list[str]]:
+def untested_functions(
+    instruction: str, paths: list[str], sources: dict[str, str], methods: bool = False
+) -> dict[str, list[str]]:
     """Per module among ``paths``, the functions the step names for it that it defines and that no test file
     importing it ever uses (calls, passes or names in a string that runs it, as ``python -m`` does): a step
     passed with a CLI whose tests called copies of the core functions and never main(), which crashed on
-    every real command line."""
+    every real command line. With ``methods``, the methods of its classes too (not the dunders, which the
+    class's own use runs)."""
     tests = {p: src for p, src in sources.items() if is_test_file(p)}
     out: dict[str, list[str]] = {}
     for path in paths:
@@ -253,7 +256,11 @@ def untested_functions(instruction: str, paths: list[str], sources: dict[str, st
             tree = ast.parse(sources[path])
         except SyntaxError:
             continue
-        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+        defined = {n.name for n in tree.body if isinstance(n, functions)}
+        if methods:
+            classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+            defined |= {m.name for c in classes for m in c.body if isinstance(m, functions) and m.name[:2] != "__"}
         wanted = [n for n in names_for_file(instruction, path) if n in defined]
         module = module_name(path)
         used: set[str] = set()
