@@ -1299,6 +1299,41 @@ def test_code_that_reaches_the_network_from_a_test_gets_a_hint() -> None:
         assert "The tests run with no network" in hint and "unittest.mock.patch" in hint
 
 
+def test_a_file_the_test_names_and_never_made_gets_a_hint_to_make_it_in_the_test() -> None:
+    """Seen on ClassEval_45 at 5fff897 (and _34, _38): tests gave the class 'test.jpg' (a document, a workbook)
+    that nothing made; the hint said to handle a missing file in the code, and the tests were removed. When the
+    test's own lines name the file, the test is told to create it first; a file only the code names keeps the
+    code's hint."""
+    from l2mac.checks.hints import failure_hints
+
+    def output(test_line: str, error: str) -> str:
+        return (
+            "_______________________________ test_load_image ________________________________\n\n"
+            f"    def test_load_image(tmp_path):\n{test_line}\n        processor = ImageProcessor()\n"
+            ">       processor.load_image(image_path)\n\ntests/test_solution.py:10: \n"
+            "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n"
+            "solution.py:22: in load_image\n    self.image = Image.open(image_path)\n"
+            "fp = PosixPath('test.jpg'), mode = 'r', formats = []\n"
+            '>       fp = builtins.open(filename, "rb")\n'
+            f"E       {error}\n\n.venv/lib/python3.11/site-packages/PIL/Image.py:3654: {error.split(':')[0]}\n"
+        )
+
+    missing = "FileNotFoundError: [Errno 2] No such file or directory: 'test.jpg'"
+    for line in ('        image_path = Path("test.jpg")', "        image_path = tmp_path / 'test.jpg'"):
+        (hint,) = failure_hints(output(line, missing))
+        assert "'test.jpg' is a file the test names" in hint and "the test must create it first" in hint
+    docx = "docx.opc.exceptions.PackageNotFoundError: Package not found at 'path/to/doc.docx'"
+    (hint,) = failure_hints(output("        image_path = 'path/to/doc.docx'", docx))
+    assert "'path/to/doc.docx' is a file the test names" in hint
+    # the test never names it (the code opens a path of its own): the code's hint, as before
+    (hint,) = failure_hints(output("        image_path = None", missing))
+    assert "does not exist when it is opened. If it may be missing, handle that case" in hint
+    # only the test's own lines count: the library's frame showing the path is not the test naming it
+    assert "test names" not in hint
+    module = "ModuleNotFoundError: No module named 'PIL'"
+    assert not any("test names" in h for h in failure_hints(output("        image_path = 'PIL'", module)))
+
+
 def test_a_test_that_uses_a_table_before_the_function_that_creates_it_calls_that_first(tmp_path: Path) -> None:
     """Seen on the notes API at 994f53a: tests called add_note on a fresh database under tmp_path, "no such
     table: notes" three times, and the model sent the same test file back each time. The one project function

@@ -24,13 +24,19 @@ class _Rule:
     error: re.Pattern[str]
     code: re.Pattern[str] | None
     hint: str
+    named_in_test: str = ""  # a group of ``error`` whose value (a path) the test's own lines must quote
 
 
 @cache
 def _rules() -> tuple[_Rule, ...]:
     text = resources.files(__package__).joinpath("hints.yaml").read_text(encoding="utf-8")
     return tuple(
-        _Rule(re.compile(r["error"]), re.compile(r["code"]) if r.get("code") else None, " ".join(r["hint"].split()))
+        _Rule(
+            re.compile(r["error"]),
+            re.compile(r["code"]) if r.get("code") else None,
+            " ".join(r["hint"].split()),
+            r.get("named_in_test", ""),
+        )
         for r in yaml.safe_load(text)
     )
 
@@ -40,29 +46,43 @@ class _Failure:
     error: str  # the exception line, e.g. "TypeError: 'Todo' object is not iterable"
     code: str  # the source line it was raised from (pytest's ">" line), or ""
     where: str  # the last project frame, "todo/core.py:19", or ""
+    test: str  # the test's own lines (before the first frame), as pytest shows them
 
 
 def _failures(output: str) -> list[_Failure]:
     """The first exception of each failure section in pytest's output, with the line and project frame."""
     out: list[_Failure] = []
     code, where, error = "", "", ""
+    test: list[str] = []
+    framed = False  # past the test's own lines
 
     def flush() -> None:
         if error:
-            out.append(_Failure(error, code, where))
+            out.append(_Failure(error, code, where, "\n".join(test)))
 
     for line in output.splitlines():
         if _SECTION.match(line):
             flush()
-            code, where, error = "", "", ""
-        elif line.startswith(">") and not error:
+            code, where, error, test, framed = "", "", "", [], False
+            continue
+        if line.startswith(">") and not error:
             code = line[1:].strip()
         elif (m := _ERROR.match(line)) and not error:
             error = m.group("text").strip()
-        elif (m := FRAME.match(line)) and not m.group("path").startswith("/"):  # a project file, not /usr/...
-            where = f"{m.group('path')}:{m.group('line')}"
+        elif m := FRAME.match(line):
+            framed = True
+            if not m.group("path").startswith("/"):  # a project file, not /usr/...
+                where = f"{m.group('path')}:{m.group('line')}"
+        if not framed:
+            test.append(line)
     flush()
     return out
+
+
+def _quotes(lines: str, path: str) -> bool:
+    """Whether ``lines`` hold ``path``, or its file name (a test's ``tmp_path / "data.csv"``), as a string."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return any(f"{q}{p}{q}" in lines for p in {path, name} if p for q in "'\"")
 
 
 def failure_hints(output: str) -> list[str]:
@@ -74,6 +94,8 @@ def failure_hints(output: str) -> list[str]:
         for rule in _rules():
             m = rule.error.search(failure.error)
             if m is None or (rule.code is not None and not rule.code.search(failure.code)):
+                continue
+            if rule.named_in_test and not _quotes(failure.test, m.group(rule.named_in_test) or ""):
                 continue
             advice = rule.hint.format(**{k: v or "" for k, v in m.groupdict().items()})
             if advice in seen:
