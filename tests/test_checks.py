@@ -1332,6 +1332,16 @@ def test_a_file_the_test_names_and_never_made_gets_a_hint_to_make_it_in_the_test
     assert "test names" not in hint
     module = "ModuleNotFoundError: No module named 'PIL'"
     assert not any("test names" in h for h in failure_hints(output("        image_path = 'PIL'", module)))
+    own = "library.BookNotFoundError: no book 'Dune'"  # the project's own error: not a file
+    assert not any("test names" in h for h in failure_hints(output("        image_path = 'Dune'", own)))
+    # raised in the test itself: the error line is not the test naming the path
+    in_test = f"____ test_read ____\n\n    def test_read(p):\n>       open(p)\nE       {missing}\n\ntests/t.py:3: Err\n"
+    assert "test names" not in failure_hints(in_test)[0]
+    short = (  # --tb=short: the section begins with the test's own frame
+        f"____ test_load ____\ntests/test_solution.py:10: in test_load\n    ImageProcessor().load_image('test.jpg')\n"
+        f"solution.py:22: in load_image\n    self.image = Image.open(image_path)\nE   {missing}\n"
+    )
+    assert "'test.jpg' is a file the test names" in failure_hints(short)[0]
 
 
 def test_a_test_that_uses_a_table_before_the_function_that_creates_it_calls_that_first(tmp_path: Path) -> None:

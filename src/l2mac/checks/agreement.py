@@ -344,8 +344,8 @@ class Weigher:
 
     async def _remove(self, tests: list[str]) -> tuple[list[str], list[str]]:
         """Remove ``tests`` from their files: the ids of the tests taken out or pruned, and what was removed (a
-        test's id, or its id and the statement dropped from it). The last test of a function the step names is
-        never removed whole: only its failing checks are, when what is left of it then passes."""
+        test's id, or its id and the statement dropped from it). The last test of a function or method the step
+        names is never removed whole: only its failing checks are, when what is left of it then passes."""
         store = self.env.store
         touched: list[str] = []
         removed: list[str] = []

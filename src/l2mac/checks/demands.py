@@ -245,8 +245,9 @@ def untested_functions(
     """Per module among ``paths``, the functions the step names for it that it defines and that no test file
     importing it ever uses (calls, passes or names in a string that runs it, as ``python -m`` does): a step
     passed with a CLI whose tests called copies of the core functions and never main(), which crashed on
-    every real command line. With ``methods``, the methods of its classes too (not the dunders, which the
-    class's own use runs)."""
+    every real command line. With ``methods``, the methods of its classes too (not the dunders, which tests
+    reach through syntax rather than by name). A name any test uses counts, whatever it is used on (a test's
+    ``json.load`` counts for a method ``load``): this finds functions no test can reach, not every gap."""
     tests = {p: src for p, src in sources.items() if is_test_file(p)}
     out: dict[str, list[str]] = {}
     for path in paths:

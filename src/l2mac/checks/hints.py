@@ -30,6 +30,10 @@ class _Rule:
 @cache
 def _rules() -> tuple[_Rule, ...]:
     text = resources.files(__package__).joinpath("hints.yaml").read_text(encoding="utf-8")
+    rules = yaml.safe_load(text)
+    for r in rules:
+        if (group := r.get("named_in_test")) and group not in re.compile(r["error"]).groupindex:
+            raise ValueError(f"hints.yaml: named_in_test names {group!r}, not a group of {r['error']!r}")
     return tuple(
         _Rule(
             re.compile(r["error"]),
@@ -37,7 +41,7 @@ def _rules() -> tuple[_Rule, ...]:
             " ".join(r["hint"].split()),
             r.get("named_in_test", ""),
         )
-        for r in yaml.safe_load(text)
+        for r in rules
     )
 
 
@@ -70,10 +74,11 @@ def _failures(output: str) -> list[_Failure]:
         elif (m := _ERROR.match(line)) and not error:
             error = m.group("text").strip()
         elif m := FRAME.match(line):
-            framed = True
+            # the test's lines end at the first frame after them (--tb=short begins with the test's own frame)
+            framed = framed or any(t.strip() for t in test)
             if not m.group("path").startswith("/"):  # a project file, not /usr/...
                 where = f"{m.group('path')}:{m.group('line')}"
-        if not framed:
+        if not framed and not _ERROR.match(line):
             test.append(line)
     flush()
     return out
