@@ -88,6 +88,20 @@ def test_another_functions_local_is_named_where_it_lives_once_per_name(tmp_path:
     assert len(issues) == 2
 
 
+def test_self_in_a_static_method_is_explained_as_the_static_method_having_none(tmp_path: Path) -> None:
+    # Seen on ClassEval_39 at ec0ff1d: a given @staticmethod written with `self.` calls; the note called `self`
+    # a local variable of __init__(), and six answers came back with the same calls.
+    source = (
+        "class Calc:\n    def __init__(self):\n        self.ops = {}\n\n"
+        "    @staticmethod\n    def transform(expr):\n        return self.clean(expr)\n\n"
+        "    def clean(self, expr):\n        return expr.strip()\n"
+    )
+    files = write(tmp_path, {"calc.py": source})
+    (issue,) = [str(i) for i in find_code_issues(tmp_path, files)]
+    assert issue.startswith("calc.py:7: lint: F821 Undefined name `self`: transform() is a @staticmethod")
+    assert "local variable" not in issue
+
+
 def test_src_layout_and_packages_resolve(tmp_path: Path) -> None:
     files = write(
         tmp_path,

@@ -380,6 +380,22 @@ def _local_owners(tree: ast.Module, name: str) -> list[tuple[str, int]]:
     return owners
 
 
+def _static_method_at(tree: ast.Module, line: int, name: str) -> str:
+    """The @staticmethod whose body holds ``line`` when ``name`` is ``self`` or ``cls``, which it does not have
+    (seen on ClassEval_39 at ec0ff1d: a given static method written with ``self.`` calls, and the note said
+    ``self`` was a local variable of __init__(), through six answers); "" otherwise."""
+    if name not in ("self", "cls"):
+        return ""
+    for fn in ast.walk(tree):
+        if (
+            isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(ast.unparse(d) == "staticmethod" for d in fn.decorator_list)
+            and fn.lineno <= line <= (fn.end_lineno or fn.lineno)
+        ):
+            return fn.name
+    return ""
+
+
 def _explain_undefined(issues: list[CodeIssue], trees: dict[str, ast.Module]) -> list[CodeIssue]:
     """One issue per undefined name and file (its other lines listed), saying where the name does exist when
     it is another function's local variable: a small model uses ``args`` of ``main()`` in helper functions and,
@@ -400,7 +416,12 @@ def _explain_undefined(issues: list[CodeIssue], trees: dict[str, ast.Module]) ->
         message, more = issue.message, lines.pop(key)[1:]
         if more:
             message += f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})"
-        if issue.path in trees and (owners := _local_owners(trees[issue.path], key[1])):
+        if issue.path in trees and (static := _static_method_at(trees[issue.path], issue.line, key[1])):
+            message += (
+                f": {static}() is a @staticmethod, so it has no `{key[1]}`; use only its parameters, and call the "
+                f"class's other static methods through the class name"
+            )
+        elif issue.path in trees and (owners := _local_owners(trees[issue.path], key[1])):
             where = ", ".join(f"{fn}() (line {line})" for fn, line in owners[:3])
             message += (
                 f": `{key[1]}` is a local variable of {where}, which no other function can see; pass it (or what "
