@@ -30,19 +30,14 @@ class _Rule:
 @cache
 def _rules() -> tuple[_Rule, ...]:
     text = resources.files(__package__).joinpath("hints.yaml").read_text(encoding="utf-8")
-    rules = yaml.safe_load(text)
-    for r in rules:
-        if (group := r.get("named_in_test")) and group not in re.compile(r["error"]).groupindex:
+    rules: list[_Rule] = []
+    for r in yaml.safe_load(text):
+        error, group = re.compile(r["error"]), r.get("named_in_test", "")
+        if group and group not in error.groupindex:
             raise ValueError(f"hints.yaml: named_in_test names {group!r}, not a group of {r['error']!r}")
-    return tuple(
-        _Rule(
-            re.compile(r["error"]),
-            re.compile(r["code"]) if r.get("code") else None,
-            " ".join(r["hint"].split()),
-            r.get("named_in_test", ""),
-        )
-        for r in rules
-    )
+        code = re.compile(r["code"]) if r.get("code") else None
+        rules.append(_Rule(error, code, " ".join(r["hint"].split()), group))
+    return tuple(rules)
 
 
 @dataclass(frozen=True)
@@ -69,16 +64,17 @@ def _failures(output: str) -> list[_Failure]:
             flush()
             code, where, error, test, framed = "", "", "", [], False
             continue
+        raised = _ERROR.match(line)
         if line.startswith(">") and not error:
             code = line[1:].strip()
-        elif (m := _ERROR.match(line)) and not error:
-            error = m.group("text").strip()
+        elif raised and not error:
+            error = raised.group("text").strip()
         elif m := FRAME.match(line):
             # the test's lines end at the first frame after them (--tb=short begins with the test's own frame)
             framed = framed or any(t.strip() for t in test)
             if not m.group("path").startswith("/"):  # a project file, not /usr/...
                 where = f"{m.group('path')}:{m.group('line')}"
-        if not framed and not _ERROR.match(line):
+        if not framed and not raised:
             test.append(line)
     flush()
     return out
