@@ -88,6 +88,7 @@ class Team:
         self.answers = answers
         self.text = text
         self.asked: dict[str, list[str]] = {}
+        self.temperatures: dict[str, list[float | None]] = {}
         self.latency = latency
         self.in_flight = 0
         self.max_in_flight = 0
@@ -113,6 +114,7 @@ class Team:
                 m = re.search(r"Implement this function:\n```python\n(?:class \w+:\n\s+)?(?:async )?def (\w+)\(", user)
                 role = m.group(1) if m else "?"
             self.asked.setdefault(role, []).append(user)
+            self.temperatures.setdefault(role, []).append((info.model_settings or {}).get("temperature"))
             if role == "draft" and not self.answers.get("draft"):  # the design sent back, nothing implemented
                 self.answers["draft"] = [("write_module", {"code": user.split("```python\n")[-1].split("```")[0]})]
             if role == "step" and not self.answers.get("step"):  # a small model's step that writes nothing
@@ -761,22 +763,49 @@ COUNTER_TASK = f"Implement the class below in counter.py. Test it in tests/test_
 
 
 def test_an_agents_function_is_held_to_the_tasks_own_examples_before_the_leads_tests(tmp_path: Path) -> None:
-    """The task's examples (a given docstring's doctests) are right by definition: an answer that fails them is
-    answered with what they showed, before any test of the lead's runs."""
+    """The task's examples (a given docstring's doctests) are right by definition: an answer that fails them, and
+    that the model sends back when asked again, is answered with what they showed, before any test of the lead's
+    runs."""
     tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
     team = Team(
         {
             "lead": [("write_tests", {"tests": tests})],
             "__init__": [("write_function", {"code": COUNTER_INIT})],
-            "bump": [("write_function", {"code": BUMP_OFF_BY_ONE}), ("write_function", {"code": BUMP})],
+            "bump": [("write_function", {"code": BUMP_OFF_BY_ONE})] * 3 + [("write_function", {"code": BUMP})],
         }
     )
     result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa"), model=team.model)
     assert result.ok, result.report
-    told = team.asked["bump"][1]
+    told = team.asked["bump"][3]
     assert "fails the task's own examples" in told and "c.bump(2)" in told and "Got:\n    3" in told, told
     assert "return self.count\n" in result.files["counter.py"]
     assert len(team.asked["lead"]) == 1  # her tests ran once, on the corrected function
+
+
+def test_an_agents_answer_that_fails_the_tasks_examples_is_asked_for_again_sampled_more_freely(
+    tmp_path: Path,
+) -> None:
+    """The control unit's resampling, for agents too. Seen on ClassEval_18 at 7adb4e5: an agent wrote
+    ``'FirstName'`` for its docstring's ``'firstName'``, and told so, sent the same 87 tokens back; the agent then
+    stopped, and soa passed 18 of the class's tests where the l2mac strategy passed 36. The same request is asked
+    again, sampled more freely, and the first answer that passes the examples is kept; one that fails them is
+    never written."""
+    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
+    worse = BUMP.replace("return self.count", "return -1")
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests})],
+            "__init__": [("write_function", {"code": COUNTER_INIT})],
+            "bump": [("write_function", {"code": c}) for c in (BUMP_OFF_BY_ONE, worse, BUMP)],
+        }
+    )
+    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    assert len(set(team.asked["bump"])) == 1  # one request, asked three times: not told of the failures
+    assert team.temperatures["bump"] == [None, 0.8, 0.9]
+    assert team.temperatures["__init__"] == [None]  # no example judges it: never asked again
+    assert "return self.count\n" in result.files["counter.py"]
+    assert len(team.asked["lead"]) == 1
 
 
 def _counter(init: str, bump: str) -> str:
@@ -819,7 +848,7 @@ def test_the_leads_draft_of_a_given_module_is_each_agents_first_answer_held_to_t
         {
             "lead": [("write_tests", {"tests": tests.replace("bump(3) == 3", "bump(3) > 0")})],
             "step": _step(_counter(COUNTER_INIT, BUMP_OFF_BY_ONE)),
-            "bump": [prose] * 3,
+            "bump": [prose] * 9,  # each unusable answer is asked for again twice (then known to fail)
         },
         text=text,
     )
@@ -938,16 +967,17 @@ def test_a_wrong_test_of_the_leads_never_bends_a_function_that_passes_the_tasks_
         {
             "lead": [("write_tests", {"tests": wrong})],
             "__init__": [("write_function", {"code": COUNTER_INIT})],
-            "bump": [("write_function", {"code": BUMP})] + [("write_function", {"code": BUMP_OFF_BY_ONE})] * 6,
+            "bump": [("write_function", {"code": BUMP})] + [("write_function", {"code": BUMP_OFF_BY_ONE})] * 30,
         }
     )
     result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa"), model=team.model)
     repair = team.asked["bump"][1]
     assert "Your lead's tests fail" in repair and "passes the task's own examples" in repair, repair
-    assert "fails the task's own examples" in team.asked["bump"][2]
-    # its first answer, then 2 in each of the 2 repair rounds: a rewrite that fails them just the same as the
-    # one before is not asked again, as telling it the same would not tell it more
-    assert len(team.asked["bump"]) == 5
+    assert team.asked["bump"][1:4] == [repair] * 3  # asked again twice, sampled more freely, for the same answer
+    assert "fails the task's own examples" in team.asked["bump"][4]
+    # its first answer, then in each of the 2 repair rounds 2 requests, each asked 3 times: a rewrite that fails
+    # them just the same as the one before is not asked again, as telling it the same would not tell it more
+    assert len(team.asked["bump"]) == 1 + 2 * 2 * 3
     code = result.files["counter.py"]
     assert "return self.count\n" in code and "self.count + 1" not in code  # the function that passed them, kept
     assert not result.outcomes[0].passed  # the lead's wrong test still fails: that is recorded, not hidden
@@ -1063,7 +1093,8 @@ def test_a_round_with_a_function_still_a_stub_never_ranks_above_one_where_it_is_
     team = Team(
         {
             "lead": [("write_skeleton", SKELETON)],
-            "mul": [("prose", {"text": "hmm"})] * 3 + [("write_function", {"code": MUL_WRONG})] * 6,
+            # each answer that fails is asked for again twice (then known to fail)
+            "mul": [("prose", {"text": "hmm"})] * 9 + [("write_function", {"code": MUL_WRONG})] * 18,
             "mean": [("write_function", {"code": mean})] * 9,
         }
     )

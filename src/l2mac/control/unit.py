@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 
 from l2mac.checks.agreement import AgreementLimits, Asked, Weigher
 from l2mac.checks.consensus import test_functions
@@ -30,6 +30,7 @@ from l2mac.checks.verdict import Standing, StepChecks
 from l2mac.context import ContextBudget
 from l2mac.control.continuation import function_opening, step_opening, without_body
 from l2mac.control.protocol import Conversation, Done, Setting, StepProtocol, Turn, Verify
+from l2mac.control.resample import first_that_holds
 from l2mac.control.step import Step, StepLimits
 from l2mac.control.text_context import text_messages
 from l2mac.control.tool_calls import TOOL_CALLS
@@ -44,22 +45,6 @@ from l2mac.store import FileStore
 from l2mac.tools import STEP_COMPLETE, Toolbox, parse_arguments
 from l2mac.tools.complete import StepCompleteArgs
 from l2mac.types import StepOutcome, StepStatus, ToolResult
-
-#: how freely an answer asked for again is sampled (held to what the conversation checks), and how much more
-#: each time after
-RESAMPLE_TEMPERATURE = 0.8
-RESAMPLE_STEP = 0.1
-#: answers already found failing, in one round of resampling, after which no more are asked for
-MAX_KNOWN_FAILURES = 2
-
-
-def _said(response: ModelResponse) -> str:
-    """What an answer says: its text and its calls, as one string to compare answers by."""
-    return "\n".join(
-        p.content if isinstance(p, TextPart) else f"{p.tool_name}{p.args_as_json_str()}"
-        for p in response.parts
-        if isinstance(p, (TextPart, ToolCallPart))
-    )
 
 
 @dataclass
@@ -190,42 +175,37 @@ class ControlUnit:
         response: ModelResponse,
     ) -> ModelResponse:
         """The first of ``response`` and up to ``limits.resamples`` more answers to the same request, each
-        sampled more freely, that holds what the conversation holds it to; the first one when none does. An
-        answer the step already found failing is not tried again, and after two such answers no more are asked
-        for: sampled more freely, the model sends the same answer back (seen on ClassEval at 9e7c0bc: 17 of 44
-        failing resamples were answers already found failing, and 5 rounds asked again for the same answers). An
-        answer is known to fail only for the very request it answered: the same body may hold for another function,
-        or for this one once a function it calls is mended."""
-        known = 0
-        asked = request_key(messages, "verified")
-        for n in range(self.limits.resamples + 1):
-            answer = response if n == 0 else await self._resample(step, messages, talk, n)
-            if answer is None:
-                break
-            said = (asked, _said(answer))
-            if said in state.failed_answers:
-                known += 1
-                self.log("answer_verified", step=step.index, sample=n, holds=False, known=True)
-                if known >= MAX_KNOWN_FAILURES:
-                    break
-                continue
-            holds = await asyncio.to_thread(verify, answer)
-            self.log("answer_verified", step=step.index, sample=n, holds=holds)
-            if holds:
-                return answer
-            state.failed_answers.add(said)
-        return response
+        sampled more freely, that holds what the conversation holds it to; the first one when none does (see
+        :func:`l2mac.control.resample.first_that_holds`)."""
 
-    async def _resample(
-        self, step: Step, messages: list[ModelMessage], talk: Conversation, n: int
-    ) -> ModelResponse | None:
-        temperature = min(1.0, RESAMPLE_TEMPERATURE + RESAMPLE_STEP * (n - 1))
-        try:
-            return await self.client.request(
-                messages, talk.tools, purpose=f"step {step.index} resample", temperature=temperature, given=talk.given
-            )
-        except ContextOverflow:
-            return None
+        async def again(temperature: float) -> ModelResponse | None:
+            try:
+                return await self.client.request(
+                    messages,
+                    talk.tools,
+                    purpose=f"step {step.index} resample",
+                    temperature=temperature,
+                    given=talk.given,
+                )
+            except ContextOverflow:
+                return None
+
+        def tried(n: int, holds: bool, known: bool) -> None:
+            self.log("answer_verified", step=step.index, sample=n, holds=holds, **({"known": True} if known else {}))
+
+        async def holds(answer: ModelResponse) -> bool:
+            return await asyncio.to_thread(verify, answer)
+
+        answer, _ = await first_that_holds(
+            response,
+            again,
+            holds,
+            resamples=self.limits.resamples,
+            request=request_key(messages, "verified"),
+            failed=state.failed_answers,
+            tried=tried,
+        )
+        return answer
 
     # -- acting on an answer -----------------------------------------------------------------------------
     async def _act(

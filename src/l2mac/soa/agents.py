@@ -38,6 +38,7 @@ class AgentLimits:
     concurrency: int = 4
     repair_rounds: int = 2
     attempts: int = 3  # answers an agent may give before it fails
+    resamples: int = 3  # answers asked for again, sampled more freely, when one fails the task's examples
 
 
 def descends(agents: list[Agent], agent: Agent, ancestor: int) -> bool:

@@ -34,19 +34,21 @@ from pydantic_ai.messages import (
 from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import named_files, names_for_file
 from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
-from l2mac.checks.examples import Example, run_examples, task_examples
+from l2mac.checks.examples import Example, ExampleRun, run_examples, task_examples
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
 from l2mac.control.protocol import StepProtocol, cut_off
+from l2mac.control.resample import Holds, first_that_holds
 from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
 from l2mac.errors import WorkspaceError, first_line
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.fenced import fenced_file
-from l2mac.models.client import ModelClient
+from l2mac.journal import request_key
+from l2mac.models.client import ContextOverflow, ModelClient
 from l2mac.soa.agents import Agent, AgentLimits, AgentState, involved_in
 from l2mac.soa.contracts import (
     Contract,
@@ -77,6 +79,7 @@ from l2mac.soa.tools import (
     TestsArgs,
 )
 from l2mac.spec_plan import specified_skeletons
+from l2mac.store import FileStore, scratch_copy
 from l2mac.tools import Tool, ToolEnv, parse_arguments
 
 
@@ -160,25 +163,58 @@ class Organization:
         tools: list[Tool],
         history: list[ModelMessage],
         begun: str = "",
+        holds: Holds | None = None,
+        failed: set[tuple[str, str]] | None = None,
     ) -> tuple[ToolCallPart | None, list[ModelMessage]]:
         """One model call for ``agent``; its answer read by the protocol as the call of one of ``tools`` it makes.
-        With ``begun`` (a file's path, opening fence and first lines) the answer is begun with it, and read whole."""
+        With ``begun`` (a file's path, opening fence and first lines) the answer is begun with it, and read whole.
+        With ``holds``, an answer that fails it is asked for again, sampled more freely, as a step's is (see
+        :func:`l2mac.control.resample.first_that_holds`; ``failed``: the answers already found failing)."""
         system = self.render(system_key + self.protocol.prompt_variant)
         messages = history or [ModelRequest(parts=[SystemPromptPart(system), UserPromptPart(user)])]
         if history:
             messages = [*history, ModelRequest(parts=[UserPromptPart(user)])]
         offered = self.protocol.offered(tools)
         asked = [*messages, ModelResponse(parts=[TextPart(begun)])] if begun else messages
-        async with self._slots:
-            response: ModelResponse = await self.client.request(
-                asked, offered, purpose=f"agent {agent.id}", allow_text=not offered
+        purpose = f"agent {agent.id}"
+
+        async def answer(temperature: float | None = None) -> ModelResponse:
+            async with self._slots:
+                response: ModelResponse = await self.client.request(
+                    asked,
+                    offered,
+                    purpose=purpose if temperature is None else f"{purpose} resample",
+                    allow_text=not offered,
+                    temperature=temperature,
+                )
+            agent.calls += 1
+            agent.tokens += response.usage.input_tokens + response.usage.output_tokens
+            if begun:
+                whole = begun + (response.text or "")
+                whole += "\n```" if whole.count("```") % 2 else ""  # it stopped at the closing fence, left out
+                response = replace(response, parts=[TextPart(whole)])
+            return response
+
+        async def again(temperature: float) -> ModelResponse | None:
+            try:
+                return await answer(temperature)
+            except ContextOverflow:
+                return None
+
+        def tried(n: int, ok: bool, known: bool) -> None:
+            self.log("answer_verified", id=agent.id, sample=n, holds=ok, **({"known": True} if known else {}))
+
+        response = await answer()
+        if holds is not None:
+            response, _ = await first_that_holds(
+                response,
+                again,
+                holds,
+                resamples=self.limits.resamples,
+                request=request_key(asked, purpose),
+                failed=set() if failed is None else failed,
+                tried=tried,
             )
-        agent.calls += 1
-        agent.tokens += response.usage.input_tokens + response.usage.output_tokens
-        if begun:
-            whole = begun + (response.text or "")
-            whole += "\n```" if whole.count("```") % 2 else ""  # it stopped at the closing fence, left out
-            response = replace(response, parts=[TextPart(whole)])
         return self.protocol.read_call(response, tools, self.recover), [*messages, response]
 
     def _hidden_from(self, agent: Agent, contract: Contract) -> set[str]:
@@ -519,6 +555,8 @@ class Organization:
             extra = "\n".join([extra, self.render("examples_hold", name=contract.name)])
         written: int | None = None  # examples the last written answer fails
         told = ""  # what the examples showed it last
+        holds = self._holds(contract, examples, tools) if examples else None
+        failed: set[tuple[str, str]] = set()  # answers found failing the examples, by request
         if not repair and self._is_drafted(contract):  # the lead's draft of it is its first answer
             if best is None or best[0] == 0:  # no example judges it, or it passes them: kept
                 self.log("draft_kept", id=agent.id, owns=agent.owns, examples=bool(best))
@@ -539,11 +577,12 @@ class Organization:
                 contract=contract.text(),
                 extra=extra,
             )
-            call, history = await self._ask(agent, "child_system", user, tools, history)
+            call, history = await self._ask(agent, "child_system", user, tools, history, holds=holds, failed=failed)
             if call is not None and call.tool_name == "request_contract_change":
                 changed, extra = await self._change_contract(agent, contract, call)
                 if changed != contract:  # the examples' verdict on the old signature says nothing of the new
                     contract, best, written = changed, None, None
+                    holds = self._holds(contract, examples, tools) if examples else None
                 continue
             try:
                 answer = FunctionArgs.model_validate(_args(call, "write_function"))
@@ -602,13 +641,19 @@ class Organization:
         """The task's own examples of ``contract``'s function."""
         return [e for e in self._examples if e.name == contract.qualname]
 
-    async def _held(self, contract: Contract, examples: list[Example]) -> tuple[int, str] | None:
+    async def _held(
+        self, contract: Contract, examples: list[Example], trial: str | None = None
+    ) -> tuple[int, str] | None:
         """How many of ``examples`` the function as its module has it fails, and its code; None when it is a stub,
         or when every example reaches a function no agent has written yet, through its own calls or the
-        function's (its failure would be theirs). Run in the module's lock, so no agent writes it meanwhile."""
+        function's (its failure would be theirs). Run in the module's lock, so no agent writes it meanwhile. With
+        ``trial`` (the module as an answer would make it), the examples run in a scratch copy of the project with
+        that module: the project is not changed, and the failures are not reported to the agent."""
         store = self.env.store
         async with self._lock(contract.module):
             sources = {m: store.read_text(m) for m in sorted(self._modules() | {contract.module}) if store.exists(m)}
+            if trial is not None:
+                sources[contract.module] = trial
             code = current_code(sources[contract.module], contract)
             if code is None:
                 return None
@@ -619,11 +664,43 @@ class Organization:
             if not ready:
                 return None
             env = self.env
-            run = await asyncio.to_thread(run_examples, ready, env.store, env.runner, env.python, env.test_timeout_s)
+            if trial is None:
+                run = await asyncio.to_thread(run_examples, ready, store, env.runner, env.python, env.test_timeout_s)
+            else:
+                files = {**store.snapshot(), contract.module: trial}
+                run = await asyncio.to_thread(_examples_in_copy, files, store, ready, env)
         if run is None:
             return None
-        self._reports[contract.key] = run.failures()
+        if trial is None:
+            self._reports[contract.key] = run.failures()
         return len(run.failed), code
+
+    def _holds(self, contract: Contract, examples: list[Example], tools: list[Tool]) -> Holds:
+        """What an agent's answer for ``contract`` is held to: the function it writes passes the task's examples of
+        it (tried in a scratch copy). An answer that asks for a change of contract, or splits the function into
+        helpers not written yet, is not judged by them: it holds."""
+
+        async def holds(response: ModelResponse) -> bool:
+            call = self.protocol.read_call(response, tools, self.recover)
+            if call is None:
+                return False
+            if call.tool_name != "write_function":
+                return True
+            try:
+                code = FunctionArgs.model_validate(_args(call, "write_function")).code
+                source = self.env.store.read_text(contract.module)
+                merged = put_function(source, contract, code, self._siblings(contract))
+            except (ValidationError, ContractError, ValueError, OSError, WorkspaceError):
+                return False
+            after = stubs(merged, contract.module)
+            if any(s.key == contract.key for s in after):
+                return False
+            if {s.key for s in after} - {s.key for s in stubs(source, contract.module)}:
+                return True  # its helpers are stubs yet: the examples would judge them
+            shown = await self._held(contract, examples, trial=merged)
+            return shown is None or shown[0] == 0
+
+        return holds
 
     def _contracts(self) -> list[Contract]:
         """The functions agents own."""
@@ -876,6 +953,14 @@ def given_design(task: str) -> dict[str, str]:
 def _first_module(modules: list[str]) -> str:
     """The module a lead's test file is named for: her first that is not a package marker."""
     return next((p for p in modules if not p.endswith("__init__.py")), modules[0])
+
+
+def _examples_in_copy(
+    files: dict[str, str], store: FileStore, examples: list[Example], env: ToolEnv
+) -> ExampleRun | None:
+    """``examples`` run in a scratch copy of the project holding ``files``."""
+    with scratch_copy(files, "l2mac-verify-", opaque_from=store) as scratch:
+        return run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s)
 
 
 def _parse_or_reject(code: str, path: str) -> None:
