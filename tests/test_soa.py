@@ -808,6 +808,24 @@ def test_an_agents_answer_that_fails_the_tasks_examples_is_asked_for_again_sampl
     assert len(team.asked["lead"]) == 1
 
 
+def test_an_agents_answer_is_tried_on_the_tasks_examples_as_writing_it_would_repair_it(tmp_path: Path) -> None:
+    """An answer that forgets an import the engine adds when it writes the function holds as it will be written:
+    it is not asked for again."""
+    tests = "from counter import Counter\n\n\ndef test_bump():\n    assert Counter().bump(3) == 3\n"
+    bump = BUMP.replace("self.count += n", "self.count += math.floor(n)")
+    team = Team(
+        {
+            "lead": [("write_tests", {"tests": tests})],
+            "__init__": [("write_function", {"code": COUNTER_INIT})],
+            "bump": [("write_function", {"code": bump})],
+        }
+    )
+    result = run_l2mac(COUNTER_TASK, make_settings(tmp_path, strategy="soa"), model=team.model)
+    assert result.ok, result.report
+    assert team.temperatures["bump"] == [None]
+    assert "import math" in result.files["counter.py"]
+
+
 def _counter(init: str, bump: str) -> str:
     """COUNTER with the bodies of a draft."""
     indented = [("    " + line if line else line) for line in (init + "\n" + bump).splitlines()]
