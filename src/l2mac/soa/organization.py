@@ -35,9 +35,8 @@ from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import named_files, names_for_file
 from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
 from l2mac.checks.examples import Example, ExampleRun, run_examples, task_examples
-from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file
-from l2mac.checks.python import find_code_issues, top_level_definitions
+from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
 from l2mac.control.protocol import StepProtocol, cut_off
@@ -964,13 +963,8 @@ def _examples_in_copy(
     repairs (forgotten imports, ...) are made to the ``fixed`` files, as writing them makes them."""
     with scratch_copy(files, "l2mac-verify-", opaque_from=store) as scratch:
         if fixed:
-
-            def check(paths: list[str]) -> list[CodeIssue]:
-                if not env.python_checks:
-                    return []
-                return find_code_issues(scratch.root, scratch.list_files(), only=paths, types=False)
-
-            repair_written(scratch, check, fixed, lambda *a, **k: None)
+            untyped = partial(replace(env, store=scratch).check_files, types=False)
+            repair_written(scratch, untyped, fixed, lambda *a, **k: None)
         return run_examples(examples, scratch, env.runner, env.python, env.test_timeout_s)
 
 
