@@ -30,7 +30,7 @@ def resample_temperature(n: int) -> float:
     return min(1.0, RESAMPLE_TEMPERATURE + RESAMPLE_STEP * (n - 1))
 
 
-def said(response: ModelResponse) -> str:
+def _said(response: ModelResponse) -> str:
     """What an answer says: its text and its calls, as one string to compare answers by."""
     return "\n".join(
         p.content if isinstance(p, TextPart) else f"{p.tool_name}{p.args_as_json_str()}"
@@ -48,9 +48,8 @@ async def first_that_holds(
     request: str,
     failed: set[tuple[str, str]],
     tried: Tried = lambda n, ok, known: None,
-) -> tuple[ModelResponse, bool]:
-    """The first of ``first`` and up to ``resamples`` more answers to the same request that holds, and True; else
-    ``first`` and False.
+) -> ModelResponse:
+    """The first of ``first`` and up to ``resamples`` more answers to the same request that holds; else ``first``.
 
     An answer found failing is remembered in ``failed`` (by ``request``, the request's key, and what it says) and
     not checked again; after MAX_KNOWN_FAILURES such answers no more are asked for: sampled more freely, the model
@@ -62,7 +61,7 @@ async def first_that_holds(
         answer = first if n == 0 else await again(resample_temperature(n))
         if answer is None:
             break
-        key = (request, said(answer))
+        key = (request, _said(answer))
         if key in failed:
             known += 1
             tried(n, False, True)
@@ -72,6 +71,6 @@ async def first_that_holds(
         ok = await holds(answer)
         tried(n, ok, False)
         if ok:
-            return answer, True
+            return answer
         failed.add(key)
-    return first, False
+    return first

@@ -196,7 +196,7 @@ class ControlUnit:
         async def holds(answer: ModelResponse) -> bool:
             return await asyncio.to_thread(verify, answer)
 
-        answer, _ = await first_that_holds(
+        return await first_that_holds(
             response,
             again,
             holds,
@@ -205,7 +205,6 @@ class ControlUnit:
             failed=state.failed_answers,
             tried=tried,
         )
-        return answer
 
     # -- acting on an answer -----------------------------------------------------------------------------
     async def _act(

@@ -206,7 +206,7 @@ class Organization:
 
         response = await answer()
         if holds is not None:
-            response, _ = await first_that_holds(
+            response = await first_that_holds(
                 response,
                 again,
                 holds,
@@ -588,15 +588,7 @@ class Organization:
                 answer = FunctionArgs.model_validate(_args(call, "write_function"))
                 code = answer.code
                 async with self._lock(contract.module):
-                    source = self.env.store.read_text(contract.module)
-                    siblings = self._siblings(contract)
-                    merged = put_function(source, contract, code, siblings)
-                    after = stubs(merged, contract.module)
-                    if any(s.key == contract.key for s in after):
-                        raise ContractError(f"{contract.name} is still a stub: write its body")
-                    # its helpers: the stubs it added (a sibling's stub it copied is the sibling's)
-                    before = {s.key for s in stubs(source, contract.module)}
-                    helpers = [s for s in after if s.key not in before and s.name in _defined(code)]
+                    merged, helpers = self._placed(contract, code)
                     if helpers and leaf:
                         raise ContractError("no agents are left to delegate to: implement every helper fully")
                     self._write(agent, contract.module, merged)
@@ -622,6 +614,18 @@ class Organization:
         if best is not None and best[0] < written:
             await self._restore(agent, contract, best[1])
         return [], ""
+
+    def _placed(self, contract: Contract, code: str) -> tuple[str, list[Contract]]:
+        """``contract``'s module with ``code`` (an agent's answer) put in place of its function, and the helper
+        stubs the answer adds (a sibling's stub it copied is the sibling's). Raises ContractError when the
+        function is still a stub."""
+        source = self.env.store.read_text(contract.module)
+        merged = put_function(source, contract, code, self._siblings(contract))
+        after = stubs(merged, contract.module)
+        if any(s.key == contract.key for s in after):
+            raise ContractError(f"{contract.name} is still a stub: write its body")
+        before = {s.key for s in stubs(source, contract.module)}
+        return merged, [s for s in after if s.key not in before and s.name in _defined(code)]
 
     def _is_drafted(self, contract: Contract) -> bool:
         """Whether ``contract``'s function is the lead's draft of it (her draft wrote it, and it is not a stub)."""
@@ -688,15 +692,12 @@ class Organization:
             if call.tool_name != "write_function":
                 return True
             try:
-                code = FunctionArgs.model_validate(_args(call, "write_function")).code
-                source = self.env.store.read_text(contract.module)
-                merged = put_function(source, contract, code, self._siblings(contract))
+                merged, helpers = self._placed(
+                    contract, FunctionArgs.model_validate(_args(call, "write_function")).code
+                )
             except (ValidationError, ContractError, ValueError, OSError, WorkspaceError):
                 return False
-            after = stubs(merged, contract.module)
-            if any(s.key == contract.key for s in after):
-                return False
-            if {s.key for s in after} - {s.key for s in stubs(source, contract.module)}:
+            if helpers:
                 return True  # its helpers are stubs yet: the examples would judge them
             shown = await self._held(contract, examples, trial=merged)
             return shown is None or shown[0] == 0
