@@ -6,9 +6,11 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from l2mac.checks import SubprocessRunner, find_code_issues, run_tests, trim_output
 from l2mac.checks.autofix import drop_placeholder_tests, drop_shadowed_imports, repair_ignored_argv
+from l2mac.checks.class_repairs import qualify_static_self
 from l2mac.checks.env import ToolEnv
 from l2mac.checks.repairs import repair_written
 from l2mac.checks.setups import opened_in_init
@@ -289,6 +291,38 @@ def test_main_that_ignores_its_argv_is_made_to_parse_it(tmp_path: Path) -> None:
         "argparse reads the command line of whatever runs the code, e.g. pytest"
     ]
     assert logged == [("argv_passed_to_parse_args", {"path": "cli.py", "functions": ["main"]})]
+
+
+def test_self_in_a_static_method_is_made_the_class_for_what_the_class_owns(tmp_path: Path) -> None:
+    # Seen on ClassEval_3 at b86fc64: given static methods written with `self.factorial(n)`; the note explaining
+    # that a static method has no `self` came back with the same calls through every resample.
+    source = (
+        "class Calc:\n    RATE = 2\n\n    def __init__(self):\n        self.data = [1]\n\n"
+        "    def helper(self):\n        return self.data\n\n"
+        "    @staticmethod\n    def fact(n):\n        return 1 if n < 2 else n * self.fact(n - 1)\n\n"
+        "    @staticmethod\n    def count(n):\n"
+        "        return sum(self.fact(k) * cls.RATE for k in range(n)) + len(self.data) + len(self.helper())\n\n"
+        "    @staticmethod\n    def rebinds(n):\n        self = Calc()\n        return self.fact(n)\n"
+    )
+    fixed, methods = qualify_static_self(source)
+    assert methods == ["Calc.fact", "Calc.count"]
+    assert "n * Calc.fact(n - 1)\n" in fixed
+    # an instance's attribute or method means nothing without an instance: left for the model and its note
+    assert "sum(Calc.fact(k) * Calc.RATE for k in range(n)) + len(self.data) + len(self.helper())" in fixed
+    assert "        return self.fact(n)\n" in fixed  # a static method's own `self` is its own
+    assert qualify_static_self(fixed) == (fixed, [])
+    store = FileStore(tmp_path)  # every file a model writes goes through this repair
+    store.write_text("calc.py", source.replace(" + len(self.data) + len(self.helper())", ""))
+    logged: list[tuple[str, dict[str, object]]] = []
+    notes = repair_written(store, lambda paths: [], ["calc.py"], lambda r, **f: logged.append((r, f)))
+    namespace: dict[str, Any] = {}
+    exec(store.read_text("calc.py"), namespace)
+    assert namespace["Calc"].count(4) == 2 * (1 + 1 + 2 + 6)
+    assert notes == [
+        "In calc.py, Calc.fact(), Calc.count() now reach the class's own static methods and attributes through "
+        "the class name: a @staticmethod has no `self` or `cls`"
+    ]
+    assert logged == [("static_self_qualified", {"path": "calc.py", "methods": ["Calc.fact", "Calc.count"]})]
 
 
 def test_tests_written_into_a_code_file_are_reported(tmp_path: Path) -> None:
@@ -1026,6 +1060,7 @@ def test_a_statement_that_throws_a_parameters_value_away_before_it_is_read_is_re
 
 APP_TWICE = """import logging
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, jsonify
 
@@ -1162,6 +1197,7 @@ def test_a_flask_test_clients_response_json_call_is_made_get_json(tmp_path: Path
 
 STORE_WITH_SETUP = """import sqlite3
 from pathlib import Path
+from typing import Any
 
 
 def init_db(path: Path) -> None:

@@ -3,8 +3,9 @@ strategy that writes files from a model's answer (the text protocol's control un
 the heads (signatures, docstrings) of functions the step's skeleton gives, changed, and tests that call them
 otherwise than given; imports forgotten for names
 whose module is certain, pytest fixtures imported from pytest or redefined, a ``main(argv)`` that parses the
-runner's command line instead of its ``argv``, imports that the file's own definitions replace, exact copies of
-functions of a module the file imports from, well-known third-party packages imported but not declared."""
+runner's command line instead of its ``argv``, ``self`` in a static method for what the class owns, imports
+that the file's own definitions replace, exact copies of functions of a module the file imports from,
+well-known third-party packages imported but not declared."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from l2mac.checks.autofix import (
     star_export,
     undefined_names,
 )
+from l2mac.checks.class_repairs import qualify_static_self
 from l2mac.checks.contract import given_heads, given_skeleton
 from l2mac.checks.demands import is_stub_definition, is_stub_shaped, names_for_file
 from l2mac.checks.dependencies import declaring, distribution_for, is_well_known
@@ -108,6 +110,12 @@ def repair_written(
                 "argument argparse reads the command line of whatever runs the code, e.g. pytest"
             )
             log("argv_passed_to_parse_args", path=path, functions=functions)
+        if methods := rewrite(store, path, qualify_static_self):
+            notes.append(
+                f"In {path}, {', '.join(f'{m}()' for m in methods)} now reach the class's own static methods and "
+                "attributes through the class name: a @staticmethod has no `self` or `cls`"
+            )
+            log("static_self_qualified", path=path, methods=methods)
     notes += _repair_web_and_arguments(store, python, log)
     notes += _open_in_init(store, python, log)
     trees: dict[str, ast.Module] = {}

@@ -262,7 +262,7 @@ def hidden_calls(
         own = own_nodes(fn)
         todo.extend(n for n in own if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         others = [m for m in owners.get(fn.name, []) if m != module]
-        if len(others) != 1 or fn.name in _bound_in(fn, own):
+        if len(others) != 1 or fn.name in bound_in(fn, own):
             continue
         call = next((c for c in calls_of(fn, fn.name) if not can_take(fn.args, c)), None)
         if call is not None:
@@ -282,7 +282,7 @@ def own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     return out
 
 
-def _bound_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, own: list[ast.AST]) -> set[str]:
+def bound_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, own: list[ast.AST]) -> set[str]:
     """The names ``fn``'s own scope binds: its parameters, what it assigns, imports or defines."""
     a = fn.args
     bound = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None}
