@@ -311,6 +311,7 @@ def test_self_in_a_static_method_is_made_the_class_for_what_the_class_owns(tmp_p
     assert "sum(Calc.fact(k) * Calc.RATE for k in range(n)) + len(self.data) + len(self.helper())" in fixed
     assert "        return self.fact(n)\n" in fixed  # a static method's own `self` is its own
     assert qualify_static_self(fixed) == (fixed, [])
+    assert "* cls.RATE for" in qualify_static_self(f"cls = object()\n{source}")[0]  # the module's own is meant
     store = FileStore(tmp_path)  # every file a model writes goes through this repair
     store.write_text("calc.py", source.replace(" + len(self.data) + len(self.helper())", ""))
     logged: list[tuple[str, dict[str, object]]] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.shape import bound_in, own_nodes
 
 _RECEIVERS = ("self", "cls")
@@ -43,6 +44,7 @@ def qualify_static_self(source: str) -> tuple[str, list[str]]:
         tree = ast.parse(source)
     except SyntaxError:
         return source, []
+    receivers = [r for r in _RECEIVERS if r not in defined_at_top_level(tree)]  # a global `cls` is meant
     edits: list[tuple[int, int, int, str]] = []  # (line index, start column, end column, class name)
     repaired: list[str] = []
     for cls in ast.walk(tree):
@@ -59,7 +61,7 @@ def qualify_static_self(source: str) -> tuple[str, list[str]]:
                 for n in own
                 if isinstance(n, ast.Attribute)
                 and isinstance(n.value, ast.Name)
-                and n.value.id in _RECEIVERS
+                and n.value.id in receivers
                 and n.value.id not in bound
                 and n.attr in owned
                 and n.value.end_col_offset is not None
