@@ -64,10 +64,9 @@ def qualify_static_self(source: str) -> tuple[str, list[str]]:
                 and n.value.id in receivers
                 and n.value.id not in bound
                 and n.attr in owned
-                and n.value.end_col_offset is not None
             ]
-            for name in uses:
-                edits.append((name.lineno - 1, name.col_offset, name.end_col_offset or 0, cls.name))
+            for name in uses:  # the receiver is ASCII, so its end is its start plus its length in bytes too
+                edits.append((name.lineno - 1, name.col_offset, name.col_offset + len(name.id), cls.name))
             if uses:
                 repaired.append(f"{cls.name}.{fn.name}")
     if not edits:
