@@ -354,3 +354,41 @@ def create():
     result = run_examples(given_examples(f"```python\n{code}```"), store, SubprocessRunner(), sys.executable, 60)
     assert result is not None and result.varied == ()
     assert [name for name, _ in result.failed] == ["unique", "create"] and result.tried == 2
+
+
+def test_a_docstring_that_reads_a_file_it_names_first_and_nothing_made_is_left_out(tmp_path: Path) -> None:
+    """Seen on ClassEval_26: ``read_csv('read_test.csv')`` shows the rows of a file the task never gives. No code
+    passes it, and the agents rewrote a right draft of read_csv trying. Such a docstring is left out; one whose
+    earlier example was to make the file (wrong code saved it elsewhere), or whose code opens a file the examples
+    never name, still fails."""
+    code = '''class Notes:
+    def load(self, path):
+        """The lines of the file at path.
+        >>> Notes().load('notes.txt')
+        ['first', 'second']
+        """
+        with open(path) as f:
+            return f.read().splitlines()
+
+    def save(self, lines, path):
+        """Write lines to path; read back, they are the same.
+        >>> Notes().save(['a'], 'saved.txt')
+        >>> Notes().load('saved.txt')
+        ['a']
+        """
+        with open(path + '.bak', 'w') as f:
+            f.write('\\n'.join(lines))
+
+    def settings(self):
+        """The settings.
+        >>> Notes().settings()
+        {}
+        """
+        with open('settings.ini') as f:
+            return f.read()
+'''
+    store = FileStore(tmp_path)
+    store.write_text("notes.py", code)
+    result = run_examples(given_examples(f"```python\n{code}```"), store, SubprocessRunner(), sys.executable, 60)
+    assert result is not None and result.needs == (("Notes.load", "notes.txt"),)
+    assert [name for name, _ in result.failed] == ["Notes.save", "Notes.settings"] and result.tried == 2

@@ -1,6 +1,7 @@
 """Run inside the sandbox, on the project's interpreter (as ``python -I -c``): the examples a step gives, each
 docstring's as one doctest in the globals of the project module that defines its function or class; prints one
-JSON line, per docstring its name, how many examples failed and doctest's report. Standard library only.
+JSON line, per docstring its name, how many examples failed, doctest's report and the file it needs that nothing
+made (see ``Runner``). Standard library only.
 
 An example's output is compared as its reader would: as doctest does, else as the same value, so a docstring's
 quoting, spacing, ``3.00`` or numpy 2's scalar reprs are not a failure of right code. Run against the reference
@@ -28,6 +29,8 @@ import importlib
 import io
 import json
 import re
+from collections.abc import Callable
+from types import TracebackType
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 #: a line of expected output that is a note of the state after the call, not output: ``self.users = {'a': []}``,
@@ -89,16 +92,67 @@ def _same(got: object, shown: object) -> bool:
     return got == shown
 
 
+#: the file a FileNotFoundError names, where its message alone says it (a library's own wording)
+MISSING_FILE = re.compile(r"No such file or directory: '([^']+)'")
+
+
+class Runner(doctest.DocTestRunner):
+    """Doctest's runner, noting the first file the docstring needs and nothing makes: the examples raised
+    FileNotFoundError for a file that one of them names, where none before it named that file (so no earlier
+    call could have been meant to make it). ``read_csv('read_test.csv')`` showing the rows read needs a file the
+    task never gives; no code can pass it, and right code was rewritten in its pursuit (seen on ClassEval_26)."""
+
+    missing: str | None = None
+
+    def report_unexpected_exception(
+        self,
+        out: Callable[[str], object],
+        test: doctest.DocTest,
+        example: doctest.Example,
+        exc_info: tuple[type[BaseException], BaseException, TracebackType],
+    ) -> None:
+        if self.missing is None:
+            self.missing = _named_first(test, example, exc_info[1])
+        super().report_unexpected_exception(out, test, example, exc_info)
+
+
+def _named_first(test: doctest.DocTest, example: doctest.Example, error: BaseException) -> str | None:
+    """The missing file of ``error``, if ``example`` names it and no example before it in ``test`` does."""
+    if not isinstance(error, FileNotFoundError):
+        return None
+    said = error.filename if isinstance(error.filename, str) else None
+    if said is None:
+        found = MISSING_FILE.search(str(error))
+        said = found.group(1) if found else None
+    if not said or os.path.exists(said):
+        return None
+    index = test.examples.index(example)
+    earlier = set().union(*(_paths(e.source) for e in test.examples[:index]))
+    for name in _paths(example.source) - earlier:
+        if said == name or os.path.basename(said) == os.path.basename(name):
+            return name
+    return None
+
+
+def _paths(source: str) -> set[str]:
+    """The string literals of an example's code."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
 def run(item: dict[str, str]) -> dict[str, object]:
     out = io.StringIO()
     try:
         module = importlib.import_module(item["module"])
         test = doctest.DocTestParser().get_doctest(item["text"], dict(vars(module)), item["name"], None, 0)
-        runner = doctest.DocTestRunner(checker=Reader(), verbose=False, optionflags=FLAGS)
+        runner = Runner(checker=Reader(), verbose=False, optionflags=FLAGS)
         runner.run(test, out=out.write)
-        return {"name": item["name"], "failed": runner.failures, "report": out.getvalue()}
+        return {"name": item["name"], "failed": runner.failures, "report": out.getvalue(), "missing": runner.missing}
     except BaseException as e:  # the module does not import, or exits: that is the example's failure
-        return {"name": item["name"], "failed": 1, "report": f"{type(e).__name__}: {e}"}
+        return {"name": item["name"], "failed": 1, "report": f"{type(e).__name__}: {e}", "missing": None}
 
 
 def main() -> None:
