@@ -358,9 +358,10 @@ def create():
 
 def test_a_docstring_that_reads_a_file_it_names_first_and_nothing_made_is_left_out(tmp_path: Path) -> None:
     """Seen on ClassEval_26: ``read_csv('read_test.csv')`` shows the rows of a file the task never gives. No code
-    passes it, and the agents rewrote a right draft of read_csv trying. Such a docstring is left out; one whose
-    earlier example was to make the file (wrong code saved it elsewhere), or whose code opens a file the examples
-    never name, still fails."""
+    passes it, and the agents rewrote a right draft of read_csv trying. Such a docstring is left out. These still
+    fail: an earlier example was to make the file (wrong code saved it elsewhere), or another docstring writes it;
+    the code opens a file the examples never name, or writes one (nothing shown, a folder missing); an example
+    before the read shows wrong output."""
     code = '''class Notes:
     def load(self, path):
         """The lines of the file at path.
@@ -379,16 +380,48 @@ def test_a_docstring_that_reads_a_file_it_names_first_and_nothing_made_is_left_o
         with open(path + '.bak', 'w') as f:
             f.write('\\n'.join(lines))
 
-    def settings(self):
-        """The settings.
-        >>> Notes().settings()
+    def keep(self, lines, path):
+        """Write lines to path.
+        >>> Notes().keep(['b'], 'kept.txt')
+        """
+        self.lines = lines
+
+    def kept(self):
+        """The lines kept.
+        >>> Notes().load('kept.txt')
+        ['b']
+        """
+        return self.load('kept.txt')
+
+    def settings(self, name):
+        """The settings of a name.
+        >>> Notes().settings('mine')
         {}
         """
-        with open('settings.ini') as f:
+        with open(name + '.ini') as f:
             return f.read()
+
+    def touch(self, path):
+        """Make an empty file.
+        >>> Notes().touch('new.txt')
+        >>> Notes().touch('out/new.txt')
+        True
+        """
+        open(path, 'r+').close()
+
+    def count(self, xs):
+        """How many; then the first line of a file.
+        >>> Notes().count([1, 2])
+        2
+        >>> Notes().load('first.txt')[0]
+        'x'
+        """
+        return 3
 '''
     store = FileStore(tmp_path)
     store.write_text("notes.py", code)
     result = run_examples(given_examples(f"```python\n{code}```"), store, SubprocessRunner(), sys.executable, 60)
     assert result is not None and result.needs == (("Notes.load", "notes.txt"),)
-    assert [name for name, _ in result.failed] == ["Notes.save", "Notes.settings"] and result.tried == 2
+    failed = [name for name, _ in result.failed]
+    assert failed == ["Notes.save", "Notes.kept", "Notes.settings", "Notes.touch", "Notes.count"], failed
+    assert result.tried == 6

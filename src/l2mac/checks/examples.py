@@ -16,9 +16,9 @@ plan written by a small model often drops them from the instruction that needs t
 
 A docstring is left out when its examples use a name that neither they, the task's code, its imports nor the
 builtins define (an instance made in another method's docstring), and an example of a function that is still
-a stub is not run yet: it is a later step's. One is left out after it runs, too, when its examples read a file
-that one of them names first and nothing made (``read_csv('read_test.csv')`` showing the rows): it needs a file
-the task never gives, so no code passes it.
+a stub is not run yet: it is a later step's. One is left out after it runs, too, when its first failure is an
+example that shows what it reads from a file it names first and nothing made (``read_csv('read_test.csv')``
+showing the rows), unless another docstring names that file and finds it: it needs a file the task never gives.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class ExampleRun:
     tried: int  # docstrings run (but those whose output varies)
     failed: tuple[tuple[str, str], ...]  # (name, doctest's report) of each that failed
     varied: tuple[str, ...] = ()  # docstrings left out: run again on the same code, they showed other output
-    needs: tuple[tuple[str, str], ...] = ()  # (name, file) of each left out: it needs a file the task never gives
+    needs: tuple[tuple[str, str], ...] = ()  # (name, file) of each left out: it reads a file the task never gives
 
     def failures(self) -> str:
         """Each failing docstring's name and what doctest said."""
@@ -262,30 +262,44 @@ def run_examples(
         return ExampleRun(len(ready), tuple((e.name, f"could not be run: {said}") for e, _ in ready))
     # a docstring whose examples read a file that one of them names first and nothing made (a CSV they show the
     # rows of) needs what the task never gives: no code passes it, and right code was rewritten to try (seen on
-    # ClassEval_26, its draft's read_csv right); it is left out, and the file's reading is left to the tests
-    needs = tuple((str(r["name"]), str(r["missing"])) for r in rows if r["failed"] and r["missing"])
-    failing = {str(r["name"]): str(r["report"]) for r in rows if r["failed"] and not r["missing"]}
+    # ClassEval_26, its draft's read_csv right); it is left out, and the file's reading is left to the tests;
+    # but not when another docstring names the file and finds it (one writes it, and this one reads it back)
+    needs = tuple(
+        (r.name, r.missing)
+        for r in rows
+        if r.failed and r.missing and all(o.missing == r.missing for o in rows if r.missing in o.named)
+    )
+    left_out = {name for name, _ in needs}
+    failing = {r.name: r.report for r in rows if r.failed and r.name not in left_out}
     # the failing docstrings are run again, in a new process (the hash seed pinned in both, so a set's order
     # is the same each time) on a copy of the files as they were before the first run (so a database or a file
     # that run wrote is not there): one whose output then differs shows what varies from run to run (a shuffle,
     # the time), which no code can match (seen on ClassEval_12: create_deck's example shows one shuffle, and
     # two rounds of resampling could not pass it)
-    again: list[dict[str, object]] | None = []
+    again: list[_Row] | None = []
     if failing:
         with scratch_copy(files, "l2mac-examples-", opaque_from=store) as scratch:
             again = _driven([s for s in spec if s["name"] in failing], scratch, runner, python, timeout_s)[0]
-    varied = tuple(
-        str(r["name"])
-        for r in again or []
-        if stable_output(failing.get(str(r["name"]), "")) != stable_output(str(r["report"]))
-    )
+    varied = tuple(r.name for r in again or [] if stable_output(failing.get(r.name, "")) != stable_output(r.report))
     failed = tuple((name, _short(report)) for name, report in failing.items() if name not in varied)
     return ExampleRun(len(ready) - len(varied) - len(needs), failed, varied, needs)
 
 
+@dataclass(frozen=True)
+class _Row:
+    """The driver's word on one docstring: its name, how many examples failed, doctest's report, the file it
+    reads that nothing made (if that is its first failure) and the files its examples name."""
+
+    name: str
+    failed: int
+    report: str
+    missing: str | None
+    named: frozenset[str]
+
+
 def _driven(
     spec: list[dict[str, str]], store: FileStore, runner: Runner, python: str, timeout_s: float
-) -> tuple[list[dict[str, object]] | None, ProcessResult]:
+) -> tuple[list[_Row] | None, ProcessResult]:
     """The driver's rows for ``spec`` (None when it never finished), and its run; each report with the project's
     folder as ``.`` (a traceback names it, and the same failure run in a copy of the project names the copy)."""
     driver = package_files("l2mac.checks").joinpath("examples_driver.py").read_text(encoding="utf-8")
@@ -294,19 +308,19 @@ def _driven(
     # otherwise be run from its stale bytecode
     result = runner.run([python, "-I", "-B", "-c", driver, json.dumps(spec)], store.root, timeout_s)
     try:
-        rows = json.loads(result.stdout.strip().splitlines()[-1])
         root = str(store.root)
         rows = [
-            {
-                "name": str(r["name"]),
-                "failed": r["failed"],
-                "report": str(r["report"]).replace(root, "."),
-                "missing": r.get("missing"),
-            }
-            for r in rows
+            _Row(
+                str(r["name"]),
+                int(r["failed"]),
+                str(r["report"]).replace(root, "."),
+                str(r["missing"]) if r.get("missing") else None,
+                frozenset(str(f) for f in r.get("named") or []),
+            )
+            for r in json.loads(result.stdout.strip().splitlines()[-1])
         ]
         return rows, result
-    except (IndexError, ValueError, KeyError, TypeError):
+    except (IndexError, ValueError, KeyError, TypeError, AttributeError):
         return None, result
 
 

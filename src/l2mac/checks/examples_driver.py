@@ -1,7 +1,7 @@
 """Run inside the sandbox, on the project's interpreter (as ``python -I -c``): the examples a step gives, each
 docstring's as one doctest in the globals of the project module that defines its function or class; prints one
-JSON line, per docstring its name, how many examples failed, doctest's report and the file it needs that nothing
-made (see ``Runner``). Standard library only.
+JSON line, per docstring its name, how many examples failed, doctest's report, the file it reads that nothing
+made (see ``Runner``) and the files its examples name. Standard library only.
 
 An example's output is compared as its reader would: as doctest does, else as the same value, so a docstring's
 quoting, spacing, ``3.00`` or numpy 2's scalar reprs are not a failure of right code. Run against the reference
@@ -94,15 +94,27 @@ def _same(got: object, shown: object) -> bool:
 
 #: the file a FileNotFoundError names, where its message alone says it (a library's own wording)
 MISSING_FILE = re.compile(r"No such file or directory: '([^']+)'")
+#: a string literal that reads as a file's path: a folder in it, or a name with an extension
+FILE_LIKE = re.compile(r"[/\\]|\.\w{1,5}$")
+#: expected output that says nothing a file's content would decide: what a call that writes one returns
+NO_CONTENT = ("", "True", "False", "None")
 
 
 class Runner(doctest.DocTestRunner):
-    """Doctest's runner, noting the first file the docstring needs and nothing makes: the examples raised
-    FileNotFoundError for a file that one of them names, where none before it named that file (so no earlier
-    call could have been meant to make it). ``read_csv('read_test.csv')`` showing the rows read needs a file the
-    task never gives; no code can pass it, and right code was rewritten in its pursuit (seen on ClassEval_26)."""
+    """Doctest's runner, noting the file the docstring reads and nothing made, when that is its first failure:
+    the example raised FileNotFoundError for a file that it names and no example before it named (so no earlier
+    call was meant to make it), in a folder that is there, and it shows output the file's content would decide
+    (``read_csv('read_test.csv')`` showing the rows). Seen on ClassEval_26: no code can pass such an example
+    where the task never gives the file, and a right draft of read_csv was rewritten in its pursuit."""
 
     missing: str | None = None
+    _failed = False
+
+    def report_failure(
+        self, out: Callable[[str], object], test: doctest.DocTest, example: doctest.Example, got: str
+    ) -> None:
+        self._failed = True
+        super().report_failure(out, test, example, got)
 
     def report_unexpected_exception(
         self,
@@ -111,36 +123,38 @@ class Runner(doctest.DocTestRunner):
         example: doctest.Example,
         exc_info: tuple[type[BaseException], BaseException, TracebackType],
     ) -> None:
-        if self.missing is None:
-            self.missing = _named_first(test, example, exc_info[1])
+        if not self._failed:
+            self.missing = _read_first(test, example, exc_info[1])
+        self._failed = True
         super().report_unexpected_exception(out, test, example, exc_info)
 
 
-def _named_first(test: doctest.DocTest, example: doctest.Example, error: BaseException) -> str | None:
-    """The missing file of ``error``, if ``example`` names it and no example before it in ``test`` does."""
-    if not isinstance(error, FileNotFoundError):
+def _read_first(test: doctest.DocTest, example: doctest.Example, error: BaseException) -> str | None:
+    """The literal naming the file ``error`` did not find, if ``example`` reads it first (see ``Runner``)."""
+    if not isinstance(error, FileNotFoundError) or example.want.strip() in NO_CONTENT:
         return None
     said = error.filename if isinstance(error.filename, str) else None
     if said is None:
         found = MISSING_FILE.search(str(error))
         said = found.group(1) if found else None
-    if not said or os.path.exists(said):
-        return None
+    if not said or os.path.exists(said) or not os.path.isdir(os.path.dirname(os.path.abspath(said))):
+        return None  # not a file missing from a folder that is there: a folder the code never made, say
     index = test.examples.index(example)
-    earlier = set().union(*(_paths(e.source) for e in test.examples[:index]))
-    for name in _paths(example.source) - earlier:
-        if said == name or os.path.basename(said) == os.path.basename(name):
+    earlier = set().union(*(_files(e.source) for e in test.examples[:index]))
+    for name in _files(example.source) - earlier:
+        if os.path.abspath(said) == os.path.abspath(name) or os.path.basename(said) == os.path.basename(name):
             return name
     return None
 
 
-def _paths(source: str) -> set[str]:
-    """The string literals of an example's code."""
+def _files(source: str) -> set[str]:
+    """The string literals of an example's code that read as files' paths."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    found = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return {f for f in found if FILE_LIKE.search(f)}
 
 
 def run(item: dict[str, str]) -> dict[str, object]:
@@ -150,9 +164,16 @@ def run(item: dict[str, str]) -> dict[str, object]:
         test = doctest.DocTestParser().get_doctest(item["text"], dict(vars(module)), item["name"], None, 0)
         runner = Runner(checker=Reader(), verbose=False, optionflags=FLAGS)
         runner.run(test, out=out.write)
-        return {"name": item["name"], "failed": runner.failures, "report": out.getvalue(), "missing": runner.missing}
+        named = sorted(set().union(*(_files(e.source) for e in test.examples)))
+        return {
+            "name": item["name"],
+            "failed": runner.failures,
+            "report": out.getvalue(),
+            "missing": runner.missing,
+            "named": named,
+        }
     except BaseException as e:  # the module does not import, or exits: that is the example's failure
-        return {"name": item["name"], "failed": 1, "report": f"{type(e).__name__}: {e}", "missing": None}
+        return {"name": item["name"], "failed": 1, "report": f"{type(e).__name__}: {e}", "missing": None, "named": []}
 
 
 def main() -> None:

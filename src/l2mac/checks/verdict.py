@@ -176,6 +176,7 @@ class StepChecks:
         self.standing = Standing()  # of the project when the checks last ran
         self.examples_report = ""  # the part of the last report on the task's failing examples
         self.examples_failed: tuple[str, ...] = ()  # whose they are
+        self.examples_need: dict[str, str] = {}  # docstrings left out, each with the file it reads and none made
         #: tests (ids, or files that did not import) of other files that failed when the step began, left out
         #: of its test runs once measured; None until a run fails
         self.inherited_tests: tuple[str, ...] | None = None
@@ -221,6 +222,7 @@ class StepChecks:
             tests_failing=s.failing,
             problems=s.problems + s.lacking,
             examples_failing=s.examples_failing,
+            **({"examples_need_files": self.examples_need} if self.examples_need else {}),
         )
         return ok, report
 
@@ -254,6 +256,7 @@ class StepChecks:
         examples = run_examples(self.examples, env.store, env.runner, env.python, env.test_timeout_s)
         self.examples_report = ""
         self.examples_failed = tuple(name for name, _ in examples.failed) if examples is not None else ()
+        self.examples_need = dict(examples.needs) if examples is not None else {}
         if examples is not None and examples.failed:
             self.examples_report = self.domain.render(
                 "examples_failing",
