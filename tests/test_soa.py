@@ -11,15 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai.exceptions import ModelAuthenticationError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from l2mac.control.step import Step
+from l2mac.errors import ProviderError
 from l2mac.models.scripted import last_user_text
 from l2mac.run import run_l2mac
 from l2mac.soa import contracts
 from l2mac.soa.contracts import Contract, ContractError, put_function, stubs
 from l2mac.soa.drafts import Drafter, Drafts
+from l2mac.soa.organization import together
 from l2mac.store import FileStore
 from l2mac.types import Instruction, StepOutcome, StepStatus
 
@@ -123,6 +126,8 @@ class Team:
             name, args = reply
             if name == "cut off":  # an answer stopped at its token limit, mid-file
                 return ModelResponse(parts=[TextPart(args["text"])], finish_reason="length")
+            if name == "provider fails":  # not retried: the run stops here
+                raise ModelAuthenticationError("team", "the key was revoked")
             if name == "prose":  # no call at all
                 return ModelResponse(parts=[TextPart(args["text"])])
             if self.text:
@@ -1019,6 +1024,52 @@ def test_a_repair_round_that_ends_further_from_passing_is_undone(tmp_path: Path)
     assert "return a * b\n" in result.files["calc/ops.py"]  # as at round 1, where test_ops passed
     lead = result.outcomes[0]
     assert not lead.passed and "put back as they were at round 1" in lead.reason, lead.reason
+
+
+def test_a_run_stopped_in_a_repair_round_ends_at_the_closest_round_not_at_the_repair_in_flight(
+    tmp_path: Path,
+) -> None:
+    """Seen on ClassEval_26: the budget ran out while the agents rewrote their methods a third time, and those
+    rewrites were the run's result. Here the first round passes test_ops, a repair bends mul, and the provider
+    fails in the next repair: the modules end as at round 1."""
+    tests = TESTS.replace("mean([1.0, 2.0, 6.0])", "mean([mul(1.0, 2.0), 4.0])")
+    mean_wrong = MEAN_SPLIT.split("\n\n\n")[0].replace("return _total(xs) / len(xs) if xs else 0.0", "return 0.0")
+    team = Team(
+        {
+            "lead": [("write_skeleton", {**SKELETON, "tests": tests})],
+            "mul": [("write_function", {"code": MUL}), ("write_function", {"code": MUL_WRONG}), ("provider fails", {})],
+            "mean": [("write_function", {"code": mean_wrong})] * 3,
+        },
+        latency=0.05,
+    )
+    result = run_team(tmp_path, team)
+    assert result.report.stopped_by == "provider", result.report
+    assert "return a * b\n" in result.files["calc/ops.py"]  # as at round 1, where test_ops passed
+    log = [json.loads(line) for line in (result.workspace / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    kept = [e for e in log if e.get("recovery") == "best_round_kept"]
+    assert [e["round"] for e in kept] == [1], kept
+
+
+def test_agents_working_together_are_stopped_when_one_of_them_stops_the_run() -> None:
+    """``gather`` alone leaves the others running: an agent's answer would land in the project after the run
+    stopped (and after its files were put back)."""
+    landed: list[str] = []
+
+    async def stops() -> None:
+        await asyncio.sleep(0)
+        raise ProviderError("the key was revoked")
+
+    async def writes() -> None:
+        await asyncio.sleep(0.05)
+        landed.append("an answer")
+
+    async def run() -> None:
+        with pytest.raises(ProviderError):
+            await together([stops(), writes()])
+        await asyncio.sleep(0.1)
+
+    asyncio.run(run())
+    assert landed == []
 
 
 def test_the_leads_own_function_is_held_to_the_tasks_examples_and_her_rewrite_keeps_the_agents_work(

@@ -13,7 +13,7 @@ import ast
 import asyncio
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from importlib import resources
@@ -44,7 +44,7 @@ from l2mac.control.resample import Holds, first_that_holds
 from l2mac.control.test_start import file_start
 from l2mac.control.tool_calls import TOOL_CALLS
 from l2mac.domains import render_template
-from l2mac.errors import WorkspaceError, first_line
+from l2mac.errors import BudgetExceeded, ProviderError, WorkspaceError, first_line
 from l2mac.events import AgentChanged, EventSink, ignore
 from l2mac.fenced import fenced_file
 from l2mac.journal import request_key
@@ -530,8 +530,8 @@ class Organization:
                 await self._implement(mother, contract, leaf=True)
         self._set(mother, AgentState.WAITING, f"waiting for {len(children)} agents")
         first = [c for c in children if c.contract is not None and c.contract.constructor]
-        await asyncio.gather(*(self._child(c) for c in first))
-        await asyncio.gather(*(self._child(c) for c in children if c not in first))
+        await together(self._child(c) for c in first)
+        await together(self._child(c) for c in children if c not in first)
 
     async def _implement(
         self, agent: Agent, contract: Contract, *, leaf: bool, extra: str = "", repair: bool = False
@@ -803,7 +803,11 @@ class Organization:
         below an earlier one (a repair bent right code to a wrong test), the modules are put back as they were
         then. A round after she rewrote her tests starts the ranking afresh: its tests are not the same; but
         when her tests passed at an earlier round, and the last does not pass them with no more examples passed,
-        her modules and test file are put back as they were at the last round that passed.
+        her modules and test file are put back as they were at the last round that passed. So too when the run
+        stops (its budget spent, the provider failing) in a repair: the modules as the repair left them are ranked
+        (her tests run once more) and put back when an earlier round ranks above them. Seen on ClassEval_26: the
+        token budget ran out while two agents rewrote their methods a third time, and those rewrites were the
+        result.
 
         The lead's own functions (those no agent owns: she implemented them, or the repository has them; not a
         class's whose methods agents own) are held to the task's examples of them as an agent's are: while one
@@ -811,10 +815,23 @@ class Organization:
         the examples showed, and is asked again only while what they show changes. Seen on python-slugify at
         31e8df1: the lead wrote slugify_filename herself, and it dropped the extension the request's own example
         keeps."""
-        broken: list[str] = []
         lead = mother.parent is None
-        best: _Round | None = None
-        passed: _Round | None = None  # the last round where her tests passed (her own functions' examples failed)
+        rounds = _Rounds()
+        try:
+            await self._rounds(mother, test_file, lead, rounds)
+        except (BudgetExceeded, ProviderError):
+            if lead and (rounds.best or rounds.passed):  # what the repair in flight left, ranked as a round would be
+                outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file, lead)
+                now = await self._round(self.limits.repair_rounds + 1, outcome, broken, test_file)
+                kept = rounds.closest(now, ok)
+                if kept is not None:
+                    self._put_back(mother, kept)
+            raise
+
+    async def _rounds(self, mother: Agent, test_file: str, lead: bool, rounds: _Rounds) -> None:
+        """The rounds of :meth:`_test_and_repair`, each ranked into ``rounds``."""
+        broken: list[str] = []
+        now: _Round | None = None
         asked = ""  # what her own functions' examples showed, the last time she was asked to answer it
         for round_ in range(self.limits.repair_rounds + 1):
             self._set(mother, AgentState.TESTING)
@@ -830,10 +847,7 @@ class Organization:
                 self._set(mother, AgentState.DONE, outcome.headline())
                 return
             now = await self._round(round_, outcome, broken, test_file) if lead else None
-            if now is not None and (best is None or now.rank >= best.rank):  # a tie: the later saw more
-                best = now
-            if ok and now is not None:
-                passed = now
+            rounds.add(now, ok)
             if round_ == self.limits.repair_rounds or (ok and mine == asked):
                 break  # (her rewrite fails her examples just as before: asking again would not tell her more)
             involved = [] if ok else involved_in(self.agents, mother, outcome.output)
@@ -846,27 +860,26 @@ class Organization:
                 ]
                 if not await self._redesign(mother, "\n\n".join(x for x in said if x)):
                     break
-                best = None  # her tests are new: the earlier rounds' counts are of other tests
+                rounds.best = None  # her tests are new: the earlier rounds' counts are of other tests
                 continue
             self.log("feedback_down", mother=mother.id, to=[a.id for a in involved], round=round_ + 1)
-            await asyncio.gather(*(self._repair(a, outcome.output) for a in involved))
+            await together(self._repair(a, outcome.output) for a in involved)
         note = f"its tests still fail after {self.limits.repair_rounds} repair rounds"
         if ok:
             note = "her tests pass, but the task's own examples of her functions fail"
-        kept = None
-        if passed is not None and now is not None and not ok and passed.rank[1] >= now.rank[1]:
-            kept = passed  # her tests all passed then (with the tests she had then), and no fewer examples
-        elif best is not None and now is not None and best.rank > now.rank:
-            kept = best
+        kept = rounds.closest(now, ok)
         if kept is not None:
-            for path, text in kept.files.items():
-                self._write(mother, path, text)
-            self._repaired("best_round_kept", agent=mother.id, round=kept.number + 1, rank=list(kept.rank))
+            self._put_back(mother, kept)
             note += f"; its files were put back as they were at round {kept.number + 1}, the closest to passing"
             broken = kept.broken
         if broken:
             note += f"; {len(broken)} tests that passed before the change fail: {', '.join(broken[:5])}"
         self._set(mother, AgentState.FAILED, note)
+
+    def _put_back(self, mother: Agent, kept: _Round) -> None:
+        for path, text in kept.files.items():
+            self._write(mother, path, text)
+        self._repaired("best_round_kept", agent=mother.id, round=kept.number + 1, rank=list(kept.rank))
 
     def _own_examples_failing(self) -> str:
         """What the task's examples of the functions no agent owns showed, where they fail; empty when they pass."""
@@ -930,6 +943,31 @@ class _Round:
     broken: list[str]
 
 
+@dataclass
+class _Rounds:
+    """The lead's rounds that may be put back: the best so far (a tie goes to the later: it saw more), and the
+    last in which her tests passed (her own functions' examples failing)."""
+
+    best: _Round | None = None
+    passed: _Round | None = None
+
+    def add(self, now: _Round | None, ok: bool) -> None:
+        if now is not None and (self.best is None or now.rank >= self.best.rank):
+            self.best = now
+        if ok and now is not None:
+            self.passed = now
+
+    def closest(self, now: _Round | None, ok: bool) -> _Round | None:
+        """The round to put back in place of ``now`` (whose tests passed when ``ok``), if one ranks above it."""
+        if now is None:
+            return None
+        if self.passed is not None and not ok and self.passed.rank[1] >= now.rank[1]:
+            return self.passed  # her tests all passed then (with the tests she had then), and no fewer examples
+        if self.best is not None and self.best.rank > now.rank:
+            return self.best
+        return None
+
+
 _WHAT = {
     "write_skeleton": "modules (write_skeleton, or each module as its path and a fenced block)",
     "write_function": "function (write_function, or the function in a ```python fenced block)",
@@ -937,6 +975,20 @@ _WHAT = {
     "write_module": "module (write_module, or the module in a ```python fenced block)",
     "write_tests": "tests (write_tests, or the test file as its path and a fenced block)",
 }
+
+
+async def together(work: Iterable[Coroutine[Any, Any, None]]) -> None:
+    """Run ``work`` at once; when one raises (the run's budget spent, the provider failing), the others are
+    cancelled before it propagates, so no agent writes to the project after the run has stopped (``gather``
+    alone leaves them running)."""
+    tasks = [asyncio.ensure_future(w) for w in work]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def given_design(task: str) -> dict[str, str]:
