@@ -196,7 +196,8 @@ def test_an_example_whose_expected_literal_no_code_can_print_is_skipped_and_the_
 
 def test_an_examples_output_is_compared_as_its_reader_would_and_wrong_output_still_fails(tmp_path: Path) -> None:
     """Against ClassEval's reference solutions, doctest's exact comparison failed 36 of the 155 given docstrings,
-    mostly on the form of right output; each form seen there is in this docstring."""
+    mostly on the form of right output; each form seen there is in this docstring, and a float the same but for
+    its last digits (seen on ClassEval_31: 1.0000000000000002 where the docstring shows 0.9999999999999998)."""
     code = '''class Scalar(int):
     def __repr__(self):
         return f"np.int64({int(self)})"
@@ -214,6 +215,8 @@ class Shelf:
     ["a", "b"]
     >>> shelf.mean_length()
     1.00
+    >>> shelf.share()
+    0.3
     >>> shelf.count()
     2
     >>> shelf.cursor()
@@ -236,6 +239,9 @@ class Shelf:
 
     def mean_length(self):
         return 1
+
+    def share(self):
+        return 0.1 + 0.2
 
     def count(self):
         return Scalar(len(self.books))
@@ -263,6 +269,7 @@ class Shelf:
     wrong = {
         "return list(self.books)": "Expected:\n    [\"a\", \"b\"]\nGot:\n    ['b', 'a']",
         "return 1\n": "Expected:\n    1.00\nGot:\n    1.5",
+        "return 0.1 + 0.2": "Expected:\n    0.3\nGot:\n    0.31",  # not the same to the last few digits
         "return Scalar(len(self.books))": "Expected:\n    2\nGot:\n    np.int64(3)",
         "return True": 'Expected:\n    True\n    self.books = ["a", "b"]\nGot:\n    False',
         "return iter(self.books)": "Got:\n    []",
@@ -272,6 +279,7 @@ class Shelf:
     broken = {
         "return list(self.books)": "return list(reversed(self.books))",
         "return 1\n": "return 1.5\n",
+        "return 0.1 + 0.2": "return 0.1 + 0.21",
         "return Scalar(len(self.books))": "return Scalar(len(self.books) + 1)",
         "return True": "return False",
         "return iter(self.books)": "return []",

@@ -28,6 +28,7 @@ import doctest
 import importlib
 import io
 import json
+import math
 import re
 from collections.abc import Callable
 from types import TracebackType
@@ -40,6 +41,8 @@ NOTE = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])*\s*=(?!=)")
 NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:(?:u?int\d*|float\d*|complex\d*|bool_?|str_)\(([^()]*)\)|(True|False)_)")
 #: an object's address in its default repr, which differs from run to run
 ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+")
+#: how near two floats are the same value: a float's 17 digits, less those its arithmetic's order decides
+FLOAT_DIGITS = 1e-12
 _NO_VALUE = object()
 
 
@@ -50,8 +53,8 @@ class Reader(doctest.OutputChecker):
     - a line that is a note of the state (``self.rates['KRW'] = 1308.84``), where the code prints no such line,
       is not output: notes alone are shown for a call that returns nothing, and hold when nothing came out;
     - output that is the same value as the one shown is the same (``["a", "b"]`` and ``['a', 'b']``, ``3.00``
-      and ``3``, ``np.int64(10)`` and ``10``; not ``1`` and ``True``), as are two default reprs that differ
-      only in the address."""
+      and ``3``, ``np.int64(10)`` and ``10``, ``1.0000000000000002`` and ``0.9999999999999998``; not ``1`` and
+      ``True``), as are two default reprs that differ only in the address."""
 
     def check_output(self, want: str, got: str, optionflags: int) -> bool:
         if super().check_output(want, got, optionflags):
@@ -79,10 +82,15 @@ def _value(text: str) -> object:
 
 
 def _same(got: object, shown: object) -> bool:
-    """``got == shown`` with the types alike, but an int and a float: ``3`` is ``3.00``, ``1`` is not ``True``."""
+    """``got == shown`` with the types alike, but an int and a float: ``3`` is ``3.00``, ``1`` is not ``True``;
+    and a float the same to the last few of its digits (``1.0000000000000002`` is ``0.9999999999999998``): how
+    the arithmetic is ordered decides those, not what it computes."""
     numbers = (int, float)
     if isinstance(got, numbers) and isinstance(shown, numbers) and not isinstance(got, bool):
-        return not isinstance(shown, bool) and got == shown
+        if isinstance(shown, bool):
+            return False
+        floats = isinstance(got, float) or isinstance(shown, float)
+        return got == shown or (floats and math.isclose(got, shown, rel_tol=FLOAT_DIGITS, abs_tol=FLOAT_DIGITS))
     if type(got) is not type(shown):
         return False
     if isinstance(got, (list, tuple)) and isinstance(shown, (list, tuple)):
