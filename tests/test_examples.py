@@ -433,3 +433,34 @@ def test_a_docstring_that_reads_a_file_it_names_first_and_nothing_made_is_left_o
     failed = [name for name, _ in result.failed]
     assert failed == ["Notes.save", "Notes.kept", "Notes.settings", "Notes.touch", "Notes.count"], failed
     assert result.tried == 6
+
+
+def test_examples_run_in_a_copy_of_the_project_and_leave_nothing_in_it(tmp_path: Path) -> None:
+    """Seen on ClassEval_25: save_cookies' example left cookies.json in the project, and a second run of the same
+    code passed load_cookies' example on it, where the first had failed; the file went on into the project's
+    commits. Run twice, the same code gets the same verdict, and the project holds only what it held."""
+    code = '''import json
+
+
+class Jar:
+    def size(self):
+        """How many, as the saved jar says.
+        >>> Jar().size()
+        1
+        """
+        with open('jar.json') as f:
+            return json.load(f)['n']
+
+    def save(self, path):
+        """Save the jar.
+        >>> Jar().save('jar.json')
+        """
+        with open(path, 'w') as f:
+            json.dump({'n': 1}, f)
+'''
+    store = FileStore(tmp_path)
+    store.write_text("jar.py", code)
+    examples = given_examples(f"```python\n{code}```")
+    runs = [run_examples(examples, store, SubprocessRunner(), sys.executable, 60) for _ in range(2)]
+    assert [[name for name, _ in r.failed] for r in runs if r is not None] == [["Jar.size"], ["Jar.size"]]
+    assert store.list_files() == ["jar.py"]

@@ -4,7 +4,7 @@ A task often shows what its code must do as doctest examples in the docstrings i
 ``12.566370614359172``). Unlike the tests a small model writes itself, they are the task's own: right by
 definition, and out of the model's reach. Each docstring's examples are run as one doctest, in the globals of
 the project module that defines the function or class they belong to, inside the sandbox on the project's
-interpreter (``examples_driver.py``); those that fail are reported with what was expected and what came out, and
+interpreter (``examples_driver.py``), in a copy of the project (what they write is not left in it); those that fail are reported with what was expected and what came out, and
 count before the model's own tests in how close a step is to passing, so a step never keeps a state that breaks
 them for one that passes its own tests. Seen on HumanEval+: right first drafts rewritten to fit a wrong test
 the model wrote (``longest()`` lower-casing its answer), where the docstring's examples would have held them.
@@ -255,8 +255,12 @@ def run_examples(
     if not ready:
         return None
     spec = [{"module": module, "name": e.name, "text": e.text} for e, module in ready]
-    files = store.snapshot()  # as they were before the examples ran: what they write is not there again
-    rows, result = _driven(spec, store, runner, python, timeout_s)
+    # run on a copy of the project: what the examples write (a CSV, a database) is neither left in the project
+    # nor found by a later run, which would then judge the same code otherwise (seen on ClassEval_25: a second
+    # run passed load_cookies on the cookies.json the first run's save_cookies example had left)
+    files = store.snapshot()
+    with scratch_copy(files, "l2mac-examples-", opaque_from=store) as scratch:
+        rows, result = _driven(spec, scratch, runner, python, timeout_s)
     if rows is None:  # they never finished (a loop, a crash): all failed
         said = "timed out" if result.timed_out else _short(result.output) or f"exit status {result.returncode}"
         return ExampleRun(len(ready), tuple((e.name, f"could not be run: {said}") for e, _ in ready))
@@ -272,8 +276,8 @@ def run_examples(
     left_out = {name for name, _ in needs}
     failing = {r.name: r.report for r in rows if r.failed and r.name not in left_out}
     # the failing docstrings are run again, in a new process (the hash seed pinned in both, so a set's order
-    # is the same each time) on a copy of the files as they were before the first run (so a database or a file
-    # that run wrote is not there): one whose output then differs shows what varies from run to run (a shuffle,
+    # is the same each time) on a new copy of the files (so a database or a file the first run wrote is not
+    # there): one whose output then differs shows what varies from run to run (a shuffle,
     # the time), which no code can match (seen on ClassEval_12: create_deck's example shows one shuffle, and
     # two rounds of resampling could not pass it)
     again: list[_Row] | None = []
