@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from l2mac.errors import PathOutsideWorkspace, WorkspaceError
-from l2mac.store import FileStore, GitHistory
+from l2mac.store import FileStore, GitHistory, project_copy
 
 
 @pytest.fixture
@@ -130,3 +130,22 @@ def test_git_history_commits_each_step_and_ignores_records(store: FileStore) -> 
 
     tracked = subprocess.run(["git", "ls-files"], cwd=store.root, capture_output=True, text=True).stdout.split()
     assert tracked == ["a.py"]
+
+
+def test_a_project_copy_is_the_project_byte_for_byte_but_its_git_and_venv(tmp_path: Path) -> None:
+    """Where the task's examples run (a review of de8d781): a text copy turned a latin-1 data file's é into the
+    replacement character, and left out empty folders and symlinks, so code read other data than the project's."""
+    root = tmp_path / "p"
+    store = FileStore(root)
+    store.write_text("app.py", "X = 1\n")
+    (root / "data.csv").write_bytes("café\n".encode("latin-1"))
+    (root / "out").mkdir()
+    (root / "link.py").symlink_to("app.py")
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").write_text("")
+    with project_copy(store) as copy:
+        assert (copy.root / "data.csv").read_bytes() == "café\n".encode("latin-1")
+        assert (copy.root / "out").is_dir() and (copy.root / "link.py").is_symlink()
+        assert not (copy.root / ".venv").exists() and copy.read_text("app.py") == "X = 1\n"
+        copy.write_text("new.txt", "written in the copy")
+    assert not (root / "new.txt").exists()

@@ -321,3 +321,15 @@ def scratch_copy(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(opaque_from.root / path, target)
         yield scratch
+
+
+@contextmanager
+def project_copy(store: FileStore, prefix: str = "l2mac-copy-") -> Iterator[FileStore]:
+    """A throwaway copy of the project as it is, byte for byte (its files' encodings and modes, symlinks, empty
+    folders; not .git, .l2mac, caches or the .venv), removed on exit: where code runs whose writes the project
+    must not keep, in the same tree the project's own run would see."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        target = Path(tmp) / "project"
+        skipped = shutil.ignore_patterns(*sorted(RESERVED_DIRS | IGNORED_DIRS))
+        shutil.copytree(store.root, target, symlinks=True, ignore=skipped)
+        yield FileStore(target)

@@ -4,10 +4,11 @@ A task often shows what its code must do as doctest examples in the docstrings i
 ``12.566370614359172``). Unlike the tests a small model writes itself, they are the task's own: right by
 definition, and out of the model's reach. Each docstring's examples are run as one doctest, in the globals of
 the project module that defines the function or class they belong to, inside the sandbox on the project's
-interpreter (``examples_driver.py``), in a copy of the project (what they write is not left in it); those that fail are reported with what was expected and what came out, and
-count before the model's own tests in how close a step is to passing, so a step never keeps a state that breaks
-them for one that passes its own tests. Seen on HumanEval+: right first drafts rewritten to fit a wrong test
-the model wrote (``longest()`` lower-casing its answer), where the docstring's examples would have held them.
+interpreter (``examples_driver.py``), in a copy of the project (what they write is not left in it); those that
+fail are reported with what was expected and what came out, and count before the model's own tests in how close
+a step is to passing, so a step never keeps a state that breaks them for one that passes its own tests. Seen on
+HumanEval+: right first drafts rewritten to fit a wrong test the model wrote (``longest()`` lower-casing its
+answer), where the docstring's examples would have held them.
 
 A task also states examples in its prose (``screaming_snake('DeviceType') == 'DEVICE_TYPE'``): a call of a
 function by its plain name with literal arguments, compared with ``==`` to a literal. Those are run the same way,
@@ -38,7 +39,7 @@ from l2mac.checks.python import defined_at_top_level
 from l2mac.checks.runner import ProcessResult, Runner
 from l2mac.checks.tests import stable_output
 from l2mac.fenced import fenced_blocks
-from l2mac.store import FileStore, scratch_copy
+from l2mac.store import FileStore, project_copy
 
 #: characters of doctest's report kept per failing docstring
 REPORT_CHARS = 600
@@ -258,9 +259,8 @@ def run_examples(
     # run on a copy of the project: what the examples write (a CSV, a database) is neither left in the project
     # nor found by a later run, which would then judge the same code otherwise (seen on ClassEval_25: a second
     # run passed load_cookies on the cookies.json the first run's save_cookies example had left)
-    files = store.snapshot()
-    with scratch_copy(files, "l2mac-examples-", opaque_from=store) as scratch:
-        rows, result = _driven(spec, scratch, runner, python, timeout_s)
+    with project_copy(store, "l2mac-examples-") as copy:
+        rows, result = _driven(spec, copy, runner, python, timeout_s)
     if rows is None:  # they never finished (a loop, a crash): all failed
         said = "timed out" if result.timed_out else _short(result.output) or f"exit status {result.returncode}"
         return ExampleRun(len(ready), tuple((e.name, f"could not be run: {said}") for e, _ in ready))
@@ -282,8 +282,8 @@ def run_examples(
     # two rounds of resampling could not pass it)
     again: list[_Row] | None = []
     if failing:
-        with scratch_copy(files, "l2mac-examples-", opaque_from=store) as scratch:
-            again = _driven([s for s in spec if s["name"] in failing], scratch, runner, python, timeout_s)[0]
+        with project_copy(store, "l2mac-examples-") as copy:
+            again = _driven([s for s in spec if s["name"] in failing], copy, runner, python, timeout_s)[0]
     varied = tuple(r.name for r in again or [] if stable_output(failing.get(r.name, "")) != stable_output(r.report))
     failed = tuple((name, _short(report)) for name, report in failing.items() if name not in varied)
     return ExampleRun(len(ready) - len(varied) - len(needs), failed, varied, needs)

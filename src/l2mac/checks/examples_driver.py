@@ -41,8 +41,11 @@ NOTE = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])*\s*=(?!=)")
 NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:(?:u?int\d*|float\d*|complex\d*|bool_?|str_)\(([^()]*)\)|(True|False)_)")
 #: an object's address in its default repr, which differs from run to run
 ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+")
-#: how near two floats are the same value: a float's 17 digits, less those its arithmetic's order decides
-FLOAT_DIGITS = 1e-12
+#: how many units in the last place two floats may differ by and be the same value: what the order of the
+#: arithmetic decides (a sum's rounding errors add up, one or two per operation)
+FLOAT_ULPS = 16
+#: how near zero a float is the zero a docstring shows: what is left of a difference of equal values
+NEAR_ZERO = 1e-12
 _NO_VALUE = object()
 
 
@@ -89,8 +92,7 @@ def _same(got: object, shown: object) -> bool:
     if isinstance(got, numbers) and isinstance(shown, numbers) and not isinstance(got, bool):
         if isinstance(shown, bool):
             return False
-        floats = isinstance(got, float) or isinstance(shown, float)
-        return got == shown or (floats and math.isclose(got, shown, rel_tol=FLOAT_DIGITS, abs_tol=FLOAT_DIGITS))
+        return got == shown or ((isinstance(got, float) or isinstance(shown, float)) and _near(got, shown))
     if type(got) is not type(shown):
         return False
     if isinstance(got, (list, tuple)) and isinstance(shown, (list, tuple)):
@@ -98,6 +100,12 @@ def _same(got: object, shown: object) -> bool:
     if isinstance(got, dict) and isinstance(shown, dict):
         return got.keys() == shown.keys() and all(_same(got[k], shown[k]) for k in got)
     return got == shown
+
+
+def _near(got: float, shown: float) -> bool:
+    if shown == 0:
+        return abs(got) <= NEAR_ZERO
+    return abs(got - shown) <= FLOAT_ULPS * math.ulp(max(abs(got), abs(shown)))
 
 
 #: the file a FileNotFoundError names, where its message alone says it (a library's own wording)

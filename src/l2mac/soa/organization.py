@@ -819,14 +819,33 @@ class Organization:
         rounds = _Rounds()
         try:
             await self._rounds(mother, test_file, lead, rounds)
-        except (BudgetExceeded, ProviderError):
-            if lead and (rounds.best or rounds.passed):  # what the repair in flight left, ranked as a round would be
-                outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file, lead)
-                now = await self._round(self.limits.repair_rounds + 1, outcome, broken, test_file)
-                kept = rounds.closest(now, ok)
-                if kept is not None:
-                    self._put_back(mother, kept)
+        except (BudgetExceeded, ProviderError) as stop:
+            if lead and (rounds.best or rounds.passed):
+                try:
+                    await self._closest_at_stop(mother, test_file, rounds)
+                except Exception as e:  # the stop is what the run reports: this only fails to improve on it
+                    stop.add_note(f"the closest round was not put back: {type(e).__name__}: {e}")
+                    self.log("best_round_not_kept", agent=mother.id, error=first_line(e))
             raise
+
+    async def _closest_at_stop(self, mother: Agent, test_file: str, rounds: _Rounds) -> None:
+        """What the repair in flight left, ranked as a round would be (unless nothing changed since the last
+        round), and the closest round put back in its place."""
+        store = self.env.store
+        tests_now = store.read_text(test_file) if store.exists(test_file) else None
+        if rounds.best is not None and tests_now != rounds.best.files.get(test_file):
+            rounds.best = None  # she was rewriting her tests: the best round's counts are of other tests
+        if store.revision == rounds.revision:
+            now, ok = rounds.last, rounds.last_ok
+        else:
+            await asyncio.to_thread(self.env.sync)
+            outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file, True)
+            now = await self._round(self.limits.repair_rounds + 1, outcome, broken, test_file)
+        kept = rounds.closest(now, ok)
+        if kept is not None:
+            self._put_back(mother, kept)
+            note = f"the run stopped in a repair; its files were put back as they were at round {kept.number + 1}"
+            self._set(mother, AgentState.FAILED, note)
 
     async def _rounds(self, mother: Agent, test_file: str, lead: bool, rounds: _Rounds) -> None:
         """The rounds of :meth:`_test_and_repair`, each ranked into ``rounds``."""
@@ -847,7 +866,7 @@ class Organization:
                 self._set(mother, AgentState.DONE, outcome.headline())
                 return
             now = await self._round(round_, outcome, broken, test_file) if lead else None
-            rounds.add(now, ok)
+            rounds.add(now, ok, self.env.store.revision)
             if round_ == self.limits.repair_rounds or (ok and mine == asked):
                 break  # (her rewrite fails her examples just as before: asking again would not tell her more)
             involved = [] if ok else involved_in(self.agents, mother, outcome.output)
@@ -950,12 +969,16 @@ class _Rounds:
 
     best: _Round | None = None
     passed: _Round | None = None
+    last: _Round | None = None  # the last round ranked, whether its tests passed, and the store's revision then
+    last_ok: bool = False
+    revision: int = -1
 
-    def add(self, now: _Round | None, ok: bool) -> None:
+    def add(self, now: _Round | None, ok: bool, revision: int) -> None:
         if now is not None and (self.best is None or now.rank >= self.best.rank):
             self.best = now
         if ok and now is not None:
             self.passed = now
+        self.last, self.last_ok, self.revision = now, ok, revision
 
     def closest(self, now: _Round | None, ok: bool) -> _Round | None:
         """The round to put back in place of ``now`` (whose tests passed when ``ok``), if one ranks above it."""
@@ -984,10 +1007,13 @@ async def together(work: Iterable[Coroutine[Any, Any, None]]) -> None:
     tasks = [asyncio.ensure_future(w) for w in work]
     try:
         await asyncio.gather(*tasks)
-    except BaseException:
+    except BaseException as raised:
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        ended = await asyncio.gather(*tasks, return_exceptions=True)
+        for other in ended:  # what the others raised is said with it, not lost (a bug beside a stop)
+            if isinstance(other, Exception) and other is not raised and not isinstance(other, asyncio.CancelledError):
+                raised.add_note(f"also raised alongside: {type(other).__name__}: {other}")
         raise
 
 
