@@ -1050,6 +1050,33 @@ def test_a_run_stopped_in_a_repair_round_ends_at_the_closest_round_not_at_the_re
     assert [e["round"] for e in kept] == [1], kept
 
 
+def test_a_failure_to_put_the_closest_round_back_never_hides_why_the_run_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review of e832d3e: the put-back runs tests and writes files; an error there replaced the provider's
+    failure, which is what the strategy stops on, and the run crashed instead of stopping."""
+    from l2mac.soa.organization import Organization
+
+    async def broken(*_: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Organization, "_closest_at_stop", broken)
+    tests = TESTS.replace("mean([1.0, 2.0, 6.0])", "mean([mul(1.0, 2.0), 4.0])")
+    mean_wrong = MEAN_SPLIT.split("\n\n\n")[0].replace("return _total(xs) / len(xs) if xs else 0.0", "return 0.0")
+    team = Team(
+        {
+            "lead": [("write_skeleton", {**SKELETON, "tests": tests})],
+            "mul": [("write_function", {"code": MUL}), ("write_function", {"code": MUL_WRONG}), ("provider fails", {})],
+            "mean": [("write_function", {"code": mean_wrong})] * 3,
+        },
+        latency=0.05,
+    )
+    result = run_team(tmp_path, team)
+    assert result.report.stopped_by == "provider", result.report
+    log = [json.loads(line) for line in (result.workspace / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    assert [e["error"] for e in log if e["kind"] == "best_round_not_kept"] == ["OSError: disk full"]
+
+
 def test_agents_working_together_are_stopped_when_one_of_them_stops_the_run() -> None:
     """``gather`` alone leaves the others running: an agent's answer would land in the project after the run
     stopped (and after its files were put back)."""

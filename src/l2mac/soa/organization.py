@@ -825,7 +825,7 @@ class Organization:
                     await self._closest_at_stop(mother, test_file, rounds)
                 except Exception as e:  # the stop is what the run reports: this only fails to improve on it
                     stop.add_note(f"the closest round was not put back: {type(e).__name__}: {e}")
-                    self.log("best_round_not_kept", agent=mother.id, error=first_line(e))
+                    self.log("best_round_not_kept", agent=mother.id, error=f"{type(e).__name__}: {first_line(e)}")
             raise
 
     async def _closest_at_stop(self, mother: Agent, test_file: str, rounds: _Rounds) -> None:
