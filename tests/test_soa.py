@@ -1026,12 +1026,9 @@ def test_a_repair_round_that_ends_further_from_passing_is_undone(tmp_path: Path)
     assert not lead.passed and "put back as they were at round 1" in lead.reason, lead.reason
 
 
-def test_a_run_stopped_in_a_repair_round_ends_at_the_closest_round_not_at_the_repair_in_flight(
-    tmp_path: Path,
-) -> None:
-    """Seen on ClassEval_26: the budget ran out while the agents rewrote their methods a third time, and those
-    rewrites were the run's result. Here the first round passes test_ops, a repair bends mul, and the provider
-    fails in the next repair: the modules end as at round 1."""
+def _stopped_in_the_second_repair(tmp_path: Path) -> Any:
+    """A run whose first round passes test_ops, whose first repair bends mul, and whose provider fails in the
+    second repair."""
     tests = TESTS.replace("mean([1.0, 2.0, 6.0])", "mean([mul(1.0, 2.0), 4.0])")
     mean_wrong = MEAN_SPLIT.split("\n\n\n")[0].replace("return _total(xs) / len(xs) if xs else 0.0", "return 0.0")
     team = Team(
@@ -1042,7 +1039,16 @@ def test_a_run_stopped_in_a_repair_round_ends_at_the_closest_round_not_at_the_re
         },
         latency=0.05,
     )
-    result = run_team(tmp_path, team)
+    return run_team(tmp_path, team)
+
+
+def test_a_run_stopped_in_a_repair_round_ends_at_the_closest_round_not_at_the_repair_in_flight(
+    tmp_path: Path,
+) -> None:
+    """Seen on ClassEval_26: the budget ran out while the agents rewrote their methods a third time, and those
+    rewrites were the run's result. Here the first round passes test_ops, a repair bends mul, and the provider
+    fails in the next repair: the modules end as at round 1."""
+    result = _stopped_in_the_second_repair(tmp_path)
     assert result.report.stopped_by == "provider", result.report
     assert "return a * b\n" in result.files["calc/ops.py"]  # as at round 1, where test_ops passed
     log = [json.loads(line) for line in (result.workspace / ".l2mac" / "log.jsonl").read_text().splitlines()]
@@ -1061,17 +1067,7 @@ def test_a_failure_to_put_the_closest_round_back_never_hides_why_the_run_stopped
         raise OSError("disk full")
 
     monkeypatch.setattr(Organization, "_closest_at_stop", broken)
-    tests = TESTS.replace("mean([1.0, 2.0, 6.0])", "mean([mul(1.0, 2.0), 4.0])")
-    mean_wrong = MEAN_SPLIT.split("\n\n\n")[0].replace("return _total(xs) / len(xs) if xs else 0.0", "return 0.0")
-    team = Team(
-        {
-            "lead": [("write_skeleton", {**SKELETON, "tests": tests})],
-            "mul": [("write_function", {"code": MUL}), ("write_function", {"code": MUL_WRONG}), ("provider fails", {})],
-            "mean": [("write_function", {"code": mean_wrong})] * 3,
-        },
-        latency=0.05,
-    )
-    result = run_team(tmp_path, team)
+    result = _stopped_in_the_second_repair(tmp_path)
     assert result.report.stopped_by == "provider", result.report
     log = [json.loads(line) for line in (result.workspace / ".l2mac" / "log.jsonl").read_text().splitlines()]
     assert [e["error"] for e in log if e["kind"] == "best_round_not_kept"] == ["OSError: disk full"]
