@@ -16,13 +16,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from l2mac.control.step import Step
-from l2mac.errors import ProviderError
 from l2mac.models.scripted import last_user_text
 from l2mac.run import run_l2mac
 from l2mac.soa import contracts
 from l2mac.soa.contracts import Contract, ContractError, put_function, stubs
 from l2mac.soa.drafts import Drafter, Drafts
-from l2mac.soa.organization import together
 from l2mac.store import FileStore
 from l2mac.types import Instruction, StepOutcome, StepStatus
 
@@ -1024,6 +1022,9 @@ def test_a_repair_round_that_ends_further_from_passing_is_undone(tmp_path: Path)
     assert "return a * b\n" in result.files["calc/ops.py"]  # as at round 1, where test_ops passed
     lead = result.outcomes[0]
     assert not lead.passed and "put back as they were at round 1" in lead.reason, lead.reason
+    log = [json.loads(line) for line in (result.workspace / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    last = {e["owns"]: e["note"] for e in log if e["kind"] == "agent"}  # each agent as it ended
+    assert last["calc/ops.py:mul"] == "its code put back as it was at round 1", last  # not "repaired"
 
 
 def _stopped_in_the_second_repair(tmp_path: Path) -> Any:
@@ -1071,28 +1072,6 @@ def test_a_failure_to_put_the_closest_round_back_never_hides_why_the_run_stopped
     assert result.report.stopped_by == "provider", result.report
     log = [json.loads(line) for line in (result.workspace / ".l2mac" / "log.jsonl").read_text().splitlines()]
     assert [e["error"] for e in log if e["kind"] == "best_round_not_kept"] == ["OSError: disk full"]
-
-
-def test_agents_working_together_are_stopped_when_one_of_them_stops_the_run() -> None:
-    """``gather`` alone leaves the others running: an agent's answer would land in the project after the run
-    stopped (and after its files were put back)."""
-    landed: list[str] = []
-
-    async def stops() -> None:
-        await asyncio.sleep(0)
-        raise ProviderError("the key was revoked")
-
-    async def writes() -> None:
-        await asyncio.sleep(0.05)
-        landed.append("an answer")
-
-    async def run() -> None:
-        with pytest.raises(ProviderError):
-            await together([stops(), writes()])
-        await asyncio.sleep(0.1)
-
-    asyncio.run(run())
-    assert landed == []
 
 
 def test_the_leads_own_function_is_held_to_the_tasks_examples_and_her_rewrite_keeps_the_agents_work(

@@ -43,6 +43,7 @@ from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import defined_at_top_level, find_code_issues
 from l2mac.checks.repairs import python_files, repair_written
 from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes
+from l2mac.concurrency import together
 from l2mac.domains import Domain
 from l2mac.journal import request_key
 from l2mac.models.client import ContextOverflow, ModelClient
@@ -248,7 +249,7 @@ class Weigher:
         pooled = self.pool.setdefault(asked, [])
         wanted = 1 if pooled and not fresh else self.limits.samples
         if self.client.parallel:
-            drawn = list(await asyncio.gather(*(self._sample(messages, given) for _ in range(wanted))))
+            drawn = await together(self._sample(messages, given) for _ in range(wanted))
         else:  # in turn: made at once, they would race for the model and take its seeds in a different order
             drawn = [await self._sample(messages, given) for _ in range(wanted)]
         answers = [(answer, finish) for answer in [*pooled, *drawn]]

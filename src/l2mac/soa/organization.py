@@ -13,8 +13,8 @@ import ast
 import asyncio
 import textwrap
 import time
-from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from importlib import resources
 from typing import Any
@@ -39,6 +39,7 @@ from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import merge_definitions, repair_written
 from l2mac.checks.tests import TestRun
+from l2mac.concurrency import together
 from l2mac.control.protocol import StepProtocol, cut_off
 from l2mac.control.resample import Holds, first_that_holds
 from l2mac.control.test_start import file_start
@@ -64,6 +65,7 @@ from l2mac.soa.contracts import (
     test_path_for,
 )
 from l2mac.soa.drafts import Drafter, Drafts, Key
+from l2mac.soa.rounds import Round, Rounds, measured, mother_tests, own_examples_failing
 from l2mac.soa.tools import (
     DECIDE,
     REQUEST_CHANGE,
@@ -816,7 +818,7 @@ class Organization:
         31e8df1: the lead wrote slugify_filename herself, and it dropped the extension the request's own example
         keeps."""
         lead = mother.parent is None
-        rounds = _Rounds()
+        rounds = Rounds()
         try:
             await self._rounds(mother, test_file, lead, rounds)
         except (BudgetExceeded, ProviderError) as stop:
@@ -828,7 +830,7 @@ class Organization:
                     self.log("best_round_not_kept", agent=mother.id, error=f"{type(e).__name__}: {first_line(e)}")
             raise
 
-    async def _closest_at_stop(self, mother: Agent, test_file: str, rounds: _Rounds) -> None:
+    async def _closest_at_stop(self, mother: Agent, test_file: str, rounds: Rounds) -> None:
         """What the repair in flight left, ranked as a round would be (unless nothing changed since the last
         round), and the closest round put back in its place."""
         store = self.env.store
@@ -839,33 +841,37 @@ class Organization:
             now, ok = rounds.last, rounds.last_ok
         else:
             await asyncio.to_thread(self.env.sync)
-            outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file, True)
-            now = await self._round(self.limits.repair_rounds + 1, outcome, broken, test_file)
+            outcome, ok, broken = await asyncio.to_thread(mother_tests, self.env, test_file, self.passing_before, True)
+            now = await self._measured(self.limits.repair_rounds + 1, outcome, broken, test_file)
         kept = rounds.closest(now, ok)
         if kept is not None:
             self._put_back(mother, kept)
             note = f"the run stopped in a repair; its files were put back as they were at round {kept.number + 1}"
             self._set(mother, AgentState.FAILED, note)
 
-    async def _rounds(self, mother: Agent, test_file: str, lead: bool, rounds: _Rounds) -> None:
+    async def _rounds(self, mother: Agent, test_file: str, lead: bool, rounds: Rounds) -> None:
         """The rounds of :meth:`_test_and_repair`, each ranked into ``rounds``."""
         broken: list[str] = []
-        now: _Round | None = None
+        now: Round | None = None
         asked = ""  # what her own functions' examples showed, the last time she was asked to answer it
         for round_ in range(self.limits.repair_rounds + 1):
             self._set(mother, AgentState.TESTING)
             await asyncio.to_thread(self.env.sync)  # the lead's dependencies, installed into the project's .venv
             started = time.monotonic()
-            outcome, ok, broken = await asyncio.to_thread(self._run_tests, test_file, lead)
+            outcome, ok, broken = await asyncio.to_thread(mother_tests, self.env, test_file, self.passing_before, lead)
             seconds = round(time.monotonic() - started, 3)
             failing = outcome.failed + outcome.errors
-            mine = await asyncio.to_thread(self._own_examples_failing) if lead else ""
+            mine = (
+                await asyncio.to_thread(own_examples_failing, self._examples, self._contracts(), self.env)
+                if lead
+                else ""
+            )
             self.log("checks", agent=mother.id, ok=ok, seconds=seconds, tests_passed=outcome.passed,
                      tests_failing=failing, broken=broken, own_examples_ok=not mine)  # fmt: skip
             if ok and not mine:
                 self._set(mother, AgentState.DONE, outcome.headline())
                 return
-            now = await self._round(round_, outcome, broken, test_file) if lead else None
+            now = await self._measured(round_, outcome, broken, test_file) if lead else None
             rounds.add(now, ok, self.env.store.revision)
             if round_ == self.limits.repair_rounds or (ok and mine == asked):
                 break  # (her rewrite fails her examples just as before: asking again would not tell her more)
@@ -895,50 +901,24 @@ class Organization:
             note += f"; {len(broken)} tests that passed before the change fail: {', '.join(broken[:5])}"
         self._set(mother, AgentState.FAILED, note)
 
-    def _put_back(self, mother: Agent, kept: _Round) -> None:
+    async def _measured(self, number: int, outcome: TestRun, broken: list[str], test_file: str) -> Round | None:
+        """The lead's round ``number`` as it ranks (see :mod:`l2mac.soa.rounds`), with her modules as they are."""
+        modules = self._modules() | {p for p in self._lead_files if p.endswith(".py") and not is_test_file(p)}
+        return await asyncio.to_thread(
+            measured, number, outcome, broken, test_file, sorted(modules), self._examples, self.env
+        )
+
+    def _put_back(self, mother: Agent, kept: Round) -> None:
+        """``kept``'s files written back; the agents whose module changed with them say their code is that round's
+        (an agent left at "repaired" would claim a repair the project no longer holds)."""
+        store = self.env.store
+        changed = {p for p, text in kept.files.items() if not store.exists(p) or store.read_text(p) != text}
         for path, text in kept.files.items():
             self._write(mother, path, text)
         self._repaired("best_round_kept", agent=mother.id, round=kept.number + 1, rank=list(kept.rank))
-
-    def _own_examples_failing(self) -> str:
-        """What the task's examples of the functions no agent owns showed, where they fail; empty when they pass."""
-        contracts = self._contracts()
-        owned = {c.qualname for c in contracts}
-        classes = {c.owner for c in contracts if c.owner}  # a class docstring's examples run its agents' methods
-        examples = [e for e in self._examples if e.name not in owned and e.owner not in classes]
-        env = self.env
-        run = run_examples(examples, env.store, env.runner, env.python, env.test_timeout_s)
-        return run.failures()[-2000:] if run is not None and run.failed else ""
-
-    async def _round(self, number: int, outcome: TestRun, broken: list[str], test_file: str) -> _Round | None:
-        """The lead's round as it ranks, with her modules as they are; None when her test file is gone."""
-        store = self.env.store
-        if not store.exists(test_file):
-            return None
-        env = self.env
-        run = await asyncio.to_thread(run_examples, self._examples, store, env.runner, env.python, env.test_timeout_s)
-        passed = run.tried - len(run.failed) if run is not None else 0  # a function still a stub passes none
-        modules = self._modules() | {p for p in self._lead_files if p.endswith(".py") and not is_test_file(p)}
-        texts = {p: store.read_text(p) for p in [*sorted(modules), test_file] if store.exists(p)}
-        finished = outcome.status != "timeout"  # a run that hung ranks below any that finished
-        return _Round(number, (finished, passed, -len(broken), outcome.passed), texts, broken)
-
-    def _run_tests(self, test_file: str, lead: bool) -> tuple[TestRun, bool, list[str]]:
-        """A mother's tests: the run, whether it passes, and the tests it broke. In a repository the lead's
-        tests run with those of the repository that passed before the change: she passes when her own tests do
-        and every one of those still does (a test that failed before is not hers to fix). An agent that split
-        its function runs only its own tests: the lead's run, after every agent, is the one that sees it all."""
-        if not (self.passing_before and lead):
-            run = self.env.test_run(targets=[test_file])
-            return run, run.ok, []
-        others = sorted({t.split("::")[0] for t in self.passing_before} - {test_file})
-        run = self.env.test_run(targets=[test_file, *others], each=True)
-        if run.status == "timeout":  # nothing is known to be broken: the run did not finish
-            return run, False, []
-        passing, failing = run.passing_and_failing()
-        own = [t for t in passing | failing if t == test_file or t.startswith(test_file + "::")]
-        broken = sorted(self.passing_before - passing)
-        return run, bool(own) and not (set(own) & failing) and not broken, broken
+        for agent in self.agents:
+            if agent.contract is not None and agent.contract.module in changed:
+                self._set(agent, agent.state, f"its code put back as it was at round {kept.number + 1}")
 
     async def _repair(self, agent: Agent, report: str) -> None:
         assert agent.contract is not None
@@ -951,46 +931,6 @@ class Organization:
             self._set(agent, AgentState.FAILED, str(e))
 
 
-@dataclass(frozen=True)
-class _Round:
-    """One of the lead's test rounds: its number, its rank (higher is closer to passing), the texts of her modules
-    and her test file."""
-
-    number: int
-    rank: tuple[bool, int, int, int]
-    files: dict[str, str]
-    broken: list[str]
-
-
-@dataclass
-class _Rounds:
-    """The lead's rounds that may be put back: the best so far (a tie goes to the later: it saw more), and the
-    last in which her tests passed (her own functions' examples failing)."""
-
-    best: _Round | None = None
-    passed: _Round | None = None
-    last: _Round | None = None  # the last round ranked, whether its tests passed, and the store's revision then
-    last_ok: bool = False
-    revision: int = -1
-
-    def add(self, now: _Round | None, ok: bool, revision: int) -> None:
-        if now is not None and (self.best is None or now.rank >= self.best.rank):
-            self.best = now
-        if ok and now is not None:
-            self.passed = now
-        self.last, self.last_ok, self.revision = now, ok, revision
-
-    def closest(self, now: _Round | None, ok: bool) -> _Round | None:
-        """The round to put back in place of ``now`` (whose tests passed when ``ok``), if one ranks above it."""
-        if now is None:
-            return None
-        if self.passed is not None and not ok and self.passed.rank[1] >= now.rank[1]:
-            return self.passed  # her tests all passed then (with the tests she had then), and no fewer examples
-        if self.best is not None and self.best.rank > now.rank:
-            return self.best
-        return None
-
-
 _WHAT = {
     "write_skeleton": "modules (write_skeleton, or each module as its path and a fenced block)",
     "write_function": "function (write_function, or the function in a ```python fenced block)",
@@ -998,23 +938,6 @@ _WHAT = {
     "write_module": "module (write_module, or the module in a ```python fenced block)",
     "write_tests": "tests (write_tests, or the test file as its path and a fenced block)",
 }
-
-
-async def together(work: Iterable[Coroutine[Any, Any, None]]) -> None:
-    """Run ``work`` at once; when one raises (the run's budget spent, the provider failing), the others are
-    cancelled before it propagates, so no agent writes to the project after the run has stopped (``gather``
-    alone leaves them running)."""
-    tasks = [asyncio.ensure_future(w) for w in work]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException as raised:
-        for task in tasks:
-            task.cancel()
-        ended = await asyncio.gather(*tasks, return_exceptions=True)
-        for other in ended:  # what the others raised is said with it, not lost (a bug beside a stop)
-            if isinstance(other, Exception) and other is not raised and not isinstance(other, asyncio.CancelledError):
-                raised.add_note(f"also raised alongside: {type(other).__name__}: {other}")
-        raise
 
 
 def given_design(task: str) -> dict[str, str]:
