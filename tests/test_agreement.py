@@ -1122,3 +1122,53 @@ def test_the_codes_problems_are_counted_as_a_samples_are(tmp_path: Path) -> None
     assert problems_with(env, False, snapshot, "store.py") == 1  # json is undefined
     assert problems_with(env, True, snapshot, "store.py") == 0  # the repairs add `import json`
     assert store.read_text("store.py") == code  # counted in a copy: the project is untouched
+
+
+def test_a_sample_kept_for_one_function_leaves_the_codes_other_functions_as_they_were(tmp_path: Path) -> None:
+    # seen on ClassEval_37 at 7e7b24c: a sample kept for the one method whose example it passed also replaced
+    # another method that was right with one that was wrong where nothing tested it; each function a sample
+    # changes stays as the code had it unless a test or example that tells the two apart reaches it
+    mean_buggy = STATS.replace("sum(xs) / len(xs)", "sum(xs) / (len(xs) + 1)")
+    total_other = "sum(x for x in xs)"  # passes the same test: nothing tells it from the code's
+    sampled = STATS.replace("return sum(xs)\n", f"return {total_other}\n")
+    tests = (
+        "from stats import mean, total\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
+        "def test_total():\n    assert total([1, 2]) == 3\n"
+    )
+    replies = [
+        text(fenced(("stats.py", mean_buggy))),
+        text(fenced(("tests/test_stats.py", tests))),
+        *[text(fenced(("stats.py", sampled)))] * 3,
+        text("STEP COMPLETE\nstats.py has mean and total."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, TWO_FUNCTIONS, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("stats.py") == STATS  # the sample's mean, which test_mean tells apart; the code's total
+
+
+def test_only_functions_no_telling_evidence_reaches_are_kept_and_never_a_constructor() -> None:
+    from l2mac.checks.consensus import unevidenced
+    from l2mac.checks.repairs import with_functions_of
+
+    before = (
+        "class Cipher:\n    def __init__(self):\n        self.shift = 3\n\n"
+        "    def caesar(self, s):\n        return s.upper()\n\n"
+        "    def rail(self, s):\n        return s\n\n"
+        "    def shout(self, s):\n        return self.caesar(s) + '!'\n"
+    )
+    after = before.replace("s.upper()", "s.lower()").replace("return s\n", "return s[::-1]\n")
+    tests = {"t.py": "from c import Cipher\n\n\ndef test_rail():\n    assert Cipher().rail('ab') == 'ba'\n\n\n"
+             "def test_shout():\n    assert Cipher().shout('a') == 'A!'\n"}  # fmt: skip
+    # test_rail's outcome differs: rail is the sample's; nothing that differs reaches caesar: the code's stays
+    assert unevidenced(before, after, tests, ["t.py::test_rail"], set()) == [("Cipher", "caesar")]
+    # a differing test of a function that calls caesar reaches it too; so does a differing example
+    assert unevidenced(before, after, tests, ["t.py::test_shout"], set()) == [("Cipher", "rail")]
+    assert unevidenced(before, after, tests, [], {"caesar", "rail"}) == []
+    # a changed constructor: what every method shares is the sample's, so nothing of the code is kept
+    assert unevidenced(before, after.replace("= 3", "= 4"), tests, [], set()) is None
+    spliced = with_functions_of(after, before, {("Cipher", "caesar")})
+    assert spliced == after.replace("s.lower()", "s.upper()")
+    # a stub never goes back over a body
+    stubbed = before.replace("return s.upper()", "pass")
+    assert with_functions_of(after, stubbed, {("Cipher", "caesar")}) is None

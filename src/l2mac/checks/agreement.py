@@ -34,6 +34,7 @@ from l2mac.checks.consensus import (
     remove_statement,
     remove_tests,
     sampled_file,
+    unevidenced,
 )
 from l2mac.checks.demands import missing_definitions, named_files, names_for_file, untested_functions
 from l2mac.checks.env import ToolEnv
@@ -41,7 +42,7 @@ from l2mac.checks.examples import Example, run_examples, task_examples
 from l2mac.checks.issues import CodeIssue
 from l2mac.checks.layout import is_test_file, module_name
 from l2mac.checks.python import defined_at_top_level, find_code_issues
-from l2mac.checks.repairs import python_files, repair_written
+from l2mac.checks.repairs import python_files, repair_written, with_functions_of
 from l2mac.checks.tests import failure_lines, failure_messages, per_test_outcomes
 from l2mac.concurrency import together
 from l2mac.domains import Domain
@@ -198,6 +199,11 @@ class Weigher:
                 disputed=tuple(t for t in agreement.disputed if t not in of_wrong),
                 agreed={t: m for t, m in agreement.agreed.items() if t not in of_wrong},
             )
+        if agreement.chosen:
+            chosen = sampled[agreement.chosen - 1]
+            spliced = await self._least_change(snapshot, target, examples, base, failing, chosen, evidence)
+            if spliced is not None:
+                candidates[agreement.chosen - 1] = spliced
         self.verdicts[key] = (target, agreement)
         self.log(
             "agreement",
@@ -211,6 +217,46 @@ class Weigher:
             agreed=dict(agreement.agreed),
         )
         return await self._apply(target, agreement, candidates, base)
+
+    async def _least_change(
+        self,
+        snapshot: dict[str, str],
+        target: str,
+        examples: list[Example],
+        base: dict[str, bool],
+        failing: tuple[str, ...],
+        chosen: Sampled,
+        evidence: Callable[[dict[str, bool]], dict[str, bool]],
+    ) -> str | None:
+        """The chosen sample with the code's own version of each function it changes that no evidence telling
+        the two apart reaches (a test whose outcome differs, an example whose verdict differs), when that
+        passes the same tests, as many examples and has no more problems; else None (the sample is kept whole).
+        A sample is chosen for the functions the evidence sees; it was written whole, and its other functions
+        differ from the code's by chance: with nothing to tell them apart, the code's stay (seen on ClassEval_37
+        at 7e7b24c: a sample kept for its rail_fence_cipher, which passed its example, also replaced a right
+        caesar_cipher with one that kept only lowercase letters; both passed every test and example of it)."""
+        incumbent = snapshot.get(target, "")
+        outcomes = evidence(chosen.outcomes)
+        tests = [t for t in {*base, *outcomes} if base.get(t) != outcomes.get(t)]
+        told_apart = {_used_as(name) for name in set(failing) ^ set(chosen.examples_failed)}
+        keep = unevidenced(incumbent, chosen.content, snapshot, tests, told_apart)
+        if not keep:
+            return None
+        spliced = with_functions_of(chosen.content, incumbent, set(keep))
+        if spliced is None:
+            return None
+        env = self.env
+        run = await asyncio.to_thread(outcomes_with, env, self.recover, snapshot, target, spliced, examples)
+        if (
+            run is None
+            or evidence(run.outcomes) != outcomes
+            or run.examples_passed < chosen.examples_passed
+            or run.problems > chosen.problems
+        ):
+            self.log("agreement_spliced", target=target, kept=[".".join(filter(None, k)) for k in keep], held=False)
+            return None
+        self.log("agreement_spliced", target=target, kept=[".".join(filter(None, k)) for k in keep], held=True)
+        return run.content
 
     async def _implementations(
         self,

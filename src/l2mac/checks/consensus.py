@@ -358,3 +358,51 @@ def defined_names(source: str) -> set[str] | None:
         return defined_at_top_level(ast.parse(source))
     except SyntaxError:
         return None
+
+
+#: a function of a module by where it is: (its class, or None at the top level; its name)
+FunctionKey = tuple[str | None, str]
+
+
+def changed_functions(before: str, after: str) -> dict[FunctionKey, bool] | None:
+    """The functions ``after`` has that differ from ``before``'s (top-level ones and classes' methods), each with
+    whether ``before`` has it at all; None when either does not parse."""
+    try:
+        old, new = _functions(ast.parse(before)), _functions(ast.parse(after))
+    except SyntaxError:
+        return None
+    return {key: key in old for key, dump in new.items() if old.get(key) != dump}
+
+
+def _functions(tree: ast.Module) -> dict[FunctionKey, str]:
+    found: dict[FunctionKey, str] = {}
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    for node in tree.body:
+        if isinstance(node, functions):
+            found[(None, node.name)] = ast.dump(node)
+        elif isinstance(node, ast.ClassDef):
+            found |= {(node.name, m.name): ast.dump(m) for m in node.body if isinstance(m, functions)}
+    return found
+
+
+def unevidenced(
+    before: str, after: str, files: Mapping[str, str], tests: Sequence[str], examples: Collection[str]
+) -> list[FunctionKey] | None:
+    """The functions ``after`` changes from ``before`` that no evidence telling them apart reaches: no test of
+    ``tests`` (those whose outcome differs between them; ``files`` holds their text) and no example of
+    ``examples`` (whose verdict differs; by the name code uses: ``method``, ``function``, a class for its
+    constructor) uses them, directly or through the functions that call them, in either version. None when
+    nothing may be kept of ``before``: a constructor or other special method changed (what the class's methods
+    share), or a source does not parse."""
+    changed = changed_functions(before, after)
+    if changed is None or any(name.startswith("__") and name.endswith("__") for _, name in changed):
+        return None
+    kept = []
+    for key, existed in changed.items():
+        if not existed:
+            continue  # a new function: nothing of ``before`` to keep in its place
+        users = callers(before, {key[1]}) | callers(after, {key[1]})
+        if users & set(examples) or reaching_tests(files, tests, users):
+            continue
+        kept.append(key)
+    return kept

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 
 from l2mac.checks.autofix import (
@@ -692,3 +692,27 @@ def merge_definitions(source: str, snippet: str, *, add_new: bool = False) -> st
     lines[head:head] = missing
     merged = "\n".join(lines).rstrip("\n") + "\n" if added else "\n".join(lines) + "\n"
     return None if merged == source else merged
+
+
+def with_functions_of(base: str, donor: str, keys: Collection[tuple[str | None, str]]) -> str | None:
+    """``base`` with ``donor``'s versions of the functions ``keys`` names (``(class or None, name)``) put in place
+    of its own (and the imports they need that ``base`` lacks); None when either does not parse or ``base`` lacks
+    one of them."""
+    try:
+        tree = ast.parse(donor)
+        ast.parse(base)
+    except SyntaxError:
+        return None
+    lines = donor.splitlines()
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    parts = [ast.get_source_segment(donor, n) or "" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    for node in tree.body:
+        if isinstance(node, functions) and (None, node.name) in keys:
+            a, b = definition_span(node)
+            parts.append("\n".join(lines[a:b]))
+        elif isinstance(node, ast.ClassDef):
+            methods = [m for m in node.body if isinstance(m, functions) and (node.name, m.name) in keys]
+            if methods:
+                bodies = ["\n".join(lines[slice(*definition_span(m))]) for m in methods]
+                parts.append(f"class {node.name}:\n" + "\n".join(bodies))
+    return merge_definitions(base, "\n\n".join(parts) + "\n")
