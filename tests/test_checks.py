@@ -1394,6 +1394,17 @@ def test_a_file_the_test_names_and_never_made_gets_a_hint_to_make_it_in_the_test
     )
     assert "'test.jpg' is a file the test names" in failure_hints(short)[0]
 
+    # the failures no change to the code can mend: every one raised for a file the test names and never made
+    from l2mac.checks.hints import made_by_the_tests
+
+    unmade = output('        image_path = Path("test.jpg")', missing)
+    assert made_by_the_tests(unmade) and made_by_the_tests(
+        unmade + output("        image_path = 'path/to/doc.docx'", docx)
+    )
+    assert not made_by_the_tests(unmade + output("        image_path = None", missing))  # the code's own path
+    wrong = "____ test_size ____\n\n    def test_size():\n>       assert size() == 3\nE       assert 2 == 3\n"
+    assert not made_by_the_tests(unmade + wrong) and not made_by_the_tests(in_test) and not made_by_the_tests("")
+
 
 def test_a_test_that_uses_a_table_before_the_function_that_creates_it_calls_that_first(tmp_path: Path) -> None:
     """Seen on the notes API at 994f53a: tests called add_note on a fresh database under tmp_path, "no such

@@ -1364,3 +1364,34 @@ def test_a_draft_step_leaves_the_other_files_as_they_were_and_its_tests_only_whe
         assert "LIMIT" not in code and '"""A count that starts at zero."""' in code
     assert drafter.drafted == {("counter.py", "Counter", "__init__"), ("counter.py", "Counter", "bump")}
     assert drafter.turns == 3 and logged == ["drafted", "draft_step"]
+
+
+def test_tests_that_fail_on_a_file_none_of_them_made_are_the_leads_to_rewrite_and_no_agent_is_asked(
+    tmp_path: Path,
+) -> None:
+    """Seen on ClassEval_34 at de8d781: each of the lead's tests opened ``example.docx``, which none of them wrote.
+    The failures went to the agents of the methods they reached, who rewrote right code in each round (one dropped
+    ``doc.save()``), and the tests failed the same way after each. No code can mend such a failure: she rewrites
+    her tests, told what the failure means."""
+    io = 'def load(path: str) -> str:\n    """The text of the file at path."""\n    ...\n'
+    load = io.replace("    ...\n", "    with open(path) as f:\n        return f.read()\n")
+    unmade = "from notes.io import load\n\n\ndef test_load():\n    assert load('notes.txt') == 'hi'\n"
+    made = (
+        "from notes.io import load\n\n\ndef test_load(tmp_path):\n    p = tmp_path / 'notes.txt'\n"
+        "    p.write_text('hi')\n    assert load(str(p)) == 'hi'\n"
+    )
+    skeleton = {"modules": [{"path": "notes/__init__.py", "code": ""}, {"path": "notes/io.py", "code": io}]}
+    team = Team(
+        {
+            "lead": [("write_skeleton", {**skeleton, "tests": unmade}), ("write_tests", {"tests": made})],
+            "load": [("write_function", {"code": load})] * 3,
+        }
+    )
+    result = run_team(tmp_path, team)
+    assert result.ok, result.report
+    assert len(team.asked["load"]) == 1  # its right code was never sent back
+    rewrite = team.asked["lead"][1]
+    assert "fail on files that none of them makes" in rewrite and "'notes.txt' is a file the test names" in rewrite
+    assert result.files["notes/io.py"].endswith("return f.read()\n")
+    log = [json.loads(line) for line in (result.workspace / ".l2mac" / "log.jsonl").read_text().splitlines()]
+    assert [e["round"] for e in log if e["kind"] == "lead_retests"] == [1]

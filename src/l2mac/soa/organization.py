@@ -35,6 +35,7 @@ from l2mac.checks.contract import given_skeleton
 from l2mac.checks.demands import named_files, names_for_file
 from l2mac.checks.dependencies import REQUIREMENTS, with_requirements
 from l2mac.checks.examples import Example, ExampleRun, run_examples, task_examples
+from l2mac.checks.hints import failure_hints, made_by_the_tests
 from l2mac.checks.layout import is_test_file
 from l2mac.checks.python import top_level_definitions
 from l2mac.checks.repairs import merge_definitions, repair_written
@@ -423,11 +424,21 @@ class Organization:
         test_file = self._test_path(_first_module(list(given)))
         files = "\n\n".join(fenced_file(p, code) for p, code in given.items())
         user = self.render("tests_task", task=self.task, files=files, test_file=test_file)
-        history: list[ModelMessage] = []
         # begun at the test file's imports and first test, for a model that continues a begun answer (seen on
         # ClassEval through the served model, which cannot be begun: "The provided solution and test file are
         # already correctly implemented", three times)
         begun = file_start(test_file, given) if self.client.continues else ""
+        if await self._write_tests(agent, user, test_file, begun):
+            agent.owns = ", ".join(given)
+            self._lead_files = [*given, test_file]
+            return contracts, test_file
+        self._drafted.clear()  # she designs the modules herself: no function of hers is a draft's
+        return None
+
+    async def _write_tests(self, agent: Agent, user: str, test_file: str, begun: str = "") -> bool:
+        """``agent`` writes ``test_file`` whole (one answer, asked again while it gives no usable tests); whether
+        it did."""
+        history: list[ModelMessage] = []
         for _ in range(self.limits.attempts):
             call, history = await self._ask(agent, "tests_system", user, [WRITE_TESTS], history, begun)
             try:
@@ -437,11 +448,21 @@ class Organization:
                 continue
             self._write(agent, test_file, tests)
             self._fix_files([test_file])
-            agent.owns = ", ".join(given)
-            self._lead_files = [*given, test_file]
-            return contracts, test_file
-        self._drafted.clear()  # she designs the modules herself: no function of hers is a draft's
-        return None
+            return True
+        return False
+
+    async def _retest(self, lead: Agent, test_file: str, output: str) -> bool:
+        """Every failure of the lead's tests is one they make themselves (each names a file none of them made):
+        no agent's code can mend it, so she writes her tests again, seeing the failures and what they mean;
+        her agents are not asked. Whether she did."""
+        self._set(lead, AgentState.WRITING, "rewriting her tests: they fail on files they never made")
+        files = "\n\n".join(fenced_file(p, self._read(lead, p)) for p in self._lead_files if self.env.store.exists(p))
+        report = "\n".join([*failure_hints(output), output[-3000:]])
+        user = self.render("tests_repair", task=self.task, files=files, test_file=test_file, report=report)
+        store = self.env.store
+        modules = {p: store.read_text(p) for p in self._lead_files if not is_test_file(p) and store.exists(p)}
+        begun = file_start(test_file, modules) if self.client.continues else ""
+        return await self._write_tests(lead, user, test_file, begun)
 
     async def _draft_answer(self, lead: Agent, path: str, code: str) -> str:
         """The module ``path`` whole, in one answer of the model; raises ValueError for an answer cut off, or that
@@ -875,6 +896,12 @@ class Organization:
             rounds.add(now, ok, self.env.store.revision)
             if round_ == self.limits.repair_rounds or (ok and mine == asked):
                 break  # (her rewrite fails her examples just as before: asking again would not tell her more)
+            if lead and not ok and made_by_the_tests(outcome.output):
+                self.log("lead_retests", mother=mother.id, round=round_ + 1)
+                if not await self._retest(mother, test_file, outcome.output):
+                    break
+                rounds.best = None  # her tests are new: the earlier rounds' counts are of other tests
+                continue
             involved = [] if ok else involved_in(self.agents, mother, outcome.output)
             if not involved:  # the failure is in the lead's own code, tests or examples (agents' come first)
                 self.log("lead_repairs", mother=mother.id, round=round_ + 1)
