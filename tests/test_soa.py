@@ -521,6 +521,20 @@ def test_a_method_contract_is_merged_into_its_class_and_stays_frozen() -> None:
         raise AssertionError(f"merged: {wrong}")
 
 
+def test_an_answer_that_defines_its_function_more_than_once_is_read_as_python_runs_it() -> None:
+    """Seen on ClassEval_18 at df81376: the one answer in 40 that converted a key to camel case right defined the
+    function three times (two drafts, then the one it meant); it was refused as "helper names already used"."""
+    count = stubs(SHELF, "shelf.py")[2]
+    drafts = COUNT.replace("len(self.books)", "0") + "\n" + COUNT.replace("len(self.books)", "-1") + "\n" + COUNT
+    merged = put_function(SHELF, count, drafts)
+    assert merged == put_function(SHELF, count, COUNT)  # the last, as Python keeps it
+    # decorated ones are each kept: a setter is built from its getter
+    helper = "\n@property\ndef _cap(self) -> int:\n    return 3\n\n"
+    helper += "@_cap.setter\ndef _cap(self, n: int) -> None:\n    pass\n"
+    merged = put_function(SHELF, count, COUNT + helper)
+    assert "    @property\n    def _cap(self) -> int:" in merged and "    @_cap.setter\n    def _cap(self" in merged
+
+
 def test_a_method_answer_lands_in_its_class_however_it_is_indented_and_its_helpers_where_they_belong() -> None:
     """From a review: a column-0 comment once nested the method in the one above it; a top-level helper of a
     method became a method; a helper named as another agent's helper was dropped silently."""

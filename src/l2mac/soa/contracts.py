@@ -19,6 +19,7 @@ from l2mac.checks.demands import is_stub_definition, is_stub_shaped
 from l2mac.checks.repairs import definition_span
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Def = ast.FunctionDef | ast.AsyncFunctionDef
 _DEF_LINE = re.compile(r"\s*(?:@|(?:async\s+)?def\s|class\s)")
 
 
@@ -188,6 +189,17 @@ def _scope(tree: ast.Module, owner: str | None) -> list[ast.stmt] | None:
     return cls.body if cls is not None else None
 
 
+def _as_run(nodes: list[_Def]) -> list[_Def]:
+    """``nodes`` (the definitions of one scope, in order) as Python keeps them: of a name defined more than once,
+    the last definition. Seen on ClassEval_18 at df81376: the one answer in 40 that converted a key to camel case
+    right defined _to_camel_case three times; the first was taken as the function and the others as helpers whose
+    name was taken, and the answer was refused. Decorated definitions of one name (a property and its setter,
+    overloads) are each kept: Python builds one from the other."""
+    last = {n.name: n for n in nodes}
+    decorated = {n.name for n in nodes if n.decorator_list}
+    return [n for n in nodes if last[n.name] is n or n.name in decorated]
+
+
 def put_function(source: str, contract: Contract, code: str, siblings: Collection[str] = ()) -> str:
     """``source`` with ``contract``'s function replaced by the one in ``code``; other functions ``code`` defines
     (helpers) are added right after it, and its imports at the top. Raises ContractError on a changed
@@ -217,6 +229,7 @@ def put_function(source: str, contract: Contract, code: str, siblings: Collectio
     else:
         own = [n for n in top if _takes_self(n) or n.name == contract.name]
         outside = [n for n in top if n not in own]
+    own, outside = _as_run(own), _as_run(outside)
     target = next((n for n in own if n.name == contract.name), None)
     if target is None:
         raise ContractError(f"the code does not define {contract.name}")
