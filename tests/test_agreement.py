@@ -1172,3 +1172,37 @@ def test_only_functions_no_telling_evidence_reaches_are_kept_and_never_a_constru
     # a stub never goes back over a body
     stubbed = before.replace("return s.upper()", "pass")
     assert with_functions_of(after, stubbed, {("Cipher", "caesar")}) is None
+
+
+def test_a_function_the_checks_find_a_problem_in_is_the_samples_and_the_rest_stay_the_codes(tmp_path: Path) -> None:
+    # seen on ClassEval_37 at 507476a: a sample chosen over the code for having no problem, where the code had one
+    # (a name never defined, in one function), was kept whole, as nothing said which function the problem was in
+    three = Instruction(
+        title="Stats",
+        instruction="Write stats.py with mean(xs), total(xs) and count(xs) of a list of numbers; tests/test_stats.py.",
+        requires_tests=True,
+    )
+    code = (
+        "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n\n\n"
+        "def total(xs):\n    if not xs:\n        return zero\n    return sum(xs)\n\n\n"  # zero: never defined
+        "def count(xs):\n    return len(xs)\n"
+    )
+    sampled = (
+        "def mean(xs):\n    return sum(xs) / len(xs)\n\n\n"
+        "def total(xs):\n    if not xs:\n        return 0\n    return sum(xs)\n\n\n"
+        "def count(xs):\n    return sum(1 for _ in xs)\n"  # nothing tells it from the code's
+    )
+    tests = (
+        "from stats import count, mean, total\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
+        "def test_total():\n    assert total([1, 2]) == 3\n\n\ndef test_count():\n    assert count([4, 5]) == 2\n"
+    )
+    replies = [
+        text(fenced(("stats.py", code))),
+        text(fenced(("tests/test_stats.py", tests))),
+        *[text(fenced(("stats.py", sampled)))] * 3,
+        text("STEP COMPLETE\nstats.py has mean, total and count."),
+    ]
+    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
+    outcome = asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, three, "")))
+    assert outcome.status is StepStatus.PASSED, outcome.reason
+    assert store.read_text("stats.py") == sampled.replace("sum(1 for _ in xs)", "len(xs)")

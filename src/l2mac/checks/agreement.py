@@ -229,7 +229,8 @@ class Weigher:
         evidence: Callable[[dict[str, bool]], dict[str, bool]],
     ) -> str | None:
         """The chosen sample with the code's own version of each function it changes that no evidence telling
-        the two apart reaches (a test whose outcome differs, an example whose verdict differs), when that
+        the two apart reaches (a test whose outcome differs, an example whose verdict differs, a problem the
+        checks find in the code's version), when that
         passes the same tests, as many examples and has no more problems; else None (the sample is kept whole).
         A sample is chosen for the functions the evidence sees; it was written whole, and its other functions
         differ from the code's by chance: with nothing to tell them apart, the code's stay (seen on ClassEval_37
@@ -239,6 +240,9 @@ class Weigher:
         outcomes = evidence(chosen.outcomes)
         tests = [t for t in {*base, *outcomes} if base.get(t) != outcomes.get(t)]
         told_apart = {_used_as(name) for name in set(failing) ^ set(chosen.examples_failed)}
+        # a function in which the checks find a problem in the code is told apart too (seen on ClassEval_37 at
+        # 507476a: a sample chosen for having no problem, where the code had one, was kept whole)
+        told_apart |= await asyncio.to_thread(functions_with_problems, self.env, self.recover, snapshot, target)
         keep = unevidenced(incumbent, chosen.content, snapshot, tests, told_apart)
         if not keep:
             return None
@@ -540,7 +544,29 @@ def problems_with(env: ToolEnv, recover: bool, snapshot: dict[str, str], target:
         return _repaired_problems(scratch, target, recover)
 
 
+def functions_with_problems(env: ToolEnv, recover: bool, snapshot: dict[str, str], target: str) -> set[str]:
+    """The functions (by name) of ``target`` as the project holds it in which the checks find a problem that
+    fails a step, found as :func:`problems_with` counts them: evidence against each, as a failing test is."""
+    with scratch_copy(snapshot, "l2mac-own-", opaque_from=env.store) as scratch:
+        lines = {issue.line for issue in _repaired_issues(scratch, target, recover)}
+        try:
+            tree = ast.parse(scratch.read_text(target))
+        except SyntaxError:
+            return set()
+    return {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in lines)
+    }
+
+
 def _repaired_problems(scratch: FileStore, target: str, recover: bool) -> int:
+    """The code problems in ``target`` that fail a step, after the repairs a written file gets (``recover``)."""
+    return len(_repaired_issues(scratch, target, recover))
+
+
+def _repaired_issues(scratch: FileStore, target: str, recover: bool) -> list[CodeIssue]:
     """The code problems in ``target`` that fail a step, after the repairs a written file gets (``recover``)."""
 
     def check(paths: list[str]) -> list[CodeIssue]:
@@ -548,12 +574,7 @@ def _repaired_problems(scratch: FileStore, target: str, recover: bool) -> int:
 
     if recover:
         repair_written(scratch, check, [target], lambda recovery, **fields: None)
-    return _blocking(check([target]))
-
-
-def _blocking(issues: list[CodeIssue]) -> int:
-    """How many of ``issues`` fail a step (warnings do not)."""
-    return sum(1 for issue in issues if issue.blocking)
+    return [issue for issue in check([target]) if issue.blocking]
 
 
 def _used_as(example: str) -> str:
