@@ -1135,16 +1135,22 @@ def test_a_sample_kept_for_one_function_leaves_the_codes_other_functions_as_they
         "from stats import mean, total\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
         "def test_total():\n    assert total([1, 2]) == 3\n"
     )
+    # the sample's mean, which test_mean tells apart; the code's total
+    assert _weighed_once(tmp_path, TWO_FUNCTIONS, mean_buggy, tests, sampled) == STATS
+
+
+def _weighed_once(tmp_path: Path, step: Instruction, code: str, tests: str, sampled: str) -> str:
+    """stats.py after a step whose code fails its tests, weighed once against three samples alike."""
     replies = [
-        text(fenced(("stats.py", mean_buggy))),
+        text(fenced(("stats.py", code))),
         text(fenced(("tests/test_stats.py", tests))),
         *[text(fenced(("stats.py", sampled)))] * 3,
-        text("STEP COMPLETE\nstats.py has mean and total."),
+        text("STEP COMPLETE\nstats.py is written."),
     ]
     unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
-    outcome = asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, TWO_FUNCTIONS, "")))
+    outcome = asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, step, "")))
     assert outcome.status is StepStatus.PASSED, outcome.reason
-    assert store.read_text("stats.py") == STATS  # the sample's mean, which test_mean tells apart; the code's total
+    return store.read_text("stats.py")
 
 
 def test_only_functions_no_telling_evidence_reaches_are_kept_and_never_a_constructor() -> None:
@@ -1196,13 +1202,4 @@ def test_a_function_the_checks_find_a_problem_in_is_the_samples_and_the_rest_sta
         "from stats import count, mean, total\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
         "def test_total():\n    assert total([1, 2]) == 3\n\n\ndef test_count():\n    assert count([4, 5]) == 2\n"
     )
-    replies = [
-        text(fenced(("stats.py", code))),
-        text(fenced(("tests/test_stats.py", tests))),
-        *[text(fenced(("stats.py", sampled)))] * 3,
-        text("STEP COMPLETE\nstats.py has mean, total and count."),
-    ]
-    unit, _, store = make_unit(tmp_path, replies, limits=LIMITS)
-    outcome = asyncio.run(unit.run_step(Step("Statistics helpers", 1, 1, three, "")))
-    assert outcome.status is StepStatus.PASSED, outcome.reason
-    assert store.read_text("stats.py") == sampled.replace("sum(1 for _ in xs)", "len(xs)")
+    assert _weighed_once(tmp_path, three, code, tests, sampled) == sampled.replace("sum(1 for _ in xs)", "len(xs)")
