@@ -177,7 +177,7 @@ class Weigher:
         # method's local variables, undefined names; a sample without them passed the very tests the code
         # passed, and the tie kept the code, which the step never mended)
         tried = now.tried if now is not None else 0
-        own = await asyncio.to_thread(problems_with, env, self.recover, snapshot, target)
+        own, own_broken = await asyncio.to_thread(own_problems, env, self.recover, snapshot, target)
         rank = [
             (tried - len(now.failed) if now is not None else 0, 0),
             *((s.examples_passed, -max(0, s.problems - own)) for s in sampled),
@@ -201,7 +201,7 @@ class Weigher:
             )
         if agreement.chosen:
             chosen = sampled[agreement.chosen - 1]
-            spliced = await self._least_change(snapshot, target, examples, base, failing, chosen, evidence)
+            spliced = await self._least_change(snapshot, target, examples, base, failing, own_broken, chosen, evidence)
             if spliced is not None:
                 candidates[agreement.chosen - 1] = spliced
         self.verdicts[key] = (target, agreement)
@@ -225,6 +225,7 @@ class Weigher:
         examples: list[Example],
         base: dict[str, bool],
         failing: tuple[str, ...],
+        own_broken: set[str],
         chosen: Sampled,
         evidence: Callable[[dict[str, bool]], dict[str, bool]],
     ) -> str | None:
@@ -242,7 +243,7 @@ class Weigher:
         told_apart = {_used_as(name) for name in set(failing) ^ set(chosen.examples_failed)}
         # a function in which the checks find a problem in the code is told apart too (seen on ClassEval_37 at
         # 507476a: a sample chosen for having no problem, where the code had one, was kept whole)
-        told_apart |= await asyncio.to_thread(functions_with_problems, self.env, self.recover, snapshot, target)
+        told_apart |= own_broken
         keep = unevidenced(incumbent, chosen.content, snapshot, tests, told_apart)
         if not keep:
             return None
@@ -537,28 +538,30 @@ def outcomes_with(
 
 
 def problems_with(env: ToolEnv, recover: bool, snapshot: dict[str, str], target: str) -> int:
+    """The code problems of ``target`` as the project holds it, counted as a sample's are (see :func:`own_problems`)."""
+    return own_problems(env, recover, snapshot, target)[0]
+
+
+def own_problems(env: ToolEnv, recover: bool, snapshot: dict[str, str], target: str) -> tuple[int, set[str]]:
     """The code problems of ``target`` as the project holds it, counted as a sample's are: in a scratch copy,
     after the repairs a written file gets (code changed by an edit was never repaired, and a missing import
-    the repairs add is no problem in a sample)."""
+    the repairs add is no problem in a sample); and the functions (by name) they are in: evidence against each,
+    as a failing test is."""
     with scratch_copy(snapshot, "l2mac-own-", opaque_from=env.store) as scratch:
-        return _repaired_problems(scratch, target, recover)
-
-
-def functions_with_problems(env: ToolEnv, recover: bool, snapshot: dict[str, str], target: str) -> set[str]:
-    """The functions (by name) of ``target`` as the project holds it in which the checks find a problem that
-    fails a step, found as :func:`problems_with` counts them: evidence against each, as a failing test is."""
-    with scratch_copy(snapshot, "l2mac-own-", opaque_from=env.store) as scratch:
-        lines = {issue.line for issue in _repaired_issues(scratch, target, recover)}
-        try:
-            tree = ast.parse(scratch.read_text(target))
-        except SyntaxError:
-            return set()
-    return {
-        node.name
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in lines)
+        issues = _repaired_issues(scratch, target, recover)
+        source = scratch.read_text(target)
+    lines = {issue.line for issue in issues}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return len(issues), set()
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    holding = {
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, functions) and any(n.lineno <= line <= (n.end_lineno or n.lineno) for line in lines)
     }
+    return len(issues), holding
 
 
 def _repaired_problems(scratch: FileStore, target: str, recover: bool) -> int:
